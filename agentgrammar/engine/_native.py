@@ -1,0 +1,58 @@
+"""The bridge to the C engine: the compiled cffi module and status-to-exception mapping.
+
+Everything that touches ``ffi``/``lib`` lives in the engine package; the rest of
+agentgrammar only sees the Python classes built on top.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NoReturn, Optional, Type
+
+from ..errors import AgentGrammarError, MatcherError, TokenIdError
+
+try:
+    from .._core import ffi, lib  # type: ignore[import-not-found]
+except ImportError as exc:  # pragma: no cover - only without a built extension
+    raise ImportError(
+        "agentgrammar's C engine is not built; install the package with `pip install -e .` "
+        f"(import of agentgrammar._core failed: {exc})"
+    ) from exc
+
+__all__ = ["ffi", "lib", "new_error", "check", "raise_error"]
+
+
+def new_error():  # type: ignore[no-untyped-def]
+    """A fresh ``ag_error`` for one call."""
+    return ffi.new("ag_error *")
+
+
+_BY_STATUS: dict[int, Type[AgentGrammarError]] = {
+    lib.AG_ERR_RANGE: TokenIdError,
+    lib.AG_ERR_STATE: MatcherError,
+}
+
+
+def raise_error(
+    status: int,
+    err,  # type: ignore[no-untyped-def]
+    invalid: Type[AgentGrammarError] = AgentGrammarError,
+    rule_name: Optional[Callable[[int], str]] = None,
+) -> NoReturn:
+    """Raise the exception for a failed C call.
+
+    ``invalid`` is the class used for AG_ERR_INVALID / AG_ERR_LIMIT (it depends on what
+    was being loaded); ``rule_name`` turns the rule index in the error into a name.
+    """
+    message = ffi.string(err.message).decode("utf-8", "replace")
+    if rule_name is not None and err.rule >= 0:
+        message = f"rule {rule_name(err.rule)!r}: {message}"
+    if status == lib.AG_ERR_NOMEM:
+        raise MemoryError(f"agentgrammar: {message}")
+    cls = _BY_STATUS.get(status, invalid)
+    raise cls(message)
+
+
+def check(status: int, err, invalid: Type[AgentGrammarError] = AgentGrammarError) -> None:  # type: ignore[no-untyped-def]
+    """Raise when ``status`` is not AG_OK."""
+    if status != lib.AG_OK:
+        raise_error(status, err, invalid)

@@ -1,0 +1,171 @@
+"""Token bitmasks in xgrammar's layout, and applying them to logits.
+
+A bitmask is int32 with shape ``(batch, ceil(vocab_size / 32))``; token ``j`` is
+bit ``j % 32`` of word ``j // 32``, and 1 means allowed. Existing kernels written
+for xgrammar's masks work on these unchanged.
+
+Example:
+    >>> import numpy as np
+    >>> from agentgrammar import allocate_token_bitmask, apply_token_bitmask_inplace
+    >>> mask = allocate_token_bitmask(1, 40, backend="numpy")
+    >>> mask[0, :] = 0; mask[0, 0] = 0b101          # allow tokens 0 and 2
+    >>> logits = np.zeros((1, 40), dtype=np.float32)
+    >>> apply_token_bitmask_inplace(logits, mask)
+    >>> np.isfinite(logits[0, :4]).tolist()
+    [True, False, True, False]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import BitmaskError
+
+__all__ = [
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "bitmask_words",
+    "bitmask_row_pointer",
+]
+
+
+def bitmask_words(vocab_size: int) -> int:
+    """The number of int32 words a mask of ``vocab_size`` tokens needs."""
+    return (vocab_size + 31) // 32
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int, *, backend: str = "auto") -> Any:
+    """A bitmask of shape ``(batch_size, ceil(vocab_size / 32))`` with every token allowed.
+
+    ``backend`` is ``"torch"``, ``"numpy"`` or ``"auto"`` (a CPU torch tensor when torch is
+    installed, as xgrammar returns; otherwise a NumPy array).
+    """
+    if batch_size < 1 or vocab_size < 1:
+        raise BitmaskError(f"batch_size and vocab_size must be positive, got {batch_size}, {vocab_size}")
+    shape = (batch_size, bitmask_words(vocab_size))
+    torch = _torch() if backend in ("auto", "torch") else None
+    if backend == "torch" and torch is None:
+        raise BitmaskError("backend='torch' needs torch installed (pip install 'agentgrammar[hf]')")
+    if backend not in ("auto", "torch", "numpy"):
+        raise BitmaskError(f"unknown backend {backend!r}; use 'auto', 'torch' or 'numpy'")
+    if torch is not None:
+        return torch.full(shape, -1, dtype=torch.int32)
+    return np.full(shape, -1, dtype=np.int32)
+
+
+def _shape_dtype(bitmask: Any) -> Tuple[Tuple[int, ...], str]:
+    return tuple(bitmask.shape), str(bitmask.dtype)
+
+
+def bitmask_row_pointer(bitmask: Any, index: int, vocab_size: int) -> Tuple[int, int]:
+    """The address of row ``index`` of a CPU bitmask and its number of words.
+
+    Raises BitmaskError for a wrong dtype, shape, device or layout.
+    """
+    shape, dtype = _shape_dtype(bitmask)
+    need = bitmask_words(vocab_size)
+    if dtype not in ("int32", "torch.int32"):
+        raise BitmaskError(f"bitmask dtype must be int32, got {dtype}")
+    if len(shape) == 1:
+        shape = (1,) + shape
+        if index != 0:
+            raise BitmaskError(f"index {index} given for a 1-D bitmask")
+    if len(shape) != 2 or shape[1] < need:
+        raise BitmaskError(f"bitmask shape must be (batch, {need}) for vocab_size {vocab_size}, got {shape}")
+    if not 0 <= index < shape[0]:
+        raise BitmaskError(f"bitmask row {index} is out of range for batch size {shape[0]}")
+    if isinstance(bitmask, np.ndarray):
+        if not bitmask.flags["C_CONTIGUOUS"] or not bitmask.flags["WRITEABLE"]:
+            raise BitmaskError("bitmask must be a writeable C-contiguous array")
+        return bitmask.ctypes.data + index * shape[1] * 4, shape[1]
+    device = getattr(bitmask, "device", None)
+    if device is None or getattr(device, "type", "cpu") != "cpu":
+        raise BitmaskError(
+            f"bitmask must live on the CPU (got device {device}); fill it on the CPU, then copy it "
+            "to the accelerator with .to(device, non_blocking=True)"
+        )
+    if not bitmask.is_contiguous():
+        raise BitmaskError("bitmask must be contiguous")
+    return bitmask.data_ptr() + index * shape[1] * 4, shape[1]
+
+
+def _unpack(bitmask: np.ndarray, width: int) -> np.ndarray:
+    """Boolean allowed-matrix (batch, width) from packed int32 words."""
+    words = bitmask.view(np.uint32)
+    bits = (words[:, :, None] >> np.arange(32, dtype=np.uint32)) & 1
+    return bits.reshape(words.shape[0], -1)[:, :width].astype(bool)
+
+
+def apply_token_bitmask_inplace(
+    logits: Any,
+    bitmask: Any,
+    *,
+    vocab_size: Optional[int] = None,
+    indices: Optional[Sequence[int]] = None,
+) -> None:
+    """Set the logits of disallowed tokens to ``-inf``, in place.
+
+    ``logits`` is ``(batch, V)`` or ``(V,)`` (torch on any device, or NumPy);
+    ``bitmask`` is ``(batch, words)`` or ``(words,)``. Tokens past ``vocab_size``
+    (default: the logits width) and past the mask's width are masked off.
+    ``indices`` applies mask row ``i`` to logits row ``indices[i]``.
+    """
+    torch = _torch()
+    if torch is not None and isinstance(logits, torch.Tensor):
+        _apply_torch(torch, logits, bitmask, vocab_size, indices)
+        return
+    if not isinstance(logits, np.ndarray):
+        raise BitmaskError(f"logits must be a torch tensor or a NumPy array, got {type(logits).__name__}")
+    mask = np.asarray(bitmask)
+    if mask.dtype != np.int32:
+        raise BitmaskError(f"bitmask dtype must be int32, got {mask.dtype}")
+    rows2d = logits if logits.ndim == 2 else logits[None, :]
+    mask2d = mask if mask.ndim == 2 else mask[None, :]
+    rows = list(indices) if indices is not None else list(range(mask2d.shape[0]))
+    _check_rows(rows, mask2d.shape[0], rows2d.shape[0])
+    width = rows2d.shape[1]
+    allowed = np.zeros((len(rows), width), dtype=bool)
+    n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
+    allowed[:, :n] = _unpack(np.ascontiguousarray(mask2d[: len(rows)]), n)
+    for k, r in enumerate(rows):
+        rows2d[r][~allowed[k]] = -np.inf
+
+
+def _check_rows(rows: Sequence[int], mask_rows: int, logit_rows: int) -> None:
+    if len(rows) > mask_rows:
+        raise BitmaskError(f"{len(rows)} rows requested but the bitmask has {mask_rows}")
+    for r in rows:
+        if not 0 <= r < logit_rows:
+            raise BitmaskError(f"logits row {r} is out of range for batch size {logit_rows}")
+
+
+def _apply_torch(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int], indices: Any) -> None:
+    if not isinstance(bitmask, torch.Tensor):
+        bitmask = torch.from_numpy(np.asarray(bitmask))
+    if bitmask.dtype != torch.int32:
+        raise BitmaskError(f"bitmask dtype must be torch.int32, got {bitmask.dtype}")
+    rows2d = logits if logits.dim() == 2 else logits.unsqueeze(0)
+    mask2d = bitmask if bitmask.dim() == 2 else bitmask.unsqueeze(0)
+    rows = list(indices) if indices is not None else list(range(mask2d.shape[0]))
+    _check_rows(rows, mask2d.shape[0], rows2d.shape[0])
+    width = rows2d.shape[1]
+    n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
+    mask2d = mask2d[: len(rows)].to(rows2d.device, non_blocking=True)
+    shifts = torch.arange(32, device=rows2d.device, dtype=torch.int32)
+    bits = (mask2d.unsqueeze(-1) >> shifts) & 1
+    allowed = torch.zeros((len(rows), width), dtype=torch.bool, device=rows2d.device)
+    allowed[:, :n] = bits.reshape(len(rows), -1)[:, :n].bool()
+    index = torch.as_tensor(rows, device=rows2d.device, dtype=torch.long)
+    sub = rows2d.index_select(0, index)
+    sub.masked_fill_(~allowed, float("-inf"))
+    rows2d.index_copy_(0, index, sub)

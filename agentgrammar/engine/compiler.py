@@ -1,0 +1,134 @@
+"""Compiling grammars against a vocabulary.
+
+Example:
+    >>> from agentgrammar import Compiler, Grammar, Vocabulary
+    >>> vocab = Vocabulary(["a", "b", "ab", "</s>"], stop_token_ids=[3])
+    >>> compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "a"+ "b"'))
+    >>> compiled.vocabulary is vocab
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+from ..errors import GrammarError, VocabularyError
+from ..grammar import Grammar
+from ._native import ffi, lib, new_error, raise_error
+from .vocabulary import Vocabulary
+
+__all__ = ["Compiler", "CompiledGrammar"]
+
+#: The default byte budget for the compiler's shared token-mask cache.
+DEFAULT_CACHE_LIMIT_BYTES = 512 * 1024 * 1024
+
+
+def _new_vocab_handle(vocab: Vocabulary) -> Any:
+    blob, offsets, kinds, n_tokens, mask_size = vocab._native_args()
+    out = ffi.new("ag_vocab **")
+    err = new_error()
+    status = lib.ag_vocab_new(
+        ffi.from_buffer("uint8_t[]", blob),
+        ffi.from_buffer("uint32_t[]", offsets),
+        ffi.from_buffer("uint8_t[]", kinds),
+        n_tokens,
+        mask_size,
+        out,
+        err,
+    )
+    if status != lib.AG_OK:
+        raise_error(status, err, VocabularyError)
+    return ffi.gc(out[0], lib.ag_vocab_free)
+
+
+def _load_grammar(grammar: Grammar) -> Any:
+    words = grammar.to_bytes()
+    out = ffi.new("ag_grammar **")
+    err = new_error()
+    status = lib.ag_grammar_load(ffi.from_buffer("int32_t[]", words), len(words) // 4, out, err)
+    if status != lib.AG_OK:
+        raise_error(status, err, GrammarError, rule_name=lambda i: grammar.rules[i].name)
+    return ffi.gc(out[0], lib.ag_grammar_free)
+
+
+class CompiledGrammar:
+    """A grammar bound to a vocabulary; create matchers from it. Immutable and thread-safe."""
+
+    def __init__(self, grammar: Grammar, vocabulary: Vocabulary, handle: Any) -> None:
+        self._grammar = grammar
+        self._vocabulary = vocabulary
+        self._handle = handle
+
+    @property
+    def grammar(self) -> Grammar:
+        """The source grammar."""
+        return self._grammar
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The vocabulary the grammar was compiled for."""
+        return self._vocabulary
+
+    @property
+    def memory_size_bytes(self) -> int:
+        """Approximate bytes held by the compiled grammar."""
+        return int(lib.ag_compiled_memory_bytes(self._handle))
+
+    def __repr__(self) -> str:
+        return f"<CompiledGrammar root={self._grammar.root!r} rules={len(self._grammar.rules)}>"
+
+
+class Compiler:
+    """Compiles grammars for one vocabulary.
+
+    One compiler should serve a whole process: it owns the vocabulary index and (in
+    later versions) the token-mask cache shared by every grammar it compiles, bounded
+    by ``cache_limit_bytes``.
+
+    Example:
+        >>> from agentgrammar import Compiler, Vocabulary
+        >>> compiler = Compiler(Vocabulary(["{", "}", "\\"", "a"]))
+        >>> compiled = compiler.compile_regex("a+")
+    """
+
+    def __init__(self, vocab: Vocabulary, *, cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES) -> None:
+        if not isinstance(vocab, Vocabulary):
+            raise VocabularyError(f"Compiler needs an agentgrammar.Vocabulary, got {type(vocab).__name__}")
+        if cache_limit_bytes < 0:
+            raise ValueError(f"cache_limit_bytes must be >= 0, got {cache_limit_bytes}")
+        self._vocab = vocab
+        self._vocab_handle = _new_vocab_handle(vocab)
+        self.cache_limit_bytes = cache_limit_bytes
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The vocabulary this compiler compiles for."""
+        return self._vocab
+
+    def compile(self, grammar: Union[Grammar, str]) -> CompiledGrammar:
+        """Compile a Grammar (or EBNF text) for this compiler's vocabulary."""
+        if isinstance(grammar, str):
+            grammar = Grammar.from_ebnf(grammar)
+        if not isinstance(grammar, Grammar):
+            raise TypeError(f"compile() takes a Grammar or EBNF text, got {type(grammar).__name__}")
+        g = _load_grammar(grammar)
+        out = ffi.new("ag_compiled **")
+        err = new_error()
+        status = lib.ag_compiled_new(g, self._vocab_handle, out, err)
+        if status != lib.AG_OK:
+            raise_error(status, err, GrammarError)
+        return CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free))
+
+    def compile_grammar(self, grammar: Union[Grammar, str], root: str = "root") -> CompiledGrammar:
+        """xgrammar-compatible spelling of :meth:`compile` (EBNF text with a root rule name)."""
+        if isinstance(grammar, str):
+            grammar = Grammar.from_ebnf(grammar, root=root)
+        return self.compile(grammar)
+
+    def compile_regex(self, pattern: str) -> CompiledGrammar:
+        """Compile a regular expression (the whole output must match it)."""
+        return self.compile(Grammar.from_regex(pattern))
+
+    def compile_builtin_json_grammar(self) -> CompiledGrammar:
+        """Compile the grammar of any JSON value."""
+        return self.compile(Grammar.builtin_json())

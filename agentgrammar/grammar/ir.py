@@ -1,0 +1,90 @@
+"""The grammar IR: what every front-end produces and what the C core loads.
+
+A grammar is a list of named rules; each rule has a body expression built from
+the node types below. Character classes are kept at the Unicode level here (so
+that a grammar prints back as readable EBNF) and lowered to UTF-8 byte ranges
+only when the grammar is serialized for the C core (see ``serialize.py``).
+
+Example:
+    >>> from agentgrammar.grammar.ir import Rule, Seq, Literal, RuleRef
+    >>> Rule("root", Seq((Literal(b"a"), RuleRef("root"))))
+    Rule(name='root', body=Seq(items=(Literal(value=b'a'), RuleRef(name='root'))))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+#: The largest Unicode code point.
+MAX_CODE_POINT = 0x10FFFF
+
+
+@dataclass(frozen=True)
+class Literal:
+    """An exact byte string (UTF-8 for text)."""
+
+    value: bytes
+
+
+@dataclass(frozen=True)
+class CharClass:
+    """One Unicode character from ``ranges`` (inclusive), or outside them if ``negated``.
+
+    Ranges are code points; a negated class matches any code point in
+    ``[0, 0x10FFFF]`` not covered by ``ranges``.
+    """
+
+    ranges: Tuple[Tuple[int, int], ...]
+    negated: bool = False
+
+
+@dataclass(frozen=True)
+class ByteClass:
+    """One raw byte from ``ranges`` (inclusive, 0..255). Used for non-UTF-8 grammars."""
+
+    ranges: Tuple[Tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Seq:
+    """The items one after the other. ``Seq(())`` is the empty string."""
+
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Exactly one of the alternatives."""
+
+    items: Tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class RuleRef:
+    """A reference to another rule by name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded)."""
+
+    item: "Expr"
+    min: int
+    max: Optional[int]
+
+
+Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat]
+
+#: The empty string.
+EMPTY = Seq(())
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A named rule."""
+
+    name: str
+    body: Expr

@@ -1,0 +1,106 @@
+"""Serialize grammar IR into the compact int32 buffer that the C core loads.
+
+Layout (all little-endian int32 words)::
+
+    MAGIC, VERSION, n_rules, root, n_nodes, n_data,
+    body[n_rules]          node index of each rule's body
+    offset[n_nodes]        start of each node in data
+    data[n_data]           the nodes, each [kind, ...payload]
+
+Node kinds and payloads::
+
+    1 LITERAL   len, byte * len
+    2 BYTES     n_ranges, (lo, hi) * n_ranges       one byte from the ranges
+    3 SEQ       n, child * n
+    4 CHOICE    n, child * n
+    5 RULEREF   rule index
+    6 REPEAT    child, min, max (-1 = unbounded)
+
+Children always have a smaller node index than their parent (post-order), so the
+C loader can check the node graph is acyclic with one comparison per edge.
+Character classes are lowered to UTF-8 byte sequences here.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Dict, List, Sequence, Tuple
+
+from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .utf8 import class_to_sequences
+
+MAGIC = 0x52494741  # "AGIR"
+VERSION = 1
+
+KIND_LITERAL = 1
+KIND_BYTES = 2
+KIND_SEQ = 3
+KIND_CHOICE = 4
+KIND_RULEREF = 5
+KIND_REPEAT = 6
+
+
+class _Writer:
+    def __init__(self, rule_index: Dict[str, int]) -> None:
+        self.rule_index = rule_index
+        self.offsets: List[int] = []
+        self.data = array("i")
+        self._memo: Dict[Tuple[int, ...], int] = {}
+
+    def node(self, words: Sequence[int]) -> int:
+        key = tuple(words)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        idx = len(self.offsets)
+        self.offsets.append(len(self.data))
+        self.data.extend(words)
+        self._memo[key] = idx
+        return idx
+
+    def byte_seq(self, seq: Sequence[Tuple[int, int]]) -> int:
+        parts = [self.node((KIND_BYTES, 1, lo, hi)) for lo, hi in seq]
+        return parts[0] if len(parts) == 1 else self.node((KIND_SEQ, len(parts), *parts))
+
+    def expr(self, e: Expr) -> int:
+        if isinstance(e, Literal):
+            return self.node((KIND_LITERAL, len(e.value), *e.value))
+        if isinstance(e, ByteClass):
+            flat = [x for r in e.ranges for x in r]
+            return self.node((KIND_BYTES, len(e.ranges), *flat))
+        if isinstance(e, CharClass):
+            return self._char_class(e)
+        if isinstance(e, Seq):
+            kids = [self.expr(x) for x in e.items]
+            return kids[0] if len(kids) == 1 else self.node((KIND_SEQ, len(kids), *kids))
+        if isinstance(e, Choice):
+            kids = [self.expr(x) for x in e.items]
+            return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+        if isinstance(e, RuleRef):
+            return self.node((KIND_RULEREF, self.rule_index[e.name]))
+        if isinstance(e, Repeat):
+            child = self.expr(e.item)
+            return self.node((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
+        raise TypeError(f"not a grammar expression: {e!r}")
+
+    def _char_class(self, e: CharClass) -> int:
+        seqs = class_to_sequences(e.ranges, e.negated)
+        singles = [s[0] for s in seqs if len(s) == 1]
+        kids: List[int] = []
+        if singles:
+            flat = [x for r in singles for x in r]
+            kids.append(self.node((KIND_BYTES, len(singles), *flat)))
+        kids.extend(self.byte_seq(s) for s in seqs if len(s) > 1)
+        if not kids:  # an empty class matches nothing: an empty byte set
+            return self.node((KIND_BYTES, 0))
+        return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+
+
+def serialize(rules: Sequence[Rule], root: str) -> bytes:
+    """Serialize ``rules`` (names must be unique and every reference defined)."""
+    rule_index = {r.name: i for i, r in enumerate(rules)}
+    w = _Writer(rule_index)
+    bodies = [w.expr(r.body) for r in rules]
+    header = array("i", [MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data)])
+    out = header + array("i", bodies) + array("i", w.offsets) + w.data
+    return out.tobytes()

@@ -1,0 +1,201 @@
+/* ag_earley.c - Earley recognition over per-rule deterministic automata.
+ *
+ * Prediction happens at rule edges, scanning at byte edges, completion at
+ * accepting states. Nullable rules use the Aycock-Horspool rule: predicting a
+ * nullable rule also steps over it at once, so completions never need to look
+ * at the set that is still being built. */
+#include "ag_earley.h"
+
+static uint32_t ag_item_hash(ag_item it) {
+  uint64_t h = ((uint64_t)(uint32_t)it.state << 32) | (uint32_t)it.origin;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return (uint32_t)h;
+}
+
+static uint32_t ag_current_start(const ag_parser *p) { return p->set_start.data[p->set_start.len - 1]; }
+
+/* Sizes the de-duplication index for a set of n items (load factor <= 1/2). */
+static bool ag_index_reserve(ag_parser *p, uint32_t n) {
+  if (n * 2 < p->n_slots) return true;
+  uint32_t slots = p->n_slots ? p->n_slots : 64;
+  while (slots <= n * 2) {
+    if (slots > (UINT32_MAX >> 2)) return false;
+    slots *= 2;
+  }
+  uint32_t *item = malloc(sizeof *item * slots), *stamp = calloc(slots, sizeof *stamp);
+  if (!item || !stamp) {
+    free(item);
+    free(stamp);
+    return false;
+  }
+  free(p->slot_item);
+  free(p->slot_stamp);
+  p->slot_item = item;
+  p->slot_stamp = stamp;
+  p->n_slots = slots;
+  p->stamp = 1;
+  /* Re-index the items of the set being built. */
+  for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
+    uint32_t h = ag_item_hash(p->items.data[i]) & (slots - 1);
+    while (p->slot_stamp[h] == p->stamp) h = (h + 1) & (slots - 1);
+    p->slot_stamp[h] = p->stamp;
+    p->slot_item[h] = i;
+  }
+  return true;
+}
+
+/* Starts indexing a fresh set. */
+static void ag_index_clear(ag_parser *p) {
+  if (++p->stamp == 0) { /* wrapped: really clear */
+    memset(p->slot_stamp, 0, sizeof *p->slot_stamp * p->n_slots);
+    p->stamp = 1;
+  }
+}
+
+/* Adds an item to the set being built unless it is already there. */
+static bool ag_add(ag_parser *p, ag_item it) {
+  uint32_t n = (uint32_t)(p->items.len - ag_current_start(p));
+  if (!ag_index_reserve(p, n + 1)) return false;
+  uint32_t mask = p->n_slots - 1, h = ag_item_hash(it) & mask;
+  while (p->slot_stamp[h] == p->stamp) {
+    ag_item o = p->items.data[p->slot_item[h]];
+    if (o.state == it.state && o.origin == it.origin) return true;
+    h = (h + 1) & mask;
+  }
+  if (!ag_vec_push(&p->items, it)) return false;
+  p->slot_stamp[h] = p->stamp;
+  p->slot_item[h] = (uint32_t)(p->items.len - 1);
+  return true;
+}
+
+static bool ag_predict(ag_parser *p, ag_item it, int32_t k) {
+  const ag_grammar *g = p->g;
+  const ag_state *s = &g->states[it.state];
+  for (uint32_t e = s->rule_begin; e < s->rule_end; e++) {
+    const ag_rule_edge *re = &g->rule_edges[e];
+    if (!ag_add(p, (ag_item){g->rule_start[re->rule], k})) return false;
+    if (g->rule_nullable[re->rule] && !ag_add(p, (ag_item){re->target, it.origin})) return false;
+  }
+  return true;
+}
+
+/* Advances every item of set `origin` that waits on `rule`. */
+static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
+  const ag_grammar *g = p->g;
+  uint32_t begin = p->set_start.data[origin], end = p->set_start.data[origin + 1];
+  for (uint32_t i = begin; i < end; i++) {
+    ag_item w = p->items.data[i];
+    const ag_state *s = &g->states[w.state];
+    for (uint32_t e = s->rule_begin; e < s->rule_end; e++) {
+      if (g->rule_edges[e].rule != rule) continue;
+      if (!ag_add(p, (ag_item){g->rule_edges[e].target, w.origin})) return false;
+    }
+  }
+  return true;
+}
+
+/* Runs prediction and completion to a fixed point over the newest set. */
+static ag_status ag_closure(ag_parser *p, ag_error *err) {
+  int32_t k = (int32_t)p->set_start.len - 1;
+  for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
+    ag_item it = p->items.data[i];
+    bool ok = ag_predict(p, it, k);
+    /* origin == k means the rule matched nothing here: handled by ag_predict. */
+    if (ok && p->g->states[it.state].accepting && it.origin < k)
+      ok = ag_complete(p, p->g->state_rule[it.state], it.origin);
+    if (!ok) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory in the Earley parser");
+  }
+  return AG_OK;
+}
+
+ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err) {
+  memset(p, 0, sizeof *p);
+  p->g = g;
+  return ag_parser_restart(p), p->items.len ? AG_OK
+                                            : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+}
+
+void ag_parser_restart(ag_parser *p) {
+  p->items.len = 0;
+  p->set_start.len = 0;
+  if (!ag_vec_push(&p->set_start, 0)) return;
+  ag_index_clear(p);
+  if (!ag_add(p, (ag_item){p->g->rule_start[p->g->root], 0})) return;
+  if (ag_closure(p, NULL) != AG_OK) p->items.len = 0;
+}
+
+void ag_parser_free(ag_parser *p) {
+  ag_vec_free(&p->items);
+  ag_vec_free(&p->set_start);
+  free(p->slot_item);
+  free(p->slot_stamp);
+  memset(p, 0, sizeof *p);
+}
+
+/* The target of state s on byte b, or -1. Edges are sorted and disjoint. */
+static int32_t ag_step_byte(const ag_grammar *g, int32_t s, uint8_t b) {
+  const ag_state *st = &g->states[s];
+  uint32_t lo = st->byte_begin, hi = st->byte_end;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const ag_byte_edge *e = &g->byte_edges[mid];
+    if (b < e->lo) hi = mid;
+    else if (b > e->hi) lo = mid + 1;
+    else return e->target;
+  }
+  return -1;
+}
+
+ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
+  uint32_t begin = ag_current_start(p), end = (uint32_t)p->items.len;
+  if (!ag_vec_push(&p->set_start, end)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  ag_index_clear(p);
+  for (uint32_t i = begin; i < end; i++) {
+    ag_item it = p->items.data[i];
+    int32_t t = ag_step_byte(p->g, it.state, byte);
+    if (t >= 0 && !ag_add(p, (ag_item){t, it.origin})) {
+      ag_parser_truncate(p, (uint32_t)p->set_start.len - 1);
+      return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory in the Earley parser");
+    }
+  }
+  *ok = p->items.len > end;
+  if (!*ok) {
+    p->set_start.len--;
+    return AG_OK;
+  }
+  ag_status st = ag_closure(p, err);
+  if (st) ag_parser_truncate(p, (uint32_t)p->set_start.len - 1);
+  return st;
+}
+
+void ag_parser_truncate(ag_parser *p, uint32_t n_sets) {
+  if (n_sets == 0 || n_sets >= p->set_start.len) return;
+  p->items.len = p->set_start.data[n_sets];
+  p->set_start.len = n_sets;
+}
+
+bool ag_parser_can_end(const ag_parser *p) {
+  const ag_grammar *g = p->g;
+  for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
+    ag_item it = p->items.data[i];
+    if (it.origin == 0 && g->states[it.state].accepting && g->state_rule[it.state] == g->root)
+      return true;
+  }
+  return false;
+}
+
+int ag_parser_next_bytes(const ag_parser *p, uint32_t set_bits[8]) {
+  const ag_grammar *g = p->g;
+  memset(set_bits, 0, 8 * sizeof *set_bits);
+  for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
+    const ag_state *s = &g->states[p->items.data[i].state];
+    for (uint32_t e = s->byte_begin; e < s->byte_end; e++)
+      for (int b = g->byte_edges[e].lo; b <= g->byte_edges[e].hi; b++)
+        set_bits[b >> 5] |= 1u << (b & 31);
+  }
+  int n = 0;
+  for (int w = 0; w < 8; w++) n += __builtin_popcount(set_bits[w]);
+  return n;
+}

@@ -1,0 +1,47 @@
+/*
+ * ag_earley.h - an Earley recognizer over the per-rule automata.
+ *
+ * An item is (automaton state, origin set). The parser keeps every Earley set
+ * since the start in one array, so popping sets is how both token-mask walks
+ * and rollback undo input: exact and O(1).
+ */
+#ifndef AG_EARLEY_H
+#define AG_EARLEY_H
+
+#include "ag_internal.h"
+
+typedef struct ag_item {
+  int32_t state;
+  int32_t origin;
+} ag_item;
+
+typedef struct ag_parser {
+  const ag_grammar *g;
+  AG_VEC(ag_item) items;     /* the items of all sets, set after set */
+  AG_VEC(uint32_t) set_start; /* set k is items[set_start[k] .. set_start[k+1] or items.len) */
+  /* Open-addressing index of the set being built, for de-duplication.
+   * A slot is live when its stamp equals `stamp`; bumping stamp clears it. */
+  uint32_t *slot_item;
+  uint32_t *slot_stamp;
+  uint32_t n_slots;
+  uint32_t stamp;
+} ag_parser;
+
+ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err);
+void ag_parser_free(ag_parser *p);
+/* Drops all input: back to the single start set. */
+void ag_parser_restart(ag_parser *p);
+/* Scans one byte into a new set. Returns AG_OK with *ok = 0 (and no new set) on rejection. */
+ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err);
+/* Pops sets until n remain. */
+void ag_parser_truncate(ag_parser *p, uint32_t n_sets);
+static inline uint32_t ag_parser_num_sets(const ag_parser *p) { return (uint32_t)p->set_start.len; }
+/* True when the input so far is a complete sentence of the root rule. */
+bool ag_parser_can_end(const ag_parser *p);
+/*
+ * The bytes that may come next, as a 256-bit set. Returns the number of
+ * distinct bytes allowed.
+ */
+int ag_parser_next_bytes(const ag_parser *p, uint32_t set_bits[8]);
+
+#endif /* AG_EARLEY_H */

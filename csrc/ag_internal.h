@@ -1,0 +1,125 @@
+/*
+ * ag_internal.h - declarations shared between the engine's C files.
+ * Not part of the public surface (that is agentgrammar.h alone).
+ */
+#ifndef AG_INTERNAL_H
+#define AG_INTERNAL_H
+
+#include "agentgrammar.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Fills err (when not NULL) and returns status. */
+ag_status ag_fail(ag_error *err, ag_status status, int32_t rule, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* ---- growable arrays ----------------------------------------------------
+ * A vector is {T *data; size_t len, cap;}. ag_vec_reserve returns false on
+ * allocation failure (or size overflow) and leaves the vector unchanged.
+ */
+bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size);
+
+#define AG_VEC(T) \
+  struct {        \
+    T *data;      \
+    size_t len;   \
+    size_t cap;   \
+  }
+#define ag_vec_reserve(v, n) \
+  ((n) <= (v)->cap || ag_grow((void **)&(v)->data, &(v)->cap, (n), sizeof(*(v)->data)))
+#define ag_vec_push(v, x) \
+  (ag_vec_reserve((v), (v)->len + 1) ? ((v)->data[(v)->len++] = (x), true) : false)
+#define ag_vec_free(v) (free((v)->data), (v)->data = NULL, (v)->len = (v)->cap = 0)
+
+/* ---- limits ------------------------------------------------------------ */
+
+#define AG_MAX_STATES (1 << 24)   /* automaton states in one grammar */
+#define AG_MAX_RULES (1 << 20)    /* rules in one grammar */
+#define AG_MAX_REPEAT 100000      /* the largest {m,n} bound that is unrolled */
+
+/* ---- grammar automata ---------------------------------------------------
+ * Every rule is a deterministic automaton over bytes and rule references.
+ * All rules' states live in one array with global ids; state_rule[s] says
+ * which rule a state belongs to. A state's byte edges are sorted by lo and do
+ * not overlap; its rule edges have distinct rules. Every state can reach an
+ * accepting state (dead states are trimmed), and every rule derives at least
+ * one finite string (checked at load).
+ */
+typedef struct ag_byte_edge {
+  uint8_t lo, hi;
+  int32_t target;
+} ag_byte_edge;
+
+typedef struct ag_rule_edge {
+  int32_t rule;
+  int32_t target;
+} ag_rule_edge;
+
+typedef struct ag_state {
+  uint32_t byte_begin, byte_end; /* range in grammar->byte_edges */
+  uint32_t rule_begin, rule_end; /* range in grammar->rule_edges */
+  bool accepting;
+} ag_state;
+
+struct ag_grammar {
+  atomic_int refs;
+  int32_t n_rules;
+  int32_t root;
+  int32_t *rule_start;   /* [n_rules] start state of each rule */
+  bool *rule_nullable;   /* [n_rules] the rule derives the empty string */
+  int32_t n_states;
+  ag_state *states;      /* [n_states] */
+  int32_t *state_rule;   /* [n_states] */
+  ag_byte_edge *byte_edges;
+  uint32_t n_byte_edges;
+  ag_rule_edge *rule_edges;
+  uint32_t n_rule_edges;
+};
+
+void ag_grammar_retain(ag_grammar *g);
+
+/* ---- vocabulary -------------------------------------------------------- */
+
+struct ag_vocab {
+  atomic_int refs;
+  int32_t n_tokens;
+  int32_t mask_size;
+  uint8_t *blob;        /* all token bytes */
+  uint32_t *offsets;    /* [n_tokens + 1] */
+  uint8_t *kinds;       /* [n_tokens] */
+  /* Normal, non-empty tokens sorted by their bytes, so a walk shares prefixes. */
+  int32_t n_sorted;
+  int32_t *sorted_ids;  /* [n_sorted] */
+  uint16_t *lcp;        /* [n_sorted] common prefix with the previous sorted token, capped */
+  int32_t *stop_ids;    /* the tokens of kind STOP */
+  int32_t n_stop;
+  uint32_t max_token_len;
+};
+
+void ag_vocab_retain(ag_vocab *v);
+
+static inline const uint8_t *ag_vocab_token(const ag_vocab *v, int32_t id, uint32_t *len) {
+  *len = v->offsets[id + 1] - v->offsets[id];
+  return v->blob + v->offsets[id];
+}
+
+/* ---- compiled grammar -------------------------------------------------- */
+
+struct ag_compiled {
+  atomic_int refs;
+  ag_grammar *grammar;
+  ag_vocab *vocab;
+};
+
+void ag_compiled_retain(ag_compiled *c);
+
+#endif /* AG_INTERNAL_H */

@@ -1,0 +1,31 @@
+/* ag_util.c - error reporting and growable-array support shared by the engine. */
+#include "ag_internal.h"
+
+#include <stdio.h>
+
+ag_status ag_fail(ag_error *err, ag_status status, int32_t rule, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    err->status = (int)status;
+    err->rule = rule;
+  }
+  return status;
+}
+
+bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size) {
+  if (need <= *cap) return true;
+  size_t cap2 = *cap ? *cap : 8;
+  while (cap2 < need) {
+    if (cap2 > SIZE_MAX / 2) return false;
+    cap2 *= 2;
+  }
+  if (cap2 > SIZE_MAX / elem_size) return false;
+  void *p = realloc(*data, cap2 * elem_size);
+  if (!p) return false;
+  *data = p;
+  *cap = cap2;
+  return true;
+}

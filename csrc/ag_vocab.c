@@ -1,0 +1,124 @@
+/* ag_vocab.c - the token vocabulary: exact token bytes, kinds, and a
+ * byte-sorted order with common-prefix lengths so mask walks share prefixes. */
+#include "ag_internal.h"
+
+typedef struct ag_sort_entry {
+  const uint8_t *bytes;
+  uint32_t len;
+  int32_t id;
+} ag_sort_entry;
+
+static int ag_sort_cmp(const void *a, const void *b) {
+  const ag_sort_entry *x = a, *y = b;
+  uint32_t n = x->len < y->len ? x->len : y->len;
+  int c = n ? memcmp(x->bytes, y->bytes, n) : 0;
+  if (c) return c;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id); /* stable order for duplicates */
+}
+
+static ag_status ag_vocab_check(const uint32_t *offsets, const uint8_t *kinds, int32_t n_tokens,
+                                int32_t mask_size, ag_error *err) {
+  if (n_tokens < 0) return ag_fail(err, AG_ERR_INVALID, -1, "negative token count %d", n_tokens);
+  if (mask_size < n_tokens)
+    return ag_fail(err, AG_ERR_INVALID, -1, "mask size %d is smaller than the token count %d",
+                   mask_size, n_tokens);
+  if (offsets[0] != 0) return ag_fail(err, AG_ERR_INVALID, -1, "offsets[0] must be 0");
+  for (int32_t i = 0; i < n_tokens; i++) {
+    if (offsets[i + 1] < offsets[i])
+      return ag_fail(err, AG_ERR_INVALID, -1, "token %d has a negative length", i);
+    if (kinds[i] > AG_TOKEN_STOP)
+      return ag_fail(err, AG_ERR_INVALID, -1, "token %d has unknown kind %u", i, kinds[i]);
+  }
+  return AG_OK;
+}
+
+static ag_status ag_vocab_sort(ag_vocab *v, ag_error *err) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < v->n_tokens; i++)
+    if (v->kinds[i] == AG_TOKEN_NORMAL && v->offsets[i + 1] > v->offsets[i]) n++;
+  ag_sort_entry *e = malloc(sizeof *e * (size_t)(n ? n : 1));
+  v->sorted_ids = malloc(sizeof *v->sorted_ids * (size_t)(n ? n : 1));
+  v->lcp = malloc(sizeof *v->lcp * (size_t)(n ? n : 1));
+  if (!e || !v->sorted_ids || !v->lcp) {
+    free(e);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory sorting the vocabulary");
+  }
+  int32_t k = 0;
+  for (int32_t i = 0; i < v->n_tokens; i++) {
+    uint32_t len;
+    const uint8_t *b = ag_vocab_token(v, i, &len);
+    if (v->kinds[i] == AG_TOKEN_NORMAL && len > 0) e[k++] = (ag_sort_entry){b, len, i};
+    if (len > v->max_token_len) v->max_token_len = len;
+  }
+  qsort(e, (size_t)n, sizeof *e, ag_sort_cmp);
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t l = 0;
+    if (i > 0) {
+      uint32_t m = e[i].len < e[i - 1].len ? e[i].len : e[i - 1].len;
+      while (l < m && e[i].bytes[l] == e[i - 1].bytes[l]) l++;
+    }
+    v->sorted_ids[i] = e[i].id;
+    v->lcp[i] = (uint16_t)(l > UINT16_MAX ? UINT16_MAX : l); /* capping only costs re-scanning */
+  }
+  v->n_sorted = n;
+  free(e);
+  return AG_OK;
+}
+
+static ag_status ag_vocab_collect_stops(ag_vocab *v, ag_error *err) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < v->n_tokens; i++) n += v->kinds[i] == AG_TOKEN_STOP;
+  v->stop_ids = malloc(sizeof *v->stop_ids * (size_t)(n ? n : 1));
+  if (!v->stop_ids) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  for (int32_t i = 0; i < v->n_tokens; i++)
+    if (v->kinds[i] == AG_TOKEN_STOP) v->stop_ids[v->n_stop++] = i;
+  return AG_OK;
+}
+
+ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8_t *kinds,
+                       int32_t n_tokens, int32_t mask_size, ag_vocab **out, ag_error *err) {
+  *out = NULL;
+  if (!offsets || (n_tokens > 0 && (!kinds || !blob)))
+    return ag_fail(err, AG_ERR_INVALID, -1, "null vocabulary arrays");
+  ag_status st = ag_vocab_check(offsets, kinds, n_tokens, mask_size, err);
+  if (st) return st;
+  ag_vocab *v = calloc(1, sizeof *v);
+  if (!v) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  atomic_init(&v->refs, 1);
+  v->n_tokens = n_tokens;
+  v->mask_size = mask_size;
+  size_t blob_len = offsets[n_tokens];
+  v->blob = malloc(blob_len ? blob_len : 1);
+  v->offsets = malloc(sizeof *v->offsets * ((size_t)n_tokens + 1));
+  v->kinds = malloc((size_t)n_tokens + 1);
+  if (!v->blob || !v->offsets || !v->kinds) {
+    ag_vocab_free(v);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory copying the vocabulary");
+  }
+  if (blob_len) memcpy(v->blob, blob, blob_len);
+  memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
+  if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
+  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
+    ag_vocab_free(v);
+    return st;
+  }
+  *out = v;
+  return AG_OK;
+}
+
+void ag_vocab_retain(ag_vocab *v) { atomic_fetch_add(&v->refs, 1); }
+
+void ag_vocab_free(ag_vocab *v) {
+  if (!v || atomic_fetch_sub(&v->refs, 1) != 1) return;
+  free(v->blob);
+  free(v->offsets);
+  free(v->kinds);
+  free(v->sorted_ids);
+  free(v->lcp);
+  free(v->stop_ids);
+  free(v);
+}
+
+int32_t ag_vocab_num_tokens(const ag_vocab *v) { return v->n_tokens; }
+int32_t ag_vocab_mask_size(const ag_vocab *v) { return v->mask_size; }

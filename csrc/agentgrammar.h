@@ -1,0 +1,144 @@
+/*
+ * agentgrammar.h - the whole public surface of the agentgrammar C engine.
+ *
+ * Handles are opaque. Every fallible function returns an ag_status and, on
+ * failure, fills the caller's ag_error with a message; nothing aborts the
+ * process on bad input. Every object created by an *_new / *_load function is
+ * owned by the caller and released with the matching *_free. Objects that
+ * other objects depend on (vocabularies, grammars, compiled grammars) are
+ * reference counted, so freeing them early is safe: they live until their
+ * last user is freed.
+ *
+ * Thread safety: vocabularies, grammars and compiled grammars are immutable
+ * after creation and may be shared by threads. A matcher belongs to one
+ * thread at a time.
+ */
+#ifndef AGENTGRAMMAR_H
+#define AGENTGRAMMAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ag_status {
+  AG_OK = 0,
+  AG_ERR_INVALID = 1, /* malformed input: a grammar buffer, a token list, an argument */
+  AG_ERR_NOMEM = 2,   /* an allocation failed */
+  AG_ERR_STATE = 3,   /* the call is not allowed in the object's current state */
+  AG_ERR_RANGE = 4,   /* an index or token id out of range */
+  AG_ERR_LIMIT = 5    /* a configured size limit was exceeded */
+} ag_status;
+
+/* Filled on failure. `rule` names the grammar rule concerned, or -1. */
+typedef struct ag_error {
+  int status;
+  int32_t rule;
+  char message[512];
+} ag_error;
+
+/* ---- vocabulary ------------------------------------------------------- */
+
+typedef struct ag_vocab ag_vocab;
+
+/* Token kinds, one per token id. */
+enum {
+  AG_TOKEN_NORMAL = 0,  /* matched byte by byte against the grammar */
+  AG_TOKEN_SPECIAL = 1, /* never allowed */
+  AG_TOKEN_STOP = 2     /* allowed exactly when the grammar can end */
+};
+
+/*
+ * Creates a vocabulary of `n_tokens` tokens. Token i has the bytes
+ * blob[offsets[i] .. offsets[i+1]) and the kind kinds[i]. `mask_size` is the
+ * number of token ids a mask covers (the model's vocabulary size); it must be
+ * >= n_tokens, and ids in [n_tokens, mask_size) are always masked off.
+ * The inputs are copied.
+ */
+ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8_t *kinds,
+                       int32_t n_tokens, int32_t mask_size, ag_vocab **out, ag_error *err);
+void ag_vocab_free(ag_vocab *vocab);
+int32_t ag_vocab_num_tokens(const ag_vocab *vocab);
+int32_t ag_vocab_mask_size(const ag_vocab *vocab);
+
+/* ---- grammar ---------------------------------------------------------- */
+
+typedef struct ag_grammar ag_grammar;
+
+/*
+ * Loads a grammar from the IR buffer built by agentgrammar/grammar/serialize.py
+ * (format documented there) and builds one byte-level automaton per rule.
+ * Every index and byte in the buffer is checked.
+ */
+ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out, ag_error *err);
+void ag_grammar_free(ag_grammar *grammar);
+int32_t ag_grammar_num_rules(const ag_grammar *grammar);
+int32_t ag_grammar_num_states(const ag_grammar *grammar);
+
+/* ---- compiled grammar ------------------------------------------------- */
+
+typedef struct ag_compiled ag_compiled;
+
+/* Binds a grammar to a vocabulary. Both are retained (reference counted). */
+ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **out, ag_error *err);
+void ag_compiled_free(ag_compiled *compiled);
+/* Approximate bytes held by the compiled grammar (automata, vocabulary index). */
+size_t ag_compiled_memory_bytes(const ag_compiled *compiled);
+
+/* ---- matcher ---------------------------------------------------------- */
+
+typedef struct ag_matcher ag_matcher;
+
+/*
+ * Creates a matcher at the start of the grammar. `stop_ids` (n_stop entries)
+ * replaces the vocabulary's stop tokens when n_stop >= 0; pass n_stop = -1 to
+ * use the vocabulary's. With terminate_without_stop != 0 the matcher counts
+ * as terminated as soon as the grammar is complete.
+ */
+ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t n_stop,
+                         int terminate_without_stop, ag_matcher **out, ag_error *err);
+void ag_matcher_free(ag_matcher *matcher);
+
+/* Accepts one token. *accepted = 0 leaves the state unchanged. */
+ag_status ag_matcher_accept_token(ag_matcher *m, int32_t token_id, int *accepted, ag_error *err);
+
+/* Accepts raw bytes as one history step (undone by one rollback). */
+ag_status ag_matcher_accept_bytes(ag_matcher *m, const uint8_t *bytes, size_t len, int *accepted,
+                                  ag_error *err);
+
+/*
+ * Writes the allowed-token bitmask: bit (j % 32) of word (j / 32) is 1 when
+ * token j is allowed. n_words must be >= ceil(mask_size / 32); words past the
+ * mask are zeroed. *all_allowed is set to 1 when every token is allowed.
+ */
+ag_status ag_matcher_fill_mask(ag_matcher *m, uint32_t *mask, size_t n_words, int *all_allowed,
+                               ag_error *err);
+
+/* Undoes the last n accepted steps (tokens, byte strings, or a stop token). */
+ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err);
+/* How many steps can be rolled back now. */
+int32_t ag_matcher_num_steps(const ag_matcher *m);
+
+/* 1 when the input so far is a complete sentence of the grammar. */
+int ag_matcher_can_end(const ag_matcher *m);
+/* 1 when a stop token was accepted (or, with terminate_without_stop, the grammar is complete). */
+int ag_matcher_is_terminated(const ag_matcher *m);
+
+/*
+ * Writes the longest byte string that every continuation must start with
+ * (stops where the grammar could end or branch). Sets *len to its length,
+ * truncated to cap.
+ */
+ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_t *len,
+                                  ag_error *err);
+
+/* Returns to the start of the grammar. */
+void ag_matcher_reset(ag_matcher *m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGENTGRAMMAR_H */
