@@ -1,0 +1,604 @@
+"""Matcher behaviour on tiny vocabularies, checked against the reference matcher where it helps.
+
+Covers: accept/reject leaves state unchanged, stop tokens only when complete, termination,
+token-id errors, padding and special tokens, rollback, reset, jump-forward, accept_string,
+bitmask validation, nullable / left- / right-recursive grammars, counted repetition, multi-byte
+UTF-8 (tokens that split a character), and apply_token_bitmask_inplace on NumPy and torch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pytest
+
+from agentgrammar import (
+    Compiler,
+    Grammar,
+    Matcher,
+    Vocabulary,
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+)
+from agentgrammar.errors import AgentGrammarError, BitmaskError, MatcherError, TokenIdError
+
+try:
+    from tests.reference_matcher import ReferenceMatcher
+except ImportError:  # pytest run without the repository root on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from tests.reference_matcher import ReferenceMatcher
+
+Tok = Union[str, bytes]
+
+
+def build(
+    ebnf: str,
+    tokens: Sequence[Tok],
+    *,
+    stops: Sequence[int] = (),
+    special: Sequence[int] = (),
+    vocab_size: Optional[int] = None,
+    **matcher_kw,
+) -> Tuple[Matcher, ReferenceMatcher, Vocabulary]:
+    vocab = Vocabulary(
+        list(tokens), stop_token_ids=list(stops), special_token_ids=list(special), vocab_size=vocab_size
+    )
+    grammar = Grammar.from_ebnf(ebnf)
+    matcher = Matcher(Compiler(vocab).compile(grammar), **matcher_kw)
+    ref = ReferenceMatcher(
+        grammar, vocab.token_bytes, vocab.stop_token_ids, vocab.special_token_ids, vocab.vocab_size
+    )
+    return matcher, ref, vocab
+
+
+def mask_of(matcher: Matcher, vocab_size: int) -> np.ndarray:
+    mask = allocate_token_bitmask(1, vocab_size, backend="numpy")
+    matcher.fill_next_token_bitmask(mask)
+    return mask.copy()
+
+
+def ids(matcher: Matcher) -> List[int]:
+    return list(matcher.allowed_token_ids())
+
+
+def describe(vocab: Vocabulary, id_list) -> List[Tuple[int, bytes]]:
+    return [(i, vocab.token_bytes[i] if i < vocab.num_tokens else b"<pad>") for i in id_list]
+
+
+def assert_same(matcher: Matcher, ref: ReferenceMatcher, vocab: Vocabulary, path=()) -> None:
+    got, want = ids(matcher), ref.allowed_token_ids()
+    if got != want:
+        extra = sorted(set(got) - set(want))
+        missing = sorted(set(want) - set(got))
+        pytest.fail(
+            f"mask mismatch after path {[vocab.token_bytes[t] for t in path]}: "
+            f"engine allows extra {describe(vocab, extra)}, misses {describe(vocab, missing)}"
+        )
+    assert matcher.is_completed() == ref.is_completed(), f"is_completed differs after {path}"
+
+
+def exhaustive(ebnf: str, tokens: Sequence[Tok], depth: int, *, stops=(), vocab_size=None) -> int:
+    """Compare engine and reference masks on every valid path of up to ``depth`` tokens.
+
+    Uses rollback to walk the tree, so it exercises rollback too. Returns the nodes visited.
+    """
+    matcher, ref, vocab = build(ebnf, tokens, stops=stops, vocab_size=vocab_size)
+    visited = 0
+    path: List[int] = []
+
+    def go(d: int) -> None:
+        nonlocal visited
+        visited += 1
+        assert_same(matcher, ref, vocab, path)
+        if d == 0:
+            return
+        for t in ref.allowed_token_ids():
+            assert matcher.accept_token(t), f"engine rejected allowed token {t} after {path}"
+            assert ref.accept_token(t)
+            path.append(t)
+            if not ref.is_terminated():
+                go(d - 1)
+            path.pop()
+            matcher.rollback(1)
+            ref.rollback(1)
+
+    go(depth)
+    return visited
+
+
+# ---- accept / reject ----------------------------------------------------------------------------
+
+
+def test_accept_and_reject_leave_state_unchanged():
+    matcher, ref, vocab = build('root ::= "ab" | "ac" "d"', ["a", "b", "c", "d", "x", "ab", "</s>"], stops=[6])
+    start = mask_of(matcher, vocab.vocab_size)
+    assert ids(matcher) == [0, 5]
+    assert matcher.accept_token(4) is False  # "x"
+    assert matcher.accept_token(6) is False  # stop before complete
+    assert matcher.accept_token(3) is False  # "d"
+    assert matcher.num_accepted_steps == 0
+    np.testing.assert_array_equal(mask_of(matcher, vocab.vocab_size), start)
+    assert matcher.accept_token(0) is True
+    after_a = mask_of(matcher, vocab.vocab_size)
+    assert ids(matcher) == [1, 2]
+    assert matcher.accept_token(0) is False
+    assert matcher.accept_token(5) is False
+    assert matcher.num_accepted_steps == 1
+    np.testing.assert_array_equal(mask_of(matcher, vocab.vocab_size), after_a)
+    assert matcher.accept_token(1) is True
+    assert matcher.is_completed()
+    assert ids(matcher) == [6]
+
+
+def test_fill_returns_whether_mask_needs_applying():
+    matcher, _, vocab = build('root ::= [a-c]*', ["a", "b", "c"])
+    bm = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
+    assert matcher.fill_next_token_bitmask(bm) is False  # everything allowed
+    matcher2, _, vocab2 = build('root ::= [a-c]*', ["a", "b", "c", "x"])
+    bm2 = allocate_token_bitmask(1, vocab2.vocab_size, backend="numpy")
+    assert matcher2.fill_next_token_bitmask(bm2) is True
+
+
+def test_stop_token_only_when_complete():
+    matcher, ref, vocab = build('root ::= "a"+ "b"', ["a", "b", "ab", "</s>"], stops=[3])
+    assert 3 not in ids(matcher)
+    assert matcher.accept_token(3) is False
+    assert matcher.accept_token(0)
+    assert 3 not in ids(matcher)
+    assert matcher.accept_token(2)  # "ab"
+    assert matcher.is_completed()
+    assert ids(matcher) == [3]
+    assert not matcher.is_terminated()
+    assert matcher.accept_token(3) is True
+    assert matcher.is_terminated()
+    assert matcher.num_accepted_steps == 3
+
+
+def test_accept_after_termination_raises():
+    matcher, _, _ = build('root ::= "a"', ["a", "</s>"], stops=[1])
+    assert matcher.accept_token(0) and matcher.accept_token(1)
+    assert matcher.is_terminated()
+    with pytest.raises(MatcherError):
+        matcher.accept_token(0)
+    with pytest.raises(MatcherError):
+        matcher.accept_token(1)
+    with pytest.raises(MatcherError):
+        matcher.accept_string("a")
+    # nothing but (at most) stop tokens is allowed after termination
+    assert set(ids(matcher)) <= {1}
+    matcher.rollback(1)
+    assert not matcher.is_terminated() and matcher.is_completed()
+    assert ids(matcher) == [1]
+
+
+def test_terminate_without_stop_token():
+    matcher, _, _ = build('root ::= "ab"', ["a", "b", "</s>"], stops=[2], terminate_without_stop_token=True)
+    assert matcher.accept_token(0)
+    assert not matcher.is_terminated()
+    assert matcher.accept_token(1)
+    assert matcher.is_completed() and matcher.is_terminated()
+
+
+def test_matcher_stop_token_override():
+    matcher, _, _ = build('root ::= "a"', ["a", "</s>", "<eot>"], stops=[1], stop_token_ids=[2])
+    assert matcher.accept_token(0)
+    assert ids(matcher) == [2]
+    assert matcher.accept_token(1) is False
+    assert matcher.accept_token(2) is True and matcher.is_terminated()
+
+
+def test_out_of_range_ids_raise():
+    matcher, _, vocab = build('root ::= "a"*', ["a", "b"], vocab_size=40)
+    for bad in (-1, 40, 41, 10**6):
+        with pytest.raises(TokenIdError):
+            matcher.accept_token(bad)
+    assert issubclass(TokenIdError, IndexError)
+    assert matcher.num_accepted_steps == 0
+
+
+def test_padding_ids_never_allowed():
+    matcher, ref, vocab = build('root ::= [a-z]*', ["a", "b", "</s>"], stops=[2], vocab_size=70)
+    assert vocab.vocab_size == 70
+    bm = allocate_token_bitmask(1, 70, backend="numpy")
+    matcher.fill_next_token_bitmask(bm)
+    bits = np.unpackbits(bm.view(np.uint8), bitorder="little")
+    assert bits.shape == (96,)
+    assert np.flatnonzero(bits).tolist() == [0, 1, 2]
+    for pad in (3, 31, 32, 69):
+        assert matcher.accept_token(pad) is False
+    assert_same(matcher, ref, vocab)
+
+
+def test_words_past_the_mask_are_zeroed():
+    matcher, _, _ = build('root ::= "a"*', ["a"], vocab_size=1)
+    bm = np.full((1, 4), -1, dtype=np.int32)  # wider than needed
+    matcher.fill_next_token_bitmask(bm)
+    assert bm[0].tolist() == [1, 0, 0, 0]
+
+
+def test_special_tokens_never_allowed():
+    # "<x>" is special even though the grammar could match its bytes
+    matcher, ref, vocab = build('root ::= ("<x>" | "a")*', ["<x>", "a", "<", "x", ">", "</s>"], stops=[5], special=[0])
+    assert ids(matcher) == [1, 2, 5]
+    assert matcher.accept_token(0) is False
+    assert matcher.accept_string("<x>")  # the text itself is fine
+    assert 0 not in ids(matcher)
+    assert_same(matcher, ref, vocab)
+
+
+def test_empty_token_never_allowed():
+    matcher, _, vocab = build('root ::= "a"*', ["a", b"", "</s>"], stops=[2])
+    assert 1 in vocab.special_token_ids
+    assert ids(matcher) == [0, 2]
+    assert matcher.accept_token(1) is False
+
+
+# ---- rollback / reset ---------------------------------------------------------------------------
+
+
+def test_rollback_restores_exact_masks():
+    text = 'root ::= "{" pair ("," pair)* "}"\npair ::= [a-c]+ ":" [0-9]{1,2}'
+    tokens = ["{", "}", ",", ":", "a", "b", "ab", "c:", "1", "12", "123", ":1", "}", "</s>"]
+    matcher, ref, vocab = build(text, tokens, stops=[13])
+    path = [0, 6, 11, 8, 2, 7, 9, 1, 13]
+    masks = [mask_of(matcher, vocab.vocab_size)]
+    for t in path:
+        assert matcher.accept_token(t), t
+        assert ref.accept_token(t)
+        masks.append(mask_of(matcher, vocab.vocab_size))
+        assert_same(matcher, ref, vocab)
+    assert matcher.is_terminated()
+    for k in (1, 2, 3, 5, len(path)):
+        m2, _, _ = build(text, tokens, stops=[13])
+        assert m2.accept_tokens(path)
+        m2.rollback(k)
+        assert m2.num_accepted_steps == len(path) - k
+        np.testing.assert_array_equal(mask_of(m2, vocab.vocab_size), masks[len(path) - k])
+        assert not m2.is_terminated()
+    # step by step on one matcher
+    for k in range(len(path), 0, -1):
+        matcher.rollback(1)
+        np.testing.assert_array_equal(mask_of(matcher, vocab.vocab_size), masks[k - 1])
+    assert matcher.num_accepted_steps == 0
+    with pytest.raises(AgentGrammarError):
+        matcher.rollback(1)
+    matcher.rollback(0)
+
+
+def test_rollback_of_accept_string_is_one_step():
+    matcher, _, vocab = build('root ::= "abc" "d"*', ["a", "b", "c", "d"])
+    start = mask_of(matcher, vocab.vocab_size)
+    assert matcher.accept_string("ab")
+    assert matcher.accept_token(2)
+    assert matcher.accept_string(b"dd")
+    assert matcher.num_accepted_steps == 3
+    matcher.rollback(2)
+    assert ids(matcher) == [2]
+    matcher.rollback(1)
+    np.testing.assert_array_equal(mask_of(matcher, vocab.vocab_size), start)
+
+
+def test_reset():
+    matcher, _, vocab = build('root ::= "a" "b"', ["a", "b", "</s>"], stops=[2])
+    start = mask_of(matcher, vocab.vocab_size)
+    assert matcher.accept_tokens([0, 1, 2])
+    assert matcher.is_terminated()
+    matcher.reset()
+    assert not matcher.is_terminated() and not matcher.is_completed()
+    assert matcher.num_accepted_steps == 0
+    np.testing.assert_array_equal(mask_of(matcher, vocab.vocab_size), start)
+    assert matcher.accept_tokens([0, 1, 2])
+
+
+# ---- jump-forward -------------------------------------------------------------------------------
+
+
+def test_jump_forward_string():
+    matcher, _, _ = build('root ::= "{\\"name\\": \\"" [a-z]+ "\\"}"', ["{", "a", '"', "}"])
+    assert matcher.find_jump_forward_string() == '{"name": "'
+    assert matcher.find_jump_forward_bytes() == b'{"name": "'
+    assert matcher.accept_string('{"name": "ab')
+    assert matcher.find_jump_forward_string() == ""  # more letters or the closing quote
+    assert matcher.accept_token(2)
+    assert matcher.find_jump_forward_string() == "}"
+    assert matcher.accept_token(3)
+    assert matcher.is_completed()
+    assert matcher.find_jump_forward_string() == ""
+
+
+def test_jump_forward_stops_where_grammar_can_end_and_at_branches():
+    matcher, _, _ = build('root ::= "ab" ("cd" "e")?', ["a"])
+    assert matcher.find_jump_forward_bytes() == b"ab"
+    assert matcher.accept_string("ab")
+    assert matcher.find_jump_forward_bytes() == b""  # can end here
+    matcher2, _, _ = build('root ::= "xa" "bc" | "xa" "bd"', ["a"])
+    assert matcher2.find_jump_forward_bytes() == b"xab"
+    # jump-forward does not change the state
+    assert matcher2.num_accepted_steps == 0
+    assert matcher2.accept_string("xabd") and matcher2.is_completed()
+
+
+def test_jump_forward_multibyte():
+    matcher, _, _ = build('root ::= "日本" [a-z]', ["a"])
+    assert matcher.find_jump_forward_string() == "日本"
+    assert matcher.accept_string(b"\xe6")  # first byte of 日
+    assert matcher.find_jump_forward_bytes() == "日本".encode()[1:]
+
+
+# ---- accept_string ------------------------------------------------------------------------------
+
+
+def test_accept_string():
+    matcher, ref, vocab = build('root ::= "héllo" [0-9]+', ["h", "é", "llo", "1", b"\xc3", b"\xa9"])
+    assert matcher.accept_string("hé")
+    assert matcher.accept_string("x") is False
+    assert matcher.accept_string(b"") is True  # the empty string is a viable extension
+    assert matcher.accept_string(b"llo1")
+    assert matcher.is_completed()
+    assert matcher.accept_string("12")
+    assert matcher.accept_string("1a") is False
+    assert matcher.is_completed()
+    # a character split across two calls
+    m2, _, _ = build('root ::= "é"', ["é"])
+    assert m2.accept_string(b"\xc3")
+    assert not m2.is_completed()
+    assert m2.accept_string(b"\xa8") is False
+    assert m2.accept_string(b"\xa9") and m2.is_completed()
+
+
+# ---- bitmask validation -------------------------------------------------------------------------
+
+
+def test_bitmask_shape_dtype_errors():
+    matcher, _, vocab = build('root ::= "a"*', ["a"] * 1 + ["b"], vocab_size=70)  # 3 words
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((1, 3), dtype=np.uint8))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((1, 2), dtype=np.int32))  # too narrow
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((2, 3), dtype=np.int32), index=2)
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((2, 3), dtype=np.int32), index=-1)
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((2, 2, 3), dtype=np.int32))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((3, 6), dtype=np.int32)[:, ::2])  # not contiguous
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros(3, dtype=np.int32), index=1)
+    ro = np.zeros((1, 3), dtype=np.int32)
+    ro.flags.writeable = False
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(ro)
+    # a 1-D mask and a batch row work
+    one = np.zeros(3, dtype=np.int32)
+    matcher.fill_next_token_bitmask(one)
+    assert one.tolist() == [1, 0, 0]
+    batch = np.full((3, 3), 7, dtype=np.int32)
+    matcher.fill_next_token_bitmask(batch, index=1)
+    assert batch.tolist() == [[7, 7, 7], [1, 0, 0], [7, 7, 7]]
+
+
+def test_bitmask_torch_errors_and_rows():
+    torch = pytest.importorskip("torch")
+    matcher, _, vocab = build('root ::= "b"*', ["a", "b"], vocab_size=33)
+    bm = allocate_token_bitmask(2, 33)
+    assert isinstance(bm, torch.Tensor)
+    assert bm.dtype == torch.int32 and tuple(bm.shape) == (2, 2)
+    assert bm.eq(-1).all()
+    matcher.fill_next_token_bitmask(bm, index=1)
+    assert bm[0].tolist() == [-1, -1]
+    assert bm[1].tolist() == [2, 0]
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(torch.zeros((1, 2), dtype=torch.int64))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(torch.zeros((1, 1), dtype=torch.int32))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(torch.zeros((4, 4), dtype=torch.int32)[:, ::2])
+
+
+def test_allocate_token_bitmask():
+    bm = allocate_token_bitmask(3, 65, backend="numpy")
+    assert isinstance(bm, np.ndarray) and bm.dtype == np.int32 and bm.shape == (3, 3)
+    assert (bm == -1).all()
+    with pytest.raises(BitmaskError):
+        allocate_token_bitmask(0, 10)
+    with pytest.raises(BitmaskError):
+        allocate_token_bitmask(1, 0)
+
+
+# ---- grammar shapes vs the reference -----------------------------------------------------------
+
+
+def test_nullable_heavy():
+    text = (
+        'root ::= a b a c\n'
+        'a ::= "" | "x"? | a a\n'
+        'b ::= (a | "y")* c?\n'
+        'c ::= ("z"?)* | b "w"\n'
+    )
+    n = exhaustive(text, ["x", "y", "z", "w", "xy", "zw", "wx", "yyy", "</s>"], 4, stops=[8])
+    assert n > 50
+
+
+def test_nullable_root_allows_stop_at_start():
+    matcher, _, _ = build('root ::= ("a" | "")*', ["a", "</s>"], stops=[1])
+    assert matcher.is_completed()
+    assert ids(matcher) == [0, 1]
+
+
+def test_left_recursion():
+    text = 'root ::= expr\nexpr ::= expr "+" term | term\nterm ::= term "*" atom | atom\natom ::= [0-9] | "(" expr ")"'
+    exhaustive(text, ["1", "2", "+", "*", "(", ")", "1+", "+(", "2)", "))", "*2", "</s>"], 5, stops=[11])
+
+
+def test_right_recursion():
+    text = 'root ::= item root | item\nitem ::= "ab" | "c" [0-9]'
+    exhaustive(text, ["a", "b", "ab", "c", "c1", "1", "bc", "abc", "</s>"], 5, stops=[8])
+
+
+def test_mutual_and_deep_recursion():
+    text = 'root ::= "(" root ")" root | "[" list "]" | ""\nlist ::= root ("," root)*'
+    matcher, ref, vocab = build(text, ["(", ")", "[", "]", ",", "()", "[]", "</s>"], stops=[7])
+    for _ in range(200):
+        assert matcher.accept_token(0) and ref.accept_token(0)
+    assert_same(matcher, ref, vocab)
+    for _ in range(200):
+        assert matcher.accept_token(1) and ref.accept_token(1)
+    assert_same(matcher, ref, vocab)
+    assert matcher.is_completed()
+    exhaustive(text, ["(", ")", "[", "]", ",", "()", "[]", "</s>"], 5, stops=[7])
+
+
+@pytest.mark.parametrize(
+    "quant, lo, hi",
+    [("{3}", 3, 3), ("{2,}", 2, None), ("{2,4}", 2, 4), ("{0,2}", 0, 2), ("{0}", 0, 0), ("?", 0, 1)],
+)
+def test_counted_repetition_exact_counts(quant, lo, hi):
+    text = f'root ::= "a"{quant} "b"'
+    for n in range(0, 8):
+        m, _, _ = build(text, ["a", "b"])
+        ok = m.accept_string("a" * n + "b")
+        expected = n >= lo and (hi is None or n <= hi)
+        assert ok == expected, (quant, n)
+        if ok:
+            assert m.is_completed()
+    exhaustive(text, ["a", "aa", "aaa", "b", "ab", "aab", "</s>"], 5, stops=[6])
+
+
+def test_counted_repetition_of_groups_and_classes():
+    exhaustive('root ::= ("ab" | [x-z]){2,3} ("." [0-9]{1,2}){0,2}', ["a", "b", "ab", "x", "yz", ".", "1", "12", ".1", "</s>"], 5, stops=[9])
+
+
+def test_large_counted_repetition():
+    matcher, _, _ = build('root ::= [0-9]{1,1000} "."', ["0", "9", "99", ".", "</s>"], stops=[4])
+    assert matcher.accept_string("9" * 999)
+    assert matcher.accept_token(0)
+    assert ids(matcher) == [3]
+    assert matcher.accept_token(3) and matcher.is_completed()
+
+
+def test_multibyte_utf8_split_tokens():
+    alpha = "α".encode()  # ce b1
+    omega = "ω".encode()  # cf 89
+    tokens = [b"\xce", b"\xcf", b"\xb1", b"\x89", b"\x80", alpha, omega, alpha + b"\xcf", b"\xb1" + omega, b"a", b"\xbf", "</s>"]
+    exhaustive('root ::= [α-ω]+', tokens, 4, stops=[len(tokens) - 1])
+    matcher, _, _ = build('root ::= [α-ω]+', tokens)
+    assert ids(matcher) == [0, 1, 5, 6, 7]
+    assert matcher.accept_token(0)  # \xce: needs \xb1..\xbf next
+    assert ids(matcher) == [2, 8, 10]
+
+
+def test_multibyte_strings_and_negated_classes():
+    tokens = ["日", "本", "語", "日本", "語!", b"\xe6", b"\x97", b"\xa5", "😀", b"\xf0\x9f", b"\x98\x80", '"', "a", "\\", "\n", "é", "</s>"]
+    exhaustive('root ::= "日本語" | "😀"+ "!"? | "\\"" [^"\\\\\\n]* "\\""', tokens, 4, stops=[len(tokens) - 1])
+
+
+def test_escapes_in_strings_and_classes():
+    text = 'root ::= "\\x41" [\\u00e9-\\u00ea] "\\u00e9"? [\\x30-\\x32]'
+    matcher, ref, vocab = build(text, ["A", "é", "ê", "0", "3", "Aé", "éé", "1", "</s>"], stops=[8])
+    assert matcher.accept_string("Aéé1") and matcher.is_completed()
+    exhaustive(text, ["A", "é", "ê", "0", "3", "Aé", "éé", "1", "</s>"], 4, stops=[8])
+
+
+def test_tokens_spanning_many_rules():
+    text = 'root ::= "k" v ("," "k" v)*\nv ::= "=" [0-9]+ | ":" v'
+    exhaustive(text, ["k", "=", ":", "1", "k=", "=1", "1,", ",k", "1,k=", "::", ":=", "</s>"], 5, stops=[11])
+
+
+# ---- apply_token_bitmask_inplace --------------------------------------------------------------
+
+
+def _expected(allowed: Sequence[int], width: int) -> np.ndarray:
+    out = np.full(width, -np.inf, dtype=np.float32)
+    for i in allowed:
+        if i < width:
+            out[i] = 0.0
+    return out
+
+
+@pytest.mark.parametrize("width", [40, 64, 70, 35])
+def test_apply_bitmask_numpy(width):
+    matcher, _, vocab = build('root ::= [ab]*', ["a", "b", "c", "</s>"], stops=[3], vocab_size=40)
+    bm = allocate_token_bitmask(2, 40, backend="numpy")
+    matcher.fill_next_token_bitmask(bm, index=0)
+    bm[1] = 0
+    bm[1, 0] = 0b100  # only "c"
+    logits = np.zeros((2, width), dtype=np.float32)
+    apply_token_bitmask_inplace(logits, bm)
+    np.testing.assert_array_equal(logits[0], _expected([0, 1, 3], width))
+    np.testing.assert_array_equal(logits[1], _expected([2], width))
+    # 1-D logits and mask
+    flat = np.zeros(width, dtype=np.float32)
+    apply_token_bitmask_inplace(flat, bm[0])
+    np.testing.assert_array_equal(flat, _expected([0, 1, 3], width))
+
+
+def test_apply_bitmask_numpy_padding_and_indices():
+    bm = allocate_token_bitmask(1, 40, backend="numpy")  # all allowed, 64 bits wide
+    logits = np.zeros((3, 100), dtype=np.float32)
+    apply_token_bitmask_inplace(logits, bm, indices=[1])
+    assert np.isfinite(logits[0]).all() and np.isfinite(logits[2]).all()
+    assert np.isfinite(logits[1, :64]).all() and np.isneginf(logits[1, 64:]).all()
+    logits = np.zeros((1, 100), dtype=np.float32)
+    apply_token_bitmask_inplace(logits, bm, vocab_size=40)
+    assert np.isfinite(logits[0, :40]).all() and np.isneginf(logits[0, 40:]).all()
+    with pytest.raises(BitmaskError):
+        apply_token_bitmask_inplace(logits, bm.astype(np.int64))
+    with pytest.raises(BitmaskError):
+        apply_token_bitmask_inplace(logits, bm, indices=[5])
+
+
+@pytest.mark.parametrize("width", [40, 64, 70, 35])
+def test_apply_bitmask_torch(width):
+    torch = pytest.importorskip("torch")
+    matcher, _, vocab = build('root ::= [ab]*', ["a", "b", "c", "</s>"], stops=[3], vocab_size=40)
+    bm = allocate_token_bitmask(2, 40, backend="torch")
+    matcher.fill_next_token_bitmask(bm, index=1)
+    bm[0] = 0
+    bm[0, 0] = 0b100
+    logits = torch.zeros((2, width), dtype=torch.float32)
+    apply_token_bitmask_inplace(logits, bm)
+    np.testing.assert_array_equal(logits[0].numpy(), _expected([2], width))
+    np.testing.assert_array_equal(logits[1].numpy(), _expected([0, 1, 3], width))
+    # bf16 logits, a NumPy mask, indices
+    logits16 = torch.zeros((3, width), dtype=torch.bfloat16)
+    apply_token_bitmask_inplace(logits16, bm.numpy()[1:], indices=[2])
+    assert torch.isfinite(logits16[:2]).all()
+    np.testing.assert_array_equal(logits16[2].float().numpy(), _expected([0, 1, 3], width))
+    with pytest.raises(BitmaskError):
+        apply_token_bitmask_inplace(logits, bm.to(torch.int64))
+
+
+def test_apply_bitmask_torch_matches_xgrammar_kernel():
+    torch = pytest.importorskip("torch")
+    xgr = pytest.importorskip("xgrammar")
+    rng = np.random.default_rng(0)
+    for width, vocab_size in ((128, 128), (200, 150), (70, 70)):
+        bm = torch.from_numpy(rng.integers(-(2**31), 2**31 - 1, size=(2, (vocab_size + 31) // 32), dtype=np.int64).astype(np.int32))
+        a = torch.randn((2, width))
+        b = a.clone()
+        apply_token_bitmask_inplace(a, bm, vocab_size=vocab_size)
+        xgr.apply_token_bitmask_inplace(b, bm, vocab_size=vocab_size)
+        # same inside the vocabulary; past it xgrammar leaves logits alone, we mask them off
+        torch.testing.assert_close(a[:, :vocab_size], b[:, :vocab_size])
+        assert torch.isneginf(a[:, vocab_size:]).all()
+
+
+def test_exhaustive_helper_sanity():
+    # start, "a", "ab" (paths ending in the stop token are checked but not expanded)
+    assert exhaustive('root ::= "a" | "ab"', ["a", "b", "</s>"], 3, stops=[2]) == 3
+
+
+def test_unproductive_rule_is_never_entered():
+    # `dead` derives no finite string, so "a" is not a viable prefix even though a rule starts with it
+    text = 'root ::= "a" dead | "b"\ndead ::= "x" dead'
+    matcher, ref, vocab = build(text, ["a", "b", "x", "ax", "</s>"], stops=[4])
+    assert ref.allowed_token_ids() == [1]
+    assert_same(matcher, ref, vocab)
+    assert matcher.accept_token(0) is False
+    assert matcher.accept_string("ax") is False
