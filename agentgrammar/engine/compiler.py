@@ -47,7 +47,7 @@ def _load_grammar(grammar: Grammar) -> Any:
     err = new_error()
     status = lib.ag_grammar_load(ffi.from_buffer("int32_t[]", words), len(words) // 4, out, err)
     if status != lib.AG_OK:
-        raise_error(status, err, GrammarError, rule_name=lambda i: grammar.rules[i].name)
+        raise_error(status, err, GrammarError, rule_name=lambda i: grammar.normalized_rules[i].name)
     return ffi.gc(out[0], lib.ag_grammar_free)
 
 

@@ -1,0 +1,640 @@
+"""Parse EBNF grammars (the GBNF / xgrammar dialect) into grammar IR.
+
+The dialect is xgrammar's, so that grammars written for xgrammar (and most written for
+llama.cpp's GBNF) work unchanged and can be checked against xgrammar:
+
+- ``name ::= body`` defines a rule. Names use ``A-Z a-z 0-9 _ - .`` and do not start with a
+  digit. A rule ends where the next ``name ::=`` starts, or at the end of the text; newlines are
+  otherwise plain whitespace. As in xgrammar, a definition must be the first thing on its line.
+- ``"..."`` strings with the escapes ``\\n \\r \\t \\v \\f \\a \\b \\e \\0 \\\\ \\" \\' \\? \\/``,
+  ``\\[ \\]`` (GBNF), ``\\xH...`` (hex digits, read greedily as in xgrammar: ``"\\x41B"`` is
+  U+041B), ``\\uHHHH`` and ``\\UHHHHHHHH``. ``""`` is the empty string, and so is ``()``.
+- ``[...]`` character classes with ranges ``a-z``, negation ``[^...]`` and the same escapes plus
+  ``\\- \\^ \\] \\[`` and the other regex metacharacters. A ``-`` that cannot be a range is a
+  literal dash; ``[]`` matches nothing and ``[^]`` any character. ``\\d``-style class escapes are
+  not supported (as in xgrammar).
+- ``.`` (a lone dot, GBNF) is any character.
+- Postfix ``*`` ``+`` ``?`` ``{m}`` ``{m,}`` ``{m,n}`` (spaces allowed inside the braces; ``{m,-1}``,
+  which xgrammar prints for "unbounded", is accepted too); one quantifier per element.
+- ``( )`` grouping, ``|`` alternation, ``#`` comments to the end of the line.
+- xgrammar's lookahead assertion ``(= ...)`` after a rule body is parsed (its references are
+  checked) and then dropped: it is a hint for xgrammar's engine and does not change the
+  language of a well-formed grammar.
+- Extension (not in xgrammar, used by the printer for bytes that are not UTF-8): ``%xHH`` is one
+  raw byte, ``%xHH.HH.HH`` a raw byte string and ``%xHH-HH`` a raw byte range.
+
+xgrammar macros (``TagDispatch(...)``, ``Regex(...)``, ...) and rule attributes
+(``name[max_tokens=3] ::=``) are reported as not supported yet.
+
+Example:
+    >>> from agentgrammar.grammar.ebnf import parse_ebnf
+    >>> parse_ebnf('root ::= "a" | [0-9]')[0].body
+    Choice(items=(Literal(value=b'a'), CharClass(ranges=((48, 57),), negated=False)))
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from typing import Dict, Iterable, List, NoReturn, Optional, Tuple
+
+from ..errors import GrammarError
+from .ir import EMPTY, MAX_CODE_POINT, ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+
+__all__ = ["MAX_NESTING", "MAX_REPEAT", "XGRAMMAR_MACROS", "parse_ebnf"]
+
+#: Names that xgrammar parses as macro calls, not as rule references.
+XGRAMMAR_MACROS = frozenset(
+    {"TagDispatch", "TokenTagDispatch", "Token", "ExcludeToken", "Regex", "Substring"}
+)
+
+#: The largest repetition bound (the C core stores bounds as int32).
+MAX_REPEAT = 2**31 - 1
+
+#: The deepest nesting of parentheses accepted (keeps recursion well inside Python's limit).
+MAX_NESTING = 200
+
+_WHITESPACE = " \t\n\r"
+_NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-.")
+_NAME_CHARS = _NAME_FIRST | frozenset("0123456789")
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+# Escapes valid in strings and classes (xgrammar's C escapes, plus GBNF's \[ and \]).
+_ESCAPES: Dict[str, int] = {
+    "'": 0x27,
+    '"': 0x22,
+    "?": 0x3F,
+    "\\": 0x5C,
+    "/": 0x2F,
+    "a": 0x07,
+    "b": 0x08,
+    "f": 0x0C,
+    "n": 0x0A,
+    "r": 0x0D,
+    "t": 0x09,
+    "v": 0x0B,
+    "0": 0x00,
+    "e": 0x1B,
+    "[": 0x5B,
+    "]": 0x5D,
+}
+# Extra escapes valid inside a character class (xgrammar's regex metacharacters).
+_CLASS_ESCAPES: Dict[str, int] = dict(_ESCAPES, **{c: ord(c) for c in "^$.*+?(){}|-"})
+_CLASS_SHORTHANDS = frozenset("dDsSwW")
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_EXCERPT_WIDTH = 100  # longer lines are shown as a window around the error
+
+
+# --------------------------------------------------------------------------- error formatting
+
+
+def line_starts(text: str) -> List[int]:
+    """Offsets where each line of ``text`` starts (``\\n``, ``\\r\\n`` and a lone ``\\r`` end lines)."""
+    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+
+def error_at(text: str, offset: int, message: str, starts: Optional[List[int]] = None) -> GrammarError:
+    """A GrammarError for ``text[offset]``: message, 1-based line and column, and an excerpt.
+
+    Example:
+        >>> print(error_at('root ::= ("a"', 13, "expected ')'"))
+        expected ')' at line 1, column 14:
+          root ::= ("a"
+                       ^
+    """
+    if starts is None:
+        starts = line_starts(text)
+    offset = max(0, min(offset, len(text)))
+    idx = bisect.bisect_right(starts, offset) - 1
+    start = starts[idx]
+    end = starts[idx + 1] if idx + 1 < len(starts) else len(text)
+    line_text = text[start:end].rstrip("\r\n")
+    column = offset - start + 1
+    before = line_text[: column - 1]
+    after = line_text[column - 1 :]
+    if len(line_text) > _EXCERPT_WIDTH:
+        keep = _EXCERPT_WIDTH // 2
+        if len(before) > keep:
+            before = "..." + before[-keep:]
+        if len(after) > keep:
+            after = after[:keep] + "..."
+        line_text = before + after
+    # Keep tabs in the caret line so it lines up with the excerpt.
+    pad = "".join("\t" if ch == "\t" else " " for ch in before)
+    full = f"{message} at line {idx + 1}, column {column}:\n  {line_text}\n  {pad}^"
+    return GrammarError(full, line=idx + 1, column=column)
+
+
+def quote_names(names: Iterable[str], limit: int = 10) -> str:
+    """``'a', 'b', 'c'``, shortened after ``limit`` names."""
+    names = list(names)
+    shown = ", ".join(f"'{n}'" for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
+
+
+# --------------------------------------------------------------------------- lexer
+
+# Token kinds.
+_NAME, _RULENAME, _STRING, _CLASS, _BYTES, _INT = "name", "rule name", "string", "class", "bytes", "int"
+_LPAREN, _LOOKAHEAD, _RPAREN, _LBRACE, _RBRACE = "(", "(=", ")", "{", "}"
+_COMMA, _STAR, _PLUS, _QUESTION, _PIPE, _ASSIGN, _EOF = ",", "*", "+", "?", "|", "::=", "end of input"
+
+_QUANTIFIERS = (_STAR, _PLUS, _QUESTION, _LBRACE)
+
+
+class _Token:
+    __slots__ = ("end", "kind", "start", "value")
+
+    def __init__(self, kind: str, start: int, end: int, value: object = None) -> None:
+        self.kind = kind
+        self.start = start
+        self.end = end
+        self.value = value
+
+
+def _encode(cp: int) -> bytes:
+    return chr(cp).encode("utf-8", "surrogatepass")
+
+
+class _Lexer:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.starts = line_starts(text)
+
+    def fail(self, offset: int, message: str) -> NoReturn:
+        raise error_at(self.text, offset, message, self.starts)
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
+
+    def tokens(self) -> List[_Token]:
+        out: List[_Token] = []
+        while True:
+            tok = self.next()
+            out.append(tok)
+            if tok.kind == _EOF:
+                return out
+
+    def skip_space(self) -> None:
+        text, n = self.text, len(self.text)
+        while self.pos < n:
+            c = text[self.pos]
+            if c in _WHITESPACE:
+                self.pos += 1
+            elif c == "#":
+                while self.pos < n and text[self.pos] not in "\r\n":
+                    self.pos += 1
+            else:
+                return
+
+    def next(self) -> _Token:
+        self.skip_space()
+        text, start = self.text, self.pos
+        if start >= len(text):
+            return _Token(_EOF, start, start)
+        c = text[start]
+        if c == "(":
+            if text.startswith("(=", start):
+                self.pos += 2
+                return _Token(_LOOKAHEAD, start, self.pos)
+            self.pos += 1
+            return _Token(_LPAREN, start, self.pos)
+        if c in ")|{},*+?":
+            self.pos += 1
+            return _Token(c, start, self.pos)
+        if c == ":":
+            if text.startswith("::=", start):
+                self.pos += 3
+                return _Token(_ASSIGN, start, self.pos)
+            self.fail(start, "unexpected ':' (a rule is defined with '::=')")
+        if c == '"':
+            return self.string()
+        if c == "[":
+            return self.char_class()
+        if c == "%":
+            return self.raw_bytes()
+        if c in _NAME_FIRST:
+            return self.name()
+        if c.isdigit() and c.isascii():
+            while self.pos < len(text) and text[self.pos].isascii() and text[self.pos].isdigit():
+                self.pos += 1
+            return _Token(_INT, start, self.pos, int(text[start : self.pos]))
+        if c == "=":
+            self.fail(start, "unexpected '=' (a rule is defined with '::=')")
+        if c == "'":
+            self.fail(start, 'unexpected "\'": strings are written in double quotes')
+        self.fail(start, f"unexpected character {c!r}")
+
+    def name(self) -> _Token:
+        text, start = self.text, self.pos
+        while self.pos < len(text) and text[self.pos] in _NAME_CHARS:
+            self.pos += 1
+        name = text[start : self.pos]
+        if self.pos < len(text) and text[self.pos] == "[":
+            # xgrammar's rule attributes: name[max_tokens=3] ::= ... (short, on one line)
+            window = text[self.pos : self.pos + 400]
+            close = window.find("]")
+            one_line = close >= 0 and "\n" not in window[:close] and "\r" not in window[:close]
+            if one_line and window[close + 1 :].lstrip(" \t").startswith("::="):
+                attrs = window[: close + 1]
+                self.fail(self.pos, f"rule attributes such as {attrs} are not supported yet")
+        return _Token(_NAME, start, self.pos, name)
+
+    def escape(self, table: Dict[str, int]) -> int:
+        """Read the escape sequence at self.pos (a backslash) and return its code point."""
+        text, start = self.text, self.pos
+        if start + 1 >= len(text) or text[start + 1] in "\r\n":
+            self.fail(start, "incomplete escape sequence")
+        c = text[start + 1]
+        if c in table:
+            self.pos += 2
+            return table[c]
+        if c == "x":
+            end = start + 2
+            while end < len(text) and text[end] in _HEX:
+                end += 1
+            if end == start + 2:
+                self.fail(start, "invalid escape '\\x': expected hex digits")
+            digits = text[start + 2 : end]
+        elif c in "uU":
+            width = 4 if c == "u" else 8
+            digits = text[start + 2 : start + 2 + width]
+            if len(digits) != width or any(d not in _HEX for d in digits):
+                self.fail(start, f"invalid escape '\\{c}': expected {width} hex digits")
+            end = start + 2 + width
+        else:
+            self.fail(start, f"invalid escape sequence '\\{c}'")
+        cp = int(digits, 16)
+        if cp > MAX_CODE_POINT:
+            self.fail(start, f"escape '{text[start:end]}' is beyond U+10FFFF")
+        self.pos = end
+        return cp
+
+    def string(self) -> _Token:
+        text, start = self.text, self.pos
+        self.pos += 1
+        out = bytearray()
+        while True:
+            if self.pos >= len(text) or text[self.pos] in "\r\n":
+                self.fail(start, "unterminated string (strings cannot span lines)")
+            c = text[self.pos]
+            if c == '"':
+                self.pos += 1
+                return _Token(_STRING, start, self.pos, bytes(out))
+            if c == "\\":
+                out += _encode(self.escape(_ESCAPES))
+            else:
+                out += _encode(ord(c))
+                self.pos += 1
+
+    def char_class(self) -> _Token:
+        text, start = self.text, self.pos
+        self.pos += 1
+        negated = False
+        if self.pos < len(text) and text[self.pos] == "^":
+            negated = True
+            self.pos += 1
+        # Items: (code point, offset) for characters, (None, offset) for an unescaped dash.
+        items: List[Tuple[Optional[int], int]] = []
+        while True:
+            if self.pos >= len(text):
+                self.fail(start, "unterminated character class")
+            c = text[self.pos]
+            if c == "]":
+                break
+            if c in "\r\n":
+                self.fail(self.pos, "unterminated character class (classes cannot span lines)")
+            if c == "-":
+                items.append((None, self.pos))
+                self.pos += 1
+            elif c == "\\":
+                if self.pos + 1 < len(text) and text[self.pos + 1] in _CLASS_SHORTHANDS:
+                    self.fail(
+                        self.pos,
+                        f"class escape '\\{text[self.pos + 1]}' is not supported in EBNF (as in xgrammar); "
+                        "write the ranges out, e.g. [0-9]",
+                    )
+                at = self.pos
+                items.append((self.escape(_CLASS_ESCAPES), at))
+            else:
+                items.append((ord(c), self.pos))
+                self.pos += 1
+        self.pos += 1  # the closing ]
+        ranges: List[Tuple[int, int]] = []
+        i = 0
+        while i < len(items):
+            lo = items[i][0]
+            lo = 0x2D if lo is None else lo
+            if i + 2 < len(items) and items[i + 1][0] is None:
+                hi = items[i + 2][0]
+                hi = 0x2D if hi is None else hi
+                if lo > hi:
+                    self.fail(
+                        items[i][1], f"invalid range in character class: {chr(lo)!r} is after {chr(hi)!r}"
+                    )
+                ranges.append((lo, hi))
+                i += 3
+            else:
+                ranges.append((lo, lo))
+                i += 1
+        return _Token(_CLASS, start, self.pos, CharClass(tuple(ranges), negated))
+
+    def raw_bytes(self) -> _Token:
+        text, start = self.text, self.pos
+
+        def hex_byte() -> int:
+            at = self.pos
+            while self.pos < len(text) and text[self.pos] in _HEX and self.pos - at < 2:
+                self.pos += 1
+            if self.pos == at:
+                self.fail(at, "expected hex digits in a raw byte (e.g. %xFF)")
+            return int(text[at : self.pos], 16)
+
+        if not text.startswith("%x", start):
+            self.fail(start, "unexpected '%' (raw bytes are written %xHH, %xHH.HH or %xHH-HH)")
+        self.pos += 2
+        first = hex_byte()
+        if self.pos < len(text) and text[self.pos] == "-":
+            self.pos += 1
+            hi = hex_byte()
+            if first > hi:
+                self.fail(start, f"invalid raw byte range: 0x{first:02X} is after 0x{hi:02X}")
+            return _Token(_BYTES, start, self.pos, ByteClass(((first, hi),)))
+        value = [first]
+        while self.pos < len(text) and text[self.pos] == ".":
+            self.pos += 1
+            value.append(hex_byte())
+        return _Token(_BYTES, start, self.pos, Literal(bytes(value)))
+
+
+# --------------------------------------------------------------------------- parser
+
+
+class _Parser:
+    def __init__(self, text: str, root: str) -> None:
+        self.text = text
+        self.root = root
+        self.lexer = _Lexer(text)
+        self.toks = self.lexer.tokens()
+        self.i = 0
+        self.depth = 0
+        self.rule_name = ""
+        # (referenced name, referencing rule, token) of every reference, checked once all rules are known.
+        self.refs: List[Tuple[str, str, _Token]] = []
+
+    def fail(self, offset: int, message: str) -> NoReturn:
+        self.lexer.fail(offset, message)
+
+    def peek(self, delta: int = 0) -> _Token:
+        return self.toks[min(self.i + delta, len(self.toks) - 1)]
+
+    def describe(self, tok: _Token) -> str:
+        if tok.kind == _EOF:
+            return "end of input"
+        if tok.kind == _RULENAME:
+            return f"the start of rule '{tok.value}'"
+        return repr(self.text[tok.start : tok.end])
+
+    def missing_at(self) -> Optional[int]:
+        """Where to report something missing: just after the previous token when the next one
+        is on a later line (or is the end), else None (report at the next token)."""
+        tok = self.peek()
+        prev = self.toks[self.i - 1] if self.i > 0 else None
+        if prev is not None and (
+            tok.kind == _EOF or self.lexer.line_of(tok.start) != self.lexer.line_of(prev.end)
+        ):
+            return prev.end
+        return None
+
+    def missing(self, what: str) -> NoReturn:
+        """Fail because ``what`` was expected before the next token."""
+        at = self.missing_at()
+        if at is not None:
+            self.fail(at, f"expected {what}")
+        tok = self.peek()
+        self.fail(tok.start, f"expected {what} but found {self.describe(tok)}")
+
+    # -- rules
+
+    def parse(self) -> List[Rule]:
+        self.mark_rule_names()
+        if self.peek().kind == _EOF:
+            raise GrammarError("the grammar is empty: expected at least one rule such as 'root ::= \"a\"'")
+        rules: List[Rule] = []
+        where: Dict[str, _Token] = {}
+        while self.peek().kind != _EOF:
+            name_tok = self.peek()
+            if name_tok.kind != _RULENAME:
+                self.fail(name_tok.start, "expected a rule definition such as 'name ::= ...'")
+            name = name_tok.value
+            assert isinstance(name, str)
+            if name == ".":
+                self.fail(name_tok.start, "'.' cannot be a rule name: it means any character")
+            if name in where:
+                first = where[name]
+                line = self.lexer.line_of(first.start)
+                col = first.start - self.lexer.starts[line - 1] + 1
+                self.fail(
+                    name_tok.start, f"rule '{name}' is defined twice (first at line {line}, column {col})"
+                )
+            where[name] = name_tok
+            self.i += 2  # name and ::=
+            self.rule_name = name
+            body = self.choices()
+            if self.peek().kind == _LOOKAHEAD:
+                # Parsed and checked, then dropped: it does not change the language.
+                open_tok = self.peek()
+                self.i += 1
+                self.choices()
+                self.expect_rparen(open_tok)
+            tok = self.peek()
+            if tok.kind == _RPAREN:
+                self.fail(tok.start, "unmatched ')'")
+            if tok.kind == _LOOKAHEAD:
+                self.fail(tok.start, "a rule can have only one lookahead assertion '(= ...)'")
+            rules.append(Rule(name, body))
+        if self.root not in where:
+            defined = quote_names(r.name for r in rules)
+            raise GrammarError(f"the root rule '{self.root}' is not defined (defined rules: {defined})")
+        for ref, in_rule, tok in self.refs:
+            if ref not in where:
+                self.fail(tok.start, f"rule '{ref}' is not defined (referenced in rule '{in_rule}')")
+        return rules
+
+    def mark_rule_names(self) -> None:
+        toks = self.toks
+        for k, tok in enumerate(toks):
+            if tok.kind != _ASSIGN:
+                continue
+            if k == 0 or toks[k - 1].kind != _NAME:
+                self.fail(tok.start, "expected a rule name before '::='")
+            name_tok = toks[k - 1]
+            if k >= 2 and self.lexer.line_of(toks[k - 2].start) == self.lexer.line_of(name_tok.start):
+                self.fail(
+                    name_tok.start,
+                    f"the definition of rule '{name_tok.value}' must start on a new line "
+                    "(a rule body runs until the next 'name ::=')",
+                )
+            name_tok.kind = _RULENAME
+
+    # -- expressions
+
+    def choices(self) -> Expr:
+        items = [self.sequence()]
+        while self.peek().kind == _PIPE:
+            self.i += 1
+            items.append(self.sequence())
+        return items[0] if len(items) == 1 else Choice(tuple(items))
+
+    def sequence(self) -> Expr:
+        items: List[Expr] = []
+        while True:
+            items.append(self.quantified())
+            if self.peek().kind in (_PIPE, _RPAREN, _LOOKAHEAD, _RULENAME, _EOF):
+                break
+        return items[0] if len(items) == 1 else Seq(tuple(items))
+
+    def quantified(self) -> Expr:
+        item = self.element()
+        tok = self.peek()
+        if tok.kind == _STAR:
+            self.i += 1
+            item = Repeat(item, 0, None)
+        elif tok.kind == _PLUS:
+            self.i += 1
+            item = Repeat(item, 1, None)
+        elif tok.kind == _QUESTION:
+            self.i += 1
+            item = Repeat(item, 0, 1)
+        elif tok.kind == _LBRACE:
+            lo, hi = self.braces()
+            item = Repeat(item, lo, hi)
+        else:
+            return item
+        nxt = self.peek()
+        if nxt.kind in _QUANTIFIERS:
+            self.fail(
+                nxt.start,
+                f"{self.describe(nxt)} cannot follow another quantifier; use parentheses, e.g. (x*)?",
+            )
+        return item
+
+    def number(self) -> Tuple[int, _Token]:
+        tok = self.peek()
+        if tok.kind != _INT:
+            self.missing("a number")
+        assert isinstance(tok.value, int)
+        if tok.value > MAX_REPEAT:
+            self.fail(tok.start, f"repetition bound {tok.value} is too large (the limit is {MAX_REPEAT})")
+        self.i += 1
+        return tok.value, tok
+
+    def braces(self) -> Tuple[int, Optional[int]]:
+        self.i += 1  # {
+        lo, _ = self.number()
+        if self.peek().kind == _RBRACE:
+            self.i += 1
+            return lo, lo
+        if self.peek().kind != _COMMA:
+            self.missing("',' or '}' in a repetition range")
+        self.i += 1
+        tok = self.peek()
+        hi: Optional[int]
+        if tok.kind == _RBRACE:
+            hi = None
+        elif tok.kind == _NAME and tok.value == "-1":  # xgrammar prints {m, -1} for "unbounded"
+            hi = None
+            self.i += 1
+        else:
+            hi, hi_tok = self.number()
+            if hi < lo:
+                self.fail(
+                    hi_tok.start,
+                    f"invalid repetition range: the minimum {lo} is larger than the maximum {hi}",
+                )
+        if self.peek().kind != _RBRACE:
+            self.missing("'}' to close the repetition range")
+        self.i += 1
+        return lo, hi
+
+    def expect_rparen(self, open_tok: _Token) -> None:
+        if self.peek().kind == _LOOKAHEAD:
+            self.fail(self.peek().start, "a lookahead assertion '(= ...)' may only follow a whole rule body")
+        if self.peek().kind != _RPAREN:
+            line = self.lexer.line_of(open_tok.start)
+            col = open_tok.start - self.lexer.starts[line - 1] + 1
+            at = self.missing_at()
+            here = self.peek().start if at is None else at
+            where = f"column {col}" if self.lexer.line_of(here) == line else f"line {line}"
+            self.missing(f"')' to close the '{open_tok.kind}' from {where}")
+        self.i += 1
+
+    def element(self) -> Expr:
+        tok = self.peek()
+        kind = tok.kind
+        if kind == _LPAREN:
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                self.fail(tok.start, f"parentheses are nested more than {MAX_NESTING} levels deep")
+            self.i += 1
+            if self.peek().kind == _RPAREN:
+                self.i += 1
+                self.depth -= 1
+                return EMPTY
+            inner = self.choices()
+            self.expect_rparen(tok)
+            self.depth -= 1
+            return inner
+        if kind == _STRING:
+            self.i += 1
+            assert isinstance(tok.value, bytes)
+            return Literal(tok.value)
+        if kind in (_CLASS, _BYTES):
+            self.i += 1
+            assert isinstance(tok.value, (CharClass, ByteClass, Literal))
+            return tok.value
+        if kind == _NAME:
+            name = tok.value
+            assert isinstance(name, str)
+            self.i += 1
+            if name == ".":
+                return CharClass((), negated=True)
+            if name in XGRAMMAR_MACROS and self.peek().kind == _LPAREN:
+                self.fail(tok.start, f"the xgrammar macro {name}(...) is not supported yet")
+            self.refs.append((name, self.rule_name, tok))
+            return RuleRef(name)
+        if kind in _QUANTIFIERS:
+            self.fail(tok.start, f"{self.describe(tok)} has nothing to repeat")
+        if kind == _LOOKAHEAD:
+            self.fail(tok.start, "a lookahead assertion '(= ...)' may only follow a whole rule body")
+        if kind == _PIPE:
+            self.fail(tok.start, "empty alternative before '|': write \"\" for the empty string")
+        if kind == _RPAREN:
+            prev = self.toks[self.i - 1]
+            if prev.kind == _PIPE:
+                self.fail(tok.start, "empty alternative before ')': write \"\" for the empty string")
+            self.fail(tok.start, "unmatched ')'")
+        if kind in (_EOF, _RULENAME):
+            prev = self.toks[self.i - 1]
+            if prev.kind == _PIPE:
+                self.fail(prev.start, "empty alternative after '|': write \"\" for the empty string")
+            if prev.kind == _ASSIGN:
+                self.fail(prev.end, 'empty rule body: write "" for the empty string')
+        self.missing("a string, character class, rule name or '('")
+
+
+def parse_ebnf(text: str, root: str = "root") -> List[Rule]:
+    """Parse EBNF ``text`` into rules, in the order they are defined.
+
+    Checks syntax, duplicate definitions, undefined references and that ``root`` is defined;
+    errors are ``GrammarError`` with the 1-based line and column and an excerpt. Further checks
+    (rules that can never finish) are done by ``Grammar.from_ebnf``.
+
+    Example:
+        >>> parse_ebnf('root ::= "a" | b\\nb ::= [x-z]+')[0]
+        Rule(name='root', body=Choice(items=(Literal(value=b'a'), RuleRef(name='b'))))
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"EBNF text must be a str, not {type(text).__name__}")
+    return _Parser(text, root).parse()

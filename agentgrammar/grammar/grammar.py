@@ -1,0 +1,366 @@
+"""The public ``Grammar``: validated, immutable grammar IR with EBNF / regex / JSON constructors.
+
+Example:
+    >>> from agentgrammar.grammar import Grammar
+    >>> g = Grammar.from_ebnf('root ::= "yes" | "no"')
+    >>> print(g)
+    root ::= "yes" | "no"
+    >>> g.root, [r.name for r in g.rules]
+    ('root', ['root'])
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Set, Tuple
+
+from ..errors import GrammarError
+from .builtin import json_rules
+from .ebnf import MAX_REPEAT, parse_ebnf, quote_names
+from .ir import MAX_CODE_POINT, ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .printer import to_ebnf
+from .regex import parse_regex
+from .serialize import serialize
+from .utf8 import complement_ranges, normalize_ranges
+
+__all__ = ["Grammar", "normalize_rules", "validate_rules"]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _check_expr(e: Expr, rule: str, refs: List[str]) -> None:
+    """Check one expression tree's node types and values; collect referenced rule names."""
+    stack = [e]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Literal):
+            if not isinstance(e.value, bytes):
+                raise GrammarError(
+                    f"rule '{rule}': Literal value must be bytes, not {type(e.value).__name__}"
+                )
+        elif isinstance(e, (CharClass, ByteClass)):
+            top = MAX_CODE_POINT if isinstance(e, CharClass) else 0xFF
+            kind = type(e).__name__
+            if not isinstance(e.ranges, tuple):
+                raise GrammarError(f"rule '{rule}': {kind} ranges must be a tuple of (lo, hi) pairs")
+            for r in e.ranges:
+                ok = (
+                    isinstance(r, tuple)
+                    and len(r) == 2
+                    and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+                    and 0 <= r[0] <= r[1] <= top
+                )
+                if not ok:
+                    raise GrammarError(
+                        f"rule '{rule}': invalid {kind} range {r!r} (need 0 <= lo <= hi <= {top:#x})"
+                    )
+            if isinstance(e, CharClass) and not isinstance(e.negated, bool):
+                raise GrammarError(f"rule '{rule}': CharClass.negated must be a bool")
+        elif isinstance(e, (Seq, Choice)):
+            if not isinstance(e.items, tuple):
+                raise GrammarError(f"rule '{rule}': {type(e).__name__} items must be a tuple")
+            stack.extend(reversed(e.items))  # visit in source order
+        elif isinstance(e, RuleRef):
+            if not isinstance(e.name, str):
+                raise GrammarError(f"rule '{rule}': RuleRef name must be a str")
+            refs.append(e.name)
+        elif isinstance(e, Repeat):
+            for label, bound in (("min", e.min), ("max", e.max)):
+                if bound is None and label == "max":
+                    continue
+                if not isinstance(bound, int) or isinstance(bound, bool):
+                    raise GrammarError(f"rule '{rule}': Repeat {label} must be an int, not {bound!r}")
+                if bound < 0:
+                    raise GrammarError(f"rule '{rule}': Repeat {label} must not be negative (got {bound})")
+                if bound > MAX_REPEAT:
+                    raise GrammarError(
+                        f"rule '{rule}': Repeat {label} {bound} is too large (the limit is {MAX_REPEAT})"
+                    )
+            if e.max is not None and e.min > e.max:
+                raise GrammarError(f"rule '{rule}': Repeat min {e.min} is larger than max {e.max}")
+            stack.append(e.item)
+        else:
+            raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
+
+
+def _class_is_empty(e: Expr) -> bool:
+    if isinstance(e, CharClass):
+        ranges = complement_ranges(e.ranges) if e.negated else normalize_ranges(e.ranges)
+        return not ranges
+    assert isinstance(e, ByteClass)
+    return not e.ranges
+
+
+def _productive(e: Expr, known: Dict[str, bool]) -> bool:
+    """Whether ``e`` derives some finite string, given which rules are known to."""
+    if isinstance(e, Literal):
+        return True
+    if isinstance(e, (CharClass, ByteClass)):
+        return not _class_is_empty(e)
+    if isinstance(e, Seq):
+        return all(_productive(x, known) for x in e.items)
+    if isinstance(e, Choice):
+        return any(_productive(x, known) for x in e.items)
+    if isinstance(e, RuleRef):
+        return known[e.name]
+    if isinstance(e, Repeat):
+        return e.min == 0 or _productive(e.item, known)
+    raise TypeError(f"not a grammar expression: {e!r}")
+
+
+def validate_rules(rules: Iterable[Rule], root: str = "root") -> Tuple[Rule, ...]:
+    """Check ``rules`` and return those reachable from ``root``, in their original order.
+
+    Raises ``GrammarError`` for malformed IR, duplicate names, undefined references, a missing
+    root, or a root that can never finish (derives no finite string).
+
+    Example:
+        >>> from agentgrammar.grammar.ir import Rule, Literal, RuleRef
+        >>> [r.name for r in validate_rules([Rule("root", Literal(b"a")), Rule("unused", RuleRef("root"))])]
+        ['root']
+    """
+    rules = tuple(rules)
+    if not isinstance(root, str):
+        raise GrammarError(f"the root rule name must be a str, not {type(root).__name__}")
+    if not rules:
+        raise GrammarError("the grammar is empty: it has no rules")
+    by_name: Dict[str, Rule] = {}
+    refs: Dict[str, List[str]] = {}
+    for r in rules:
+        if not isinstance(r, Rule):
+            raise GrammarError(f"expected a Rule, got {r!r}")
+        if not isinstance(r.name, str) or not r.name:
+            raise GrammarError(f"a rule name must be a non-empty str, got {r.name!r}")
+        if r.name in by_name:
+            raise GrammarError(f"rule '{r.name}' is defined twice")
+        by_name[r.name] = r
+        refs[r.name] = []
+        _check_expr(r.body, r.name, refs[r.name])
+    if root not in by_name:
+        raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
+    for r in rules:
+        for name in refs[r.name]:
+            if name not in by_name:
+                raise GrammarError(f"rule '{name}' is not defined (referenced in rule '{r.name}')")
+
+    # Keep only what the root can reach.
+    reachable: Set[str] = {root}
+    todo = [root]
+    while todo:
+        for name in refs[todo.pop()]:
+            if name not in reachable:
+                reachable.add(name)
+                todo.append(name)
+    kept = tuple(r for r in rules if r.name in reachable)
+
+    # Least fixed point: which rules derive some finite string.
+    known = {r.name: False for r in kept}
+    changed = True
+    while changed:
+        changed = False
+        for r in kept:
+            if not known[r.name] and _productive(r.body, known):
+                known[r.name] = True
+                changed = True
+    if not known[root]:
+        dead = [r.name for r in kept if not known[r.name]]
+        needed = [n for n in dict.fromkeys(refs[root]) if not known[n] and n != root]
+        if needed:
+            if len(needed) == 1:
+                why = f"every alternative needs rule '{needed[0]}', which derives no finite string"
+            else:
+                why = (
+                    f"every alternative needs one of the rules {quote_names(needed)}, "
+                    "which derive no finite string"
+                )
+        elif root in refs[root]:
+            why = f"every alternative recurses into '{root}' itself without a way out"
+        else:
+            why = "it matches nothing (an empty character class or choice)"
+        others = [n for n in dead if n != root and n not in needed]
+        extra = f" (rules that derive no finite string: {quote_names(dead)})" if others else ""
+        raise GrammarError(f"rule '{root}' can never finish: {why}{extra}")
+    return kept
+
+
+# --------------------------------------------------------------------------- normalization
+
+
+def _is_single_edge(e: Expr) -> bool:
+    return isinstance(e, (Literal, CharClass, ByteClass, RuleRef))
+
+
+def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
+    """Prepare rules for the C core: the item of a counted repeat that may be copied (a bound
+    above 1) becomes a rule of its own when it is more than one edge, so that unrolling copies
+    one rule reference per repetition instead of a whole subtree. Aux rules are named
+    ``<rule>_repeat_<n>`` and appended after the existing rules.
+
+    Example:
+        >>> from agentgrammar.grammar.ir import Rule, Seq, Literal, Repeat
+        >>> for r in normalize_rules([Rule("root", Repeat(Seq((Literal(b"a"), Literal(b"b"))), 2, 3))]):
+        ...     print(r)
+        Rule(name='root', body=Repeat(item=RuleRef(name='root_repeat_1'), min=2, max=3))
+        Rule(name='root_repeat_1', body=Seq(items=(Literal(value=b'a'), Literal(value=b'b'))))
+    """
+    rules = list(rules)
+    taken = {r.name for r in rules}
+    extra: List[Rule] = []
+
+    def fresh(base: str, counter: List[int]) -> str:
+        while True:
+            counter[0] += 1
+            name = f"{base}_repeat_{counter[0]}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    def walk(e: Expr, base: str, counter: List[int]) -> Expr:
+        if isinstance(e, Seq):
+            return Seq(tuple(walk(x, base, counter) for x in e.items))
+        if isinstance(e, Choice):
+            return Choice(tuple(walk(x, base, counter) for x in e.items))
+        if isinstance(e, Repeat):
+            item = walk(e.item, base, counter)
+            copies = e.min > 1 or (e.max is not None and e.max > 1)
+            if copies and not _is_single_edge(item):
+                name = fresh(base, counter)
+                extra.append(Rule(name, item))
+                item = RuleRef(name)
+            return Repeat(item, e.min, e.max)
+        return e
+
+    out = []
+    for r in rules:
+        out.append(Rule(r.name, walk(r.body, r.name, [0])))
+    return out + extra
+
+
+# --------------------------------------------------------------------------- Grammar
+
+
+class Grammar:
+    """A validated grammar: ``rules`` (each named, all references defined, all reachable from
+    ``root``) and the ``root`` rule's name. Immutable; build one with a ``from_*`` constructor.
+
+    Example:
+        >>> g = Grammar.from_ebnf('root ::= item ("," item)*\\nitem ::= [a-z]+')
+        >>> print(g)
+        root ::= item ("," item)*
+        item ::= [a-z]+
+        >>> Grammar.from_regex(r"\\d{3}").root
+        'root'
+    """
+
+    __slots__ = ("_bytes", "_normalized", "root", "rules")
+
+    rules: Tuple[Rule, ...]
+    root: str
+
+    def __init__(self, rules: Iterable[Rule], root: str = "root") -> None:
+        object.__setattr__(self, "rules", validate_rules(rules, root))
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "_bytes", None)
+        object.__setattr__(self, "_normalized", None)
+
+    @classmethod
+    def from_rules(cls, rules: Iterable[Rule], root: str = "root") -> "Grammar":
+        """Validate IR ``rules`` (see ``validate_rules``); rules unreachable from ``root`` are dropped.
+
+        Example:
+            >>> from agentgrammar.grammar.ir import Rule, Literal
+            >>> Grammar.from_rules([Rule("root", Literal(b"hi"))])
+            Grammar(root='root', rules=['root'])
+        """
+        return cls(rules, root)
+
+    @classmethod
+    def from_ebnf(cls, text: str, root: str = "root") -> "Grammar":
+        """Parse GBNF / xgrammar-style EBNF (see ``agentgrammar.grammar.ebnf``).
+
+        Example:
+            >>> Grammar.from_ebnf('greeting ::= "hi" | "hello"', root="greeting").root
+            'greeting'
+        """
+        return cls(parse_ebnf(text, root), root)
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> "Grammar":
+        """A one-rule grammar (``root``) matching the strings that fully match ``pattern``.
+
+        Example:
+            >>> print(Grammar.from_regex(r"[A-Z][a-z]*"))
+            root ::= [A-Z] [a-z]*
+        """
+        return cls([Rule("root", parse_regex(pattern))], "root")
+
+    @classmethod
+    def builtin_json(cls, *, any_value: bool = False) -> "Grammar":
+        """JSON text: the same language as xgrammar's built-in JSON grammar (an object or array
+        at the top); ``any_value=True`` also allows a scalar at the top.
+
+        Example:
+            >>> Grammar.builtin_json().root
+            'root'
+        """
+        found = _JSON_CACHE.get(any_value)
+        if found is None:
+            found = _JSON_CACHE[any_value] = Grammar(json_rules(any_value=any_value), "root")
+        return found if cls is Grammar else cls(found.rules, found.root)
+
+    @property
+    def normalized_rules(self) -> Tuple[Rule, ...]:
+        """The rules that ``to_bytes()`` serializes: ``rules`` in the same order, then the
+        auxiliary rules of ``normalize_rules``. Rule index ``i`` in the C core is
+        ``normalized_rules[i]``.
+
+        Example:
+            >>> [r.name for r in Grammar.from_ebnf('root ::= ("a" "b"){2}').normalized_rules]
+            ['root', 'root_repeat_1']
+        """
+        found = self._normalized
+        if found is None:
+            found = tuple(normalize_rules(self.rules))
+            object.__setattr__(self, "_normalized", found)
+        return found
+
+    def to_bytes(self) -> bytes:
+        """The serialized form the C core loads (computed once, then cached).
+
+        Example:
+            >>> len(Grammar.from_ebnf('root ::= "a"').to_bytes()) % 4
+            0
+        """
+        data = self._bytes
+        if data is None:
+            data = serialize(self.normalized_rules, self.root)
+            object.__setattr__(self, "_bytes", data)
+        return data
+
+    def __str__(self) -> str:
+        return to_ebnf(self.rules, self.root)
+
+    def __repr__(self) -> str:
+        names = [r.name for r in self.rules]
+        shown = repr(names) if len(names) <= 8 else repr(names[:8])[:-1] + f", ... ({len(names)} rules)]"
+        return f"{type(self).__name__}(root={self.root!r}, rules={shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Grammar):
+            return NotImplemented
+        return self.root == other.root and self.rules == other.rules
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.rules))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __reduce__(self) -> Tuple[object, Tuple[Tuple[Rule, ...], str]]:
+        return (type(self).from_rules, (self.rules, self.root))
+
+
+_JSON_CACHE: Dict[bool, Grammar] = {}
