@@ -1,0 +1,46 @@
+"""agentgrammar: grammar-constrained generation for tool-calling agents.
+
+Example:
+    >>> from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+    >>> vocab = Vocabulary(["{", "}", "a", "</s>"], stop_token_ids=[3])
+    >>> matcher = Matcher(Compiler(vocab).compile(Grammar.from_ebnf('root ::= "{" "a"* "}"')))
+    >>> [vocab.token_bytes[i] for i in matcher.allowed_token_ids()]
+    [b'{']
+"""
+
+from .engine import (
+    CompiledGrammar,
+    Compiler,
+    Matcher,
+    Vocabulary,
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+)
+from .errors import (
+    AgentGrammarError,
+    BitmaskError,
+    GrammarError,
+    MatcherError,
+    TokenIdError,
+    VocabularyError,
+)
+from .grammar import Grammar
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AgentGrammarError",
+    "BitmaskError",
+    "CompiledGrammar",
+    "Compiler",
+    "Grammar",
+    "GrammarError",
+    "Matcher",
+    "MatcherError",
+    "TokenIdError",
+    "Vocabulary",
+    "VocabularyError",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "__version__",
+]

@@ -1,0 +1,15 @@
+"""The engine layer: vocabularies, compilation, matching and token bitmasks over the C core."""
+
+from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from .compiler import CompiledGrammar, Compiler
+from .matcher import Matcher
+from .vocabulary import Vocabulary
+
+__all__ = [
+    "CompiledGrammar",
+    "Compiler",
+    "Matcher",
+    "Vocabulary",
+    "allocate_token_bitmask",
+    "apply_token_bitmask_inplace",
+]
