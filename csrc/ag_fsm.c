@@ -1,0 +1,692 @@
+/*
+ * ag_fsm.c - one deterministic automaton per grammar rule.
+ *
+ * Each rule body is turned into an epsilon-NFA by Thompson construction, then
+ * determinized by subset construction. The alphabet is bytes plus rule
+ * references: a rule edge means "a complete match of that rule". Both the
+ * NFA and the determinization work area live in one builder that is reused
+ * from rule to rule, so a grammar with thousands of small rules costs no
+ * per-rule allocation once the buffers have grown.
+ *
+ * The resulting DFA states of all rules are appended to one set of global
+ * arrays (handed to the grammar at the end); DFA ids are assigned in
+ * breadth-first order with byte edges before rule edges, so the numbering
+ * depends only on the grammar, never on NFA numbering or hash order.
+ */
+#include "ag_fsm.h"
+
+/* Bounds the Thompson expansion of one rule. Node sharing in the IR makes the
+ * expansion of a rule exponential in the worst case (a chain of CHOICE(x, x)
+ * nodes), and such an expansion need not create states, so the state limit
+ * alone would not stop it. Legitimate rules stay far below this. */
+#define AG_NFA_MAX_WORK ((uint64_t)AG_MAX_STATES * 4)
+
+/* Bounds the NFA-state sets stored for one rule's DFA states, in words, and
+ * the epsilon-closure steps spent on them. Nested nullable repeats such as
+ * ("a"?){0,n} make every DFA state hold O(n) NFA states; these turn a
+ * quadratic blow-up in memory and time into a prompt error. */
+#define AG_DFA_MAX_SET_WORDS ((size_t)1 << 24)
+#define AG_DFA_MAX_WORK ((uint64_t)1 << 27)
+
+enum { AG_NFA_EPS = 0, AG_NFA_BYTES = 1, AG_NFA_RULE = 2 };
+
+/* An NFA edge. kind says which of lo/hi (byte range) or rule applies. */
+typedef struct ag_nfa_edge {
+  int32_t from, to;
+  int32_t rule;
+  uint8_t kind, lo, hi;
+} ag_nfa_edge;
+
+/* "Connect state `from` to state `to` by the language of `node`". */
+typedef struct ag_nfa_task {
+  int32_t node, from, to;
+} ag_nfa_task;
+
+/* A hash-table slot for interning DFA states. A slot belongs to the rule
+ * being built only when its generation matches, so moving on to the next
+ * rule empties the table in O(1). */
+typedef struct ag_dfa_slot {
+  uint32_t gen;
+  int32_t id;
+} ag_dfa_slot;
+
+typedef struct ag_builder {
+  const ag_ir *ir;
+  ag_error *err;
+  int32_t rule; /* the rule being built, named in errors */
+
+  /* The current rule's NFA. State 0 is the start, state 1 the only accepting one. */
+  int32_t n_nfa;
+  uint64_t work;
+  AG_VEC(ag_nfa_task) tasks;
+  AG_VEC(ag_nfa_edge) edges;  /* as built */
+  AG_VEC(ag_nfa_edge) csr;    /* the same edges grouped by source state */
+  AG_VEC(uint32_t) csr_begin; /* [n_nfa + 1] */
+
+  /* Subset construction. DFA state k (local to the rule) is the sorted,
+   * epsilon-closed NFA-state set pool[set_begin[k] .. set_begin[k + 1]). */
+  int32_t base; /* global id of the rule's first DFA state */
+  AG_VEC(int32_t) pool;
+  AG_VEC(size_t) set_begin;
+  AG_VEC(uint32_t) set_hash;
+  ag_dfa_slot *table;
+  size_t table_cap; /* a power of two */
+  uint32_t table_gen;
+
+  /* Scratch, indexed by NFA state or reused per DFA state. */
+  AG_VEC(uint32_t) mark; /* closure visit generation */
+  uint32_t mark_gen;
+  AG_VEC(int32_t) count; /* open byte ranges per target during the sweep */
+  AG_VEC(int32_t) stack;
+  AG_VEC(int32_t) closure;
+  AG_VEC(int32_t) radix; /* sort buffer */
+  uint64_t dfa_work;
+  AG_VEC(int32_t) active;
+  AG_VEC(int32_t) prev;
+  AG_VEC(uint64_t) events; /* byte sweep: pos << 33 | is_end << 32 | target */
+  AG_VEC(uint64_t) events_tmp;
+  AG_VEC(uint64_t) moves;  /* rule moves: rule << 32 | target */
+
+  /* Output for the whole grammar, handed to the ag_grammar on success. */
+  AG_VEC(ag_state) states;
+  AG_VEC(int32_t) state_rule;
+  AG_VEC(ag_byte_edge) byte_edges;
+  AG_VEC(ag_rule_edge) rule_edges;
+} ag_builder;
+
+static ag_status ag_nomem(ag_builder *b) {
+  return ag_fail(b->err, AG_ERR_NOMEM, b->rule, "out of memory while building the automaton");
+}
+
+static int ag_cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int ag_cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sorting. Most sets here have a handful of elements, where insertion sort
+ * beats qsort's call overhead; an empty vector's data may be NULL, which
+ * qsort forbids. */
+#define AG_INSERTION_SORT(T, v, n)                                   \
+  for (size_t i_ = 1; i_ < (n); i_++) {                              \
+    T x_ = (v)[i_];                                                  \
+    size_t j_ = i_;                                                  \
+    for (; j_ > 0 && (v)[j_ - 1] > x_; j_--) (v)[j_] = (v)[j_ - 1]; \
+    (v)[j_] = x_;                                                    \
+  }
+
+static void ag_sort_i32(int32_t *v, size_t n) {
+  if (n <= 16) {
+    AG_INSERTION_SORT(int32_t, v, n)
+  } else {
+    qsort(v, n, sizeof *v, ag_cmp_i32);
+  }
+}
+
+static void ag_sort_u64(uint64_t *v, size_t n) {
+  if (n <= 16) {
+    AG_INSERTION_SORT(uint64_t, v, n)
+  } else {
+    qsort(v, n, sizeof *v, ag_cmp_u64);
+  }
+}
+
+/* ---- Thompson construction ---------------------------------------------- */
+
+static ag_status ag_nfa_spend(ag_builder *b, uint64_t units) {
+  b->work += units;
+  if (b->work > AG_NFA_MAX_WORK)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "the rule expands to too large an automaton (over %llu construction steps)",
+                   (unsigned long long)AG_NFA_MAX_WORK);
+  return AG_OK;
+}
+
+static ag_status ag_nfa_state(ag_builder *b, int32_t *out) {
+  if (b->n_nfa >= AG_MAX_STATES)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "the rule's automaton needs more than %d NFA states", AG_MAX_STATES);
+  *out = b->n_nfa++;
+  return AG_OK;
+}
+
+static ag_status ag_nfa_edge_add(ag_builder *b, int32_t from, int32_t to, uint8_t kind,
+                                 uint8_t lo, uint8_t hi, int32_t rule) {
+  ag_nfa_edge e = {from, to, rule, kind, lo, hi};
+  return ag_vec_push(&b->edges, e) ? AG_OK : ag_nomem(b);
+}
+
+static ag_status ag_nfa_eps(ag_builder *b, int32_t from, int32_t to) {
+  return ag_nfa_edge_add(b, from, to, AG_NFA_EPS, 0, 0, -1);
+}
+
+static ag_status ag_nfa_task_add(ag_builder *b, int32_t node, int32_t from, int32_t to) {
+  ag_status st = ag_nfa_spend(b, 1);
+  if (st) return st;
+  ag_nfa_task t = {node, from, to};
+  return ag_vec_push(&b->tasks, t) ? AG_OK : ag_nomem(b);
+}
+
+/* Picks the state after item k of n: fresh in between, `to` after the last. */
+static ag_status ag_nfa_next(ag_builder *b, int64_t k, int64_t n, int32_t to, int32_t *out) {
+  if (k == n - 1) {
+    *out = to;
+    return AG_OK;
+  }
+  return ag_nfa_state(b, out);
+}
+
+static ag_status ag_nfa_literal(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  int32_t len = p[1], cur = from, next = -1;
+  ag_status st = ag_nfa_spend(b, (uint64_t)len);
+  if (st) return st;
+  if (len == 0) return ag_nfa_eps(b, from, to);
+  for (int32_t k = 0; k < len; k++, cur = next) {
+    uint8_t c = (uint8_t)p[2 + k];
+    if ((st = ag_nfa_next(b, k, len, to, &next))) return st;
+    if ((st = ag_nfa_edge_add(b, cur, next, AG_NFA_BYTES, c, c, -1))) return st;
+  }
+  return AG_OK;
+}
+
+/* Zero ranges add no edge: an empty class matches nothing. */
+static ag_status ag_nfa_bytes(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  ag_status st = ag_nfa_spend(b, (uint64_t)p[1]);
+  for (int32_t k = 0; !st && k < p[1]; k++)
+    st = ag_nfa_edge_add(b, from, to, AG_NFA_BYTES, (uint8_t)p[2 + 2 * k], (uint8_t)p[3 + 2 * k],
+                         -1);
+  return st;
+}
+
+static ag_status ag_nfa_seq(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  int32_t n = p[1], cur = from, next = -1;
+  if (n == 0) return ag_nfa_eps(b, from, to);
+  for (int32_t k = 0; k < n; k++, cur = next) {
+    ag_status st = ag_nfa_next(b, k, n, to, &next);
+    if (!st) st = ag_nfa_task_add(b, p[2 + k], cur, next);
+    if (st) return st;
+  }
+  return AG_OK;
+}
+
+/* Alternatives share both end states. That is sound because no construction
+ * adds an edge into its `from` state (unless from == to, a star loop) or out
+ * of its `to` state, so a path entering one alternative stays in it until
+ * `to`. Zero alternatives add nothing: the choice matches nothing. */
+static ag_status ag_nfa_choice(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  ag_status st = AG_OK;
+  for (int32_t k = 0; !st && k < p[1]; k++) st = ag_nfa_task_add(b, p[2 + k], from, to);
+  return st;
+}
+
+/* x* as from -> m, m -x-> m, m -> to with a fresh m: looping on `from`
+ * itself would let a sibling alternative start after some x's. */
+static ag_status ag_nfa_star(ag_builder *b, int32_t child, int32_t from, int32_t to) {
+  int32_t m = -1;
+  ag_status st = ag_nfa_state(b, &m);
+  if (!st) st = ag_nfa_eps(b, from, m);
+  if (!st) st = ag_nfa_eps(b, m, to);
+  if (!st) st = ag_nfa_task_add(b, child, m, m);
+  return st;
+}
+
+/* x{min,max}: min mandatory copies in a chain, then either a star or
+ * (max - min) optional copies, each able to skip to `to`. */
+static ag_status ag_nfa_repeat(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  int32_t child = p[1], min = p[2], max = p[3], cur = from, next = -1;
+  ag_status st = AG_OK;
+  if (min > AG_MAX_REPEAT || max > AG_MAX_REPEAT)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "repeat bound {%d,%d} exceeds the unroll limit %d", (int)min, (int)max,
+                   AG_MAX_REPEAT);
+  if (max == 0) return ag_nfa_eps(b, from, to);
+  /* With optional copies or a star to follow, the last mandatory copy ends
+   * in a fresh state, hence the n of min + 1. */
+  int64_t n_chain = max == min ? min : (int64_t)min + 1;
+  for (int32_t k = 0; k < min; k++, cur = next) {
+    if ((st = ag_nfa_next(b, k, n_chain, to, &next))) return st;
+    if ((st = ag_nfa_task_add(b, child, cur, next))) return st;
+  }
+  if (max == min) return AG_OK;
+  if (max == -1) return ag_nfa_star(b, child, cur, to);
+  for (int32_t k = min; k < max; k++, cur = next) {
+    if ((st = ag_nfa_eps(b, cur, to))) return st;
+    if ((st = ag_nfa_next(b, k, max, to, &next))) return st;
+    if ((st = ag_nfa_task_add(b, child, cur, next))) return st;
+  }
+  return AG_OK;
+}
+
+static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
+  const int32_t *p = ag_ir_node(b->ir, t.node);
+  switch (p[0]) {
+    case AG_NODE_LITERAL: return ag_nfa_literal(b, p, t.from, t.to);
+    case AG_NODE_BYTES: return ag_nfa_bytes(b, p, t.from, t.to);
+    case AG_NODE_SEQ: return ag_nfa_seq(b, p, t.from, t.to);
+    case AG_NODE_CHOICE: return ag_nfa_choice(b, p, t.from, t.to);
+    case AG_NODE_RULEREF: return ag_nfa_edge_add(b, t.from, t.to, AG_NFA_RULE, 0, 0, p[1]);
+    case AG_NODE_REPEAT: return ag_nfa_repeat(b, p, t.from, t.to);
+    default: /* ag_ir_parse rejected every other kind */
+      return ag_fail(b->err, AG_ERR_INVALID, b->rule, "node %d: unknown kind", (int)t.node);
+  }
+}
+
+/* Builds the rule's NFA. Tasks are independent of each other (each only adds
+ * states and edges), so an explicit stack replaces recursion: a deeply nested
+ * buffer cannot overflow the C stack. */
+static ag_status ag_nfa_build(ag_builder *b, int32_t body) {
+  b->n_nfa = 2;
+  b->work = 0;
+  b->edges.len = 0;
+  b->tasks.len = 0;
+  ag_status st = ag_nfa_task_add(b, body, 0, 1);
+  while (!st && b->tasks.len > 0) st = ag_nfa_expand(b, b->tasks.data[--b->tasks.len]);
+  return st;
+}
+
+/* Groups the edges by source state (counting sort) and resets the per-NFA-state
+ * scratch arrays. */
+static ag_status ag_nfa_index(ag_builder *b) {
+  size_t n = (size_t)b->n_nfa, m = b->edges.len;
+  if (!ag_vec_reserve(&b->csr_begin, n + 1) || !ag_vec_reserve(&b->csr, m) ||
+      !ag_vec_reserve(&b->mark, n) || !ag_vec_reserve(&b->count, n))
+    return ag_nomem(b);
+  uint32_t *begin = b->csr_begin.data;
+  memset(begin, 0, (n + 1) * sizeof *begin);
+  for (size_t i = 0; i < m; i++) begin[b->edges.data[i].from + 1]++;
+  for (size_t s = 0; s < n; s++) begin[s + 1] += begin[s];
+  /* Place using begin[from] as a cursor, then shift back by one state. */
+  for (size_t i = 0; i < m; i++) b->csr.data[begin[b->edges.data[i].from]++] = b->edges.data[i];
+  memmove(begin + 1, begin, n * sizeof *begin);
+  begin[0] = 0;
+  b->csr_begin.len = n + 1;
+  b->csr.len = m;
+  memset(b->mark.data, 0, n * sizeof *b->mark.data);
+  memset(b->count.data, 0, n * sizeof *b->count.data);
+  b->mark_gen = 0;
+  return AG_OK;
+}
+
+/* ---- subset construction ------------------------------------------------ */
+
+static uint32_t ag_set_hash(const int32_t *set, size_t n) {
+  uint32_t h = 0x811c9dc5u ^ (uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    h = (h ^ (uint32_t)set[i]) * 0x9e3779b1u;
+    h ^= h >> 15;
+  }
+  return h;
+}
+
+static bool ag_set_equal(const ag_builder *b, int32_t id, const int32_t *set, size_t n) {
+  size_t lo = b->set_begin.data[id], hi = b->set_begin.data[id + 1];
+  return hi - lo == n && memcmp(b->pool.data + lo, set, n * sizeof *set) == 0;
+}
+
+/* Sorts NFA-state ids. Sets of thousands of states (nested nullable repeats)
+ * are common enough that a linear radix sort beats qsort there. */
+static ag_status ag_sort_states(ag_builder *b, int32_t *v, size_t n) {
+  if (n < 256) {
+    ag_sort_i32(v, n);
+    return AG_OK;
+  }
+  if (!ag_vec_reserve(&b->radix, n)) return ag_nomem(b);
+  uint32_t *src = (uint32_t *)v, *dst = (uint32_t *)b->radix.data, *tmp;
+  uint32_t top = (uint32_t)b->n_nfa - 1; /* ids are below n_nfa: skip zero digits */
+  for (unsigned shift = 0; shift < 32 && (top >> shift) != 0; shift += 8) {
+    size_t cnt[257] = {0};
+    for (size_t i = 0; i < n; i++) cnt[(src[i] >> shift & 255) + 1]++;
+    for (size_t d = 0; d < 256; d++) cnt[d + 1] += cnt[d];
+    for (size_t i = 0; i < n; i++) dst[cnt[src[i] >> shift & 255]++] = src[i];
+    tmp = src, src = dst, dst = tmp;
+  }
+  if (src != (uint32_t *)v) memcpy(v, src, n * sizeof *v);
+  return AG_OK;
+}
+
+static ag_status ag_dfa_spend(ag_builder *b, uint64_t units) {
+  b->dfa_work += units;
+  if (b->dfa_work > AG_DFA_MAX_WORK)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "determinizing the rule takes over %llu steps (deeply nested optional "
+                   "repeats?)",
+                   (unsigned long long)AG_DFA_MAX_WORK);
+  return AG_OK;
+}
+
+/* The epsilon closure of seeds (duplicates allowed) into b->closure, sorted. */
+static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
+  if (++b->mark_gen == 0) { /* wrapped: forget every old mark */
+    memset(b->mark.data, 0, (size_t)b->n_nfa * sizeof *b->mark.data);
+    b->mark_gen = 1;
+  }
+  uint32_t gen = b->mark_gen, *mark = b->mark.data;
+  b->closure.len = b->stack.len = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (mark[seeds[i]] == gen) continue;
+    mark[seeds[i]] = gen;
+    if (!ag_vec_push(&b->closure, seeds[i]) || !ag_vec_push(&b->stack, seeds[i]))
+      return ag_nomem(b);
+  }
+  while (b->stack.len > 0) {
+    int32_t u = b->stack.data[--b->stack.len];
+    for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
+      const ag_nfa_edge *ed = &b->csr.data[e];
+      if (ed->kind != AG_NFA_EPS || mark[ed->to] == gen) continue;
+      mark[ed->to] = gen;
+      if (!ag_vec_push(&b->closure, ed->to) || !ag_vec_push(&b->stack, ed->to))
+        return ag_nomem(b);
+    }
+  }
+  ag_status st = ag_dfa_spend(b, n + b->closure.len);
+  return st ? st : ag_sort_states(b, b->closure.data, b->closure.len);
+}
+
+static ag_status ag_table_grow(ag_builder *b) {
+  size_t cap = b->table_cap * 2;
+  ag_dfa_slot *t = calloc(cap, sizeof *t);
+  if (!t) return ag_nomem(b);
+  for (size_t id = 0; id < b->set_hash.len; id++) {
+    size_t i = b->set_hash.data[id] & (cap - 1);
+    while (t[i].gen == b->table_gen) i = (i + 1) & (cap - 1);
+    t[i].gen = b->table_gen;
+    t[i].id = (int32_t)id;
+  }
+  free(b->table);
+  b->table = t;
+  b->table_cap = cap;
+  return AG_OK;
+}
+
+static ag_status ag_dfa_add_set(ag_builder *b, uint32_t h, size_t slot, int32_t *id) {
+  size_t n = b->closure.len, k = b->set_hash.len;
+  if ((size_t)b->base + k >= AG_MAX_STATES)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "the grammar's automata need more than %d states", AG_MAX_STATES);
+  if (b->pool.len + n > AG_DFA_MAX_SET_WORDS)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "determinizing the rule needs more than %zu words of state sets (deeply "
+                   "nested optional repeats?)",
+                   AG_DFA_MAX_SET_WORDS);
+  if (!ag_vec_reserve(&b->pool, b->pool.len + n) || !ag_vec_push(&b->set_hash, h))
+    return ag_nomem(b);
+  memcpy(b->pool.data + b->pool.len, b->closure.data, n * sizeof *b->closure.data);
+  b->pool.len += n;
+  if (!ag_vec_push(&b->set_begin, b->pool.len)) {
+    b->pool.len -= n;
+    b->set_hash.len--;
+    return ag_nomem(b);
+  }
+  b->table[slot].gen = b->table_gen;
+  b->table[slot].id = (int32_t)k;
+  *id = (int32_t)k;
+  /* Keep the load factor at most 1/2 so probe chains stay short. */
+  return (k + 1) * 2 > b->table_cap ? ag_table_grow(b) : AG_OK;
+}
+
+/* The local DFA id of the set in b->closure, adding it when new. */
+static ag_status ag_dfa_intern(ag_builder *b, int32_t *id) {
+  const int32_t *set = b->closure.data;
+  size_t n = b->closure.len, mask = b->table_cap - 1;
+  uint32_t h = ag_set_hash(set, n);
+  size_t i = h & mask;
+  for (; b->table[i].gen == b->table_gen; i = (i + 1) & mask) {
+    int32_t k = b->table[i].id;
+    if (b->set_hash.data[k] == h && ag_set_equal(b, k, set, n)) {
+      *id = k;
+      return AG_OK;
+    }
+  }
+  return ag_dfa_add_set(b, h, i, id);
+}
+
+/* The global DFA state reached from the NFA states `seeds`. */
+static ag_status ag_dfa_target(ag_builder *b, const int32_t *seeds, size_t n, int32_t *target) {
+  int32_t id = -1;
+  ag_status st = ag_dfa_closure(b, seeds, n);
+  if (!st) st = ag_dfa_intern(b, &id);
+  if (!st) *target = b->base + id;
+  return st;
+}
+
+/* Gathers the byte-range events and rule moves of DFA state k. This reads
+ * the pool, so it runs before anything can be interned (which may move it). */
+static ag_status ag_dfa_collect(ag_builder *b, int32_t k, bool *accepting) {
+  size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1];
+  b->events.len = b->moves.len = 0;
+  *accepting = false;
+  ag_status st = ag_dfa_spend(b, hi - lo);
+  if (st) return st;
+  for (size_t i = lo; i < hi; i++) {
+    int32_t u = b->pool.data[i];
+    *accepting |= u == 1;
+    for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
+      const ag_nfa_edge *ed = &b->csr.data[e];
+      uint64_t to = (uint32_t)ed->to;
+      bool ok = true;
+      if (ed->kind == AG_NFA_BYTES)
+        ok = ag_vec_push(&b->events, (uint64_t)ed->lo << 33 | to) &&
+             ag_vec_push(&b->events, (uint64_t)(ed->hi + 1) << 33 | (uint64_t)1 << 32 | to);
+      else if (ed->kind == AG_NFA_RULE)
+        ok = ag_vec_push(&b->moves, (uint64_t)(uint32_t)ed->rule << 32 | to);
+      if (!ok) return ag_nomem(b);
+    }
+  }
+  return AG_OK;
+}
+
+static ag_status ag_emit_byte_edge(ag_builder *b, uint32_t first, int lo, int hi, int32_t target) {
+  ag_byte_edge *last = b->byte_edges.len > first ? &b->byte_edges.data[b->byte_edges.len - 1] : 0;
+  if (last && last->target == target && last->hi + 1 == lo) {
+    last->hi = (uint8_t)hi; /* adjacent, same target: one range */
+    return AG_OK;
+  }
+  if (b->byte_edges.len >= UINT32_MAX)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
+  ag_byte_edge e = {(uint8_t)lo, (uint8_t)hi, target};
+  return ag_vec_push(&b->byte_edges, e) ? AG_OK : ag_nomem(b);
+}
+
+/* Applies the events at one sweep position: a range opening (+1) or closing
+ * (-1) for its target. Openings sort first at a position, so a target cannot
+ * close and reopen within one; b->active holds each target at most once. */
+static ag_status ag_sweep_apply(ag_builder *b, uint64_t ev) {
+  int32_t target = (int32_t)(uint32_t)ev;
+  if (ev >> 32 & 1) {
+    b->count.data[target]--;
+    return AG_OK;
+  }
+  if (b->count.data[target]++ > 0) return AG_OK;
+  return ag_vec_push(&b->active, target) ? AG_OK : ag_nomem(b);
+}
+
+/* Drops closed targets from b->active and sorts it. */
+static ag_status ag_sweep_compact(ag_builder *b) {
+  size_t j = 0;
+  for (size_t i = 0; i < b->active.len; i++)
+    if (b->count.data[b->active.data[i]] > 0) b->active.data[j++] = b->active.data[i];
+  b->active.len = j;
+  return ag_sort_states(b, b->active.data, j);
+}
+
+static bool ag_sweep_same(const ag_builder *b) {
+  return b->prev.len == b->active.len &&
+         memcmp(b->prev.data, b->active.data, b->active.len * sizeof *b->active.data) == 0;
+}
+
+/* Sorts the sweep events by position, openings first. Only the order of the
+ * (position, is_end) key matters, and it has 514 values, so many events
+ * (a state inside nested repeats) are bucketed in linear time. */
+static ag_status ag_sort_events(ag_builder *b) {
+  uint64_t *ev = b->events.data;
+  size_t n = b->events.len;
+  if (n < 128) {
+    ag_sort_u64(ev, n);
+    return AG_OK;
+  }
+  if (!ag_vec_reserve(&b->events_tmp, n)) return ag_nomem(b);
+  uint64_t *tmp = b->events_tmp.data;
+  size_t cnt[2 * 257 + 1] = {0};
+  for (size_t i = 0; i < n; i++) cnt[(ev[i] >> 32) + 1]++;
+  for (size_t k = 0; k < 2 * 257; k++) cnt[k + 1] += cnt[k];
+  for (size_t i = 0; i < n; i++) tmp[cnt[ev[i] >> 32]++] = ev[i];
+  memcpy(ev, tmp, n * sizeof *ev);
+  return AG_OK;
+}
+
+/* Emits the byte edges of the current DFA state. The range ends split the
+ * byte alphabet into intervals on which the set of NFA targets is constant;
+ * a sweep over the sorted ends yields each interval's set in O(E log E). */
+static ag_status ag_dfa_bytes(ag_builder *b, uint32_t first) {
+  uint64_t *ev = b->events.data;
+  size_t n = b->events.len, i = 0;
+  int32_t prev_target = -1;
+  ag_status st = ag_sort_events(b);
+  if (st) return st;
+  b->active.len = b->prev.len = 0;
+  while (i < n) {
+    int pos = (int)(ev[i] >> 33);
+    for (; i < n && (int)(ev[i] >> 33) == pos; i++)
+      if ((st = ag_sweep_apply(b, ev[i]))) return st;
+    if (i == n) break; /* position 256 or the last end: everything closed */
+    int next = (int)(ev[i] >> 33);
+    if ((st = ag_sweep_compact(b))) return st;
+    if (b->active.len == 0) continue;
+    /* Neighbouring intervals often have the same targets (a class whose
+     * ranges all lead to one state): reuse instead of a new closure. */
+    if (prev_target < 0 || !ag_sweep_same(b)) {
+      if ((st = ag_dfa_target(b, b->active.data, b->active.len, &prev_target))) return st;
+      b->prev.len = 0;
+      if (!ag_vec_reserve(&b->prev, b->active.len)) return ag_nomem(b);
+      memcpy(b->prev.data, b->active.data, b->active.len * sizeof *b->active.data);
+      b->prev.len = b->active.len;
+    }
+    if ((st = ag_emit_byte_edge(b, first, pos, next - 1, prev_target))) return st;
+  }
+  return AG_OK;
+}
+
+/* Emits the rule edges of the current DFA state, one per rule, sorted by rule. */
+static ag_status ag_dfa_rules(ag_builder *b) {
+  uint64_t *mv = b->moves.data;
+  size_t n = b->moves.len, i = 0;
+  ag_sort_u64(mv, n);
+  while (i < n) {
+    uint32_t rule = (uint32_t)(mv[i] >> 32);
+    b->active.len = 0;
+    for (; i < n && (uint32_t)(mv[i] >> 32) == rule; i++)
+      if (!ag_vec_push(&b->active, (int32_t)(uint32_t)mv[i])) return ag_nomem(b);
+    ag_rule_edge e = {(int32_t)rule, -1};
+    ag_status st = ag_dfa_target(b, b->active.data, b->active.len, &e.target);
+    if (st) return st;
+    if (b->rule_edges.len >= UINT32_MAX)
+      return ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
+    if (!ag_vec_push(&b->rule_edges, e)) return ag_nomem(b);
+  }
+  return AG_OK;
+}
+
+/* Computes the edges of local DFA state k and appends the state. States are
+ * processed in id order, so state k's edges are contiguous. */
+static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
+  ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false};
+  ag_status st = ag_dfa_collect(b, k, &s.accepting);
+  if (!st) st = ag_dfa_bytes(b, s.byte_begin);
+  if (!st) st = ag_dfa_rules(b);
+  if (st) return st;
+  s.byte_end = (uint32_t)b->byte_edges.len;
+  s.rule_end = (uint32_t)b->rule_edges.len;
+  if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, b->rule)) return ag_nomem(b);
+  return AG_OK;
+}
+
+/* Determinizes the current NFA; the start state gets the global id b->base. */
+static ag_status ag_dfa_build(ag_builder *b) {
+  int32_t start = 0, target;
+  b->base = (int32_t)b->states.len;
+  b->pool.len = b->set_hash.len = b->set_begin.len = 0;
+  b->dfa_work = 0;
+  b->table_gen++;
+  if (!ag_vec_push(&b->set_begin, (size_t)0)) return ag_nomem(b);
+  ag_status st = ag_dfa_target(b, &start, 1, &target);
+  for (size_t k = 0; !st && k < b->set_hash.len; k++) st = ag_dfa_state(b, (int32_t)k);
+  return st;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+static void ag_builder_free(ag_builder *b) {
+  ag_vec_free(&b->tasks);
+  ag_vec_free(&b->edges);
+  ag_vec_free(&b->csr);
+  ag_vec_free(&b->csr_begin);
+  ag_vec_free(&b->pool);
+  ag_vec_free(&b->set_begin);
+  ag_vec_free(&b->set_hash);
+  free(b->table);
+  ag_vec_free(&b->mark);
+  ag_vec_free(&b->count);
+  ag_vec_free(&b->stack);
+  ag_vec_free(&b->closure);
+  ag_vec_free(&b->radix);
+  ag_vec_free(&b->active);
+  ag_vec_free(&b->prev);
+  ag_vec_free(&b->events);
+  ag_vec_free(&b->events_tmp);
+  ag_vec_free(&b->moves);
+  ag_vec_free(&b->states);
+  ag_vec_free(&b->state_rule);
+  ag_vec_free(&b->byte_edges);
+  ag_vec_free(&b->rule_edges);
+}
+
+/* Shrinks a finished output array to its length; keeps the old block when
+ * realloc fails, since it is still valid. */
+static void *ag_shrink(void *data, size_t len, size_t elem) {
+  if (!data || len == 0) {
+    free(data);
+    return NULL;
+  }
+  void *p = realloc(data, len * elem);
+  return p ? p : data;
+}
+
+/* Moves the finished arrays into g; the builder no longer owns them. */
+static void ag_builder_hand_over(ag_builder *b, ag_grammar *g) {
+  g->n_states = (int32_t)b->states.len;
+  g->states = ag_shrink(b->states.data, b->states.len, sizeof *b->states.data);
+  g->state_rule = ag_shrink(b->state_rule.data, b->state_rule.len, sizeof *b->state_rule.data);
+  g->n_byte_edges = (uint32_t)b->byte_edges.len;
+  g->byte_edges = ag_shrink(b->byte_edges.data, b->byte_edges.len, sizeof *b->byte_edges.data);
+  g->n_rule_edges = (uint32_t)b->rule_edges.len;
+  g->rule_edges = ag_shrink(b->rule_edges.data, b->rule_edges.len, sizeof *b->rule_edges.data);
+  memset(&b->states, 0, sizeof b->states);
+  memset(&b->state_rule, 0, sizeof b->state_rule);
+  memset(&b->byte_edges, 0, sizeof b->byte_edges);
+  memset(&b->rule_edges, 0, sizeof b->rule_edges);
+}
+
+ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
+  ag_builder b;
+  memset(&b, 0, sizeof b);
+  b.ir = ir;
+  b.err = err;
+  b.rule = -1;
+  b.table_cap = 64;
+  b.table = calloc(b.table_cap, sizeof *b.table);
+  ag_status st = b.table ? AG_OK : ag_nomem(&b);
+  for (int32_t r = 0; !st && r < ir->n_rules; r++) {
+    b.rule = r;
+    st = ag_nfa_build(&b, ir->body[r]);
+    if (!st) st = ag_nfa_index(&b);
+    if (!st) st = ag_dfa_build(&b);
+    if (!st) g->rule_start[r] = b.base;
+  }
+  if (!st) ag_builder_hand_over(&b, g);
+  ag_builder_free(&b);
+  return st;
+}

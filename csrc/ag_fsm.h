@@ -1,0 +1,57 @@
+/*
+ * ag_fsm.h - loading a grammar: the IR buffer view (ag_ir.c) and the per-rule
+ * automaton builder (ag_fsm.c) used by ag_grammar_load (ag_grammar.c).
+ * Internal; not part of the public surface.
+ */
+#ifndef AG_FSM_H
+#define AG_FSM_H
+
+#include "ag_internal.h"
+
+/* IR format constants; must match agentgrammar/grammar/serialize.py. */
+#define AG_IR_MAGIC 0x52494741 /* "AGIR" */
+#define AG_IR_VERSION 1
+#define AG_IR_HEADER_WORDS 6
+
+enum {
+  AG_NODE_LITERAL = 1, /* len, byte * len */
+  AG_NODE_BYTES = 2,   /* n_ranges, (lo, hi) * n_ranges */
+  AG_NODE_SEQ = 3,     /* n, child * n */
+  AG_NODE_CHOICE = 4,  /* n, child * n */
+  AG_NODE_RULEREF = 5, /* rule */
+  AG_NODE_REPEAT = 6   /* child, min, max (-1 = unbounded) */
+};
+
+/*
+ * A validated view of an IR buffer. It borrows the caller's words, so it is
+ * only valid during ag_grammar_load. Once ag_ir_parse succeeds every node
+ * can be read without further checks: node i starts at data + offset[i],
+ * its payload fits in data, its children are nodes below i, its rule
+ * references are < n_rules and its bytes are 0..255.
+ */
+typedef struct ag_ir {
+  int32_t n_rules;
+  int32_t root;
+  int32_t n_nodes;
+  int32_t n_data;
+  const int32_t *body;   /* [n_rules] */
+  const int32_t *offset; /* [n_nodes] */
+  const int32_t *data;   /* [n_data] */
+} ag_ir;
+
+static inline const int32_t *ag_ir_node(const ag_ir *ir, int32_t node) {
+  return ir->data + ir->offset[node];
+}
+
+/* Checks the whole buffer; AG_ERR_INVALID (or AG_ERR_LIMIT) with a precise message. */
+ag_status ag_ir_parse(const int32_t *words, size_t n_words, ag_ir *ir, ag_error *err);
+
+/*
+ * Builds one deterministic automaton per rule into g's state and edge arrays
+ * (g->n_rules must be set and g->rule_start allocated). Leaves dead states
+ * in place: trimming needs every rule built first (ag_grammar.c does it).
+ * On failure g's arrays may be partly filled; the caller frees g.
+ */
+ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err);
+
+#endif /* AG_FSM_H */

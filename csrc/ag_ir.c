@@ -1,0 +1,200 @@
+/*
+ * ag_ir.c - validation of the IR buffer written by
+ * agentgrammar/grammar/serialize.py.
+ *
+ * The buffer may come from anywhere, so nothing in it is trusted: every count,
+ * offset, index and byte is checked here, once, before the automaton builder
+ * reads it. After ag_ir_parse succeeds the builder never needs a bounds check.
+ */
+#include "ag_fsm.h"
+
+#include <inttypes.h>
+
+static const char *ag_node_kind_name(int32_t kind) {
+  switch (kind) {
+    case AG_NODE_LITERAL: return "LITERAL";
+    case AG_NODE_BYTES: return "BYTES";
+    case AG_NODE_SEQ: return "SEQ";
+    case AG_NODE_CHOICE: return "CHOICE";
+    case AG_NODE_RULEREF: return "RULEREF";
+    case AG_NODE_REPEAT: return "REPEAT";
+    default: return "?";
+  }
+}
+
+static ag_status ag_ir_check_header(const int32_t *words, size_t n_words, ag_ir *ir,
+                                    ag_error *err) {
+  if (n_words < AG_IR_HEADER_WORDS)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "grammar buffer too short: %zu words, the header alone needs %d", n_words,
+                   AG_IR_HEADER_WORDS);
+  if (words[0] != AG_IR_MAGIC)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "grammar buffer has bad magic 0x%08" PRIx32 " (expected 0x%08x \"AGIR\")",
+                   (uint32_t)words[0], AG_IR_MAGIC);
+  if (words[1] != AG_IR_VERSION)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "grammar buffer has version %" PRId32 ", this engine reads version %d",
+                   words[1], AG_IR_VERSION);
+  ir->n_rules = words[2];
+  ir->root = words[3];
+  ir->n_nodes = words[4];
+  ir->n_data = words[5];
+  if (ir->n_rules < 1)
+    return ag_fail(err, AG_ERR_INVALID, -1, "grammar has %" PRId32 " rules, it needs at least 1",
+                   ir->n_rules);
+  if (ir->n_rules > AG_MAX_RULES)
+    return ag_fail(err, AG_ERR_LIMIT, -1, "grammar has %" PRId32 " rules, the limit is %d",
+                   ir->n_rules, AG_MAX_RULES);
+  if (ir->n_nodes < 0 || ir->n_data < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "grammar buffer has negative counts (%" PRId32 " nodes, %" PRId32
+                   " data words)",
+                   ir->n_nodes, ir->n_data);
+  if (ir->root < 0 || ir->root >= ir->n_rules)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "root rule %" PRId32 " out of range (grammar has %" PRId32 " rules)", ir->root,
+                   ir->n_rules);
+  /* 64-bit sum: three non-negative int32 counts cannot overflow it. The size
+   * must match exactly, which also catches truncated or padded buffers. */
+  uint64_t expect = (uint64_t)AG_IR_HEADER_WORDS + (uint64_t)ir->n_rules +
+                    (uint64_t)ir->n_nodes + (uint64_t)ir->n_data;
+  if (expect != (uint64_t)n_words)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "grammar buffer has %zu words but its header describes %" PRIu64, n_words,
+                   expect);
+  ir->body = words + AG_IR_HEADER_WORDS;
+  ir->offset = ir->body + ir->n_rules;
+  ir->data = ir->offset + ir->n_nodes;
+  return AG_OK;
+}
+
+/* Checks that node i's payload of `need` words after the kind fits in data. */
+static ag_status ag_ir_check_fits(const ag_ir *ir, int32_t i, int64_t need, ag_error *err) {
+  int64_t avail = (int64_t)ir->n_data - ir->offset[i] - 1;
+  if (need > avail)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (%s): payload of %" PRId64 " words runs past the end of data",
+                   i, ag_node_kind_name(ag_ir_node(ir, i)[0]), need);
+  return AG_OK;
+}
+
+/* A node's children must be nodes below it: that makes the node graph acyclic. */
+static ag_status ag_ir_check_child(const ag_ir *ir, int32_t i, int32_t child, ag_error *err) {
+  if (child < 0 || child >= i)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (%s): child %" PRId32
+                   " is not a node below it (children must come first)",
+                   i, ag_node_kind_name(ag_ir_node(ir, i)[0]), child);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_literal(const ag_ir *ir, int32_t i, const int32_t *p,
+                                     ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 1, err);
+  if (st) return st;
+  if (p[1] < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 " (LITERAL): negative length %" PRId32,
+                   i, p[1]);
+  if ((st = ag_ir_check_fits(ir, i, 1 + (int64_t)p[1], err))) return st;
+  for (int32_t k = 0; k < p[1]; k++)
+    if (p[2 + k] < 0 || p[2 + k] > 255)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (LITERAL): byte %" PRId32 " is %" PRId32
+                     ", not in 0..255",
+                     i, k, p[2 + k]);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_bytes(const ag_ir *ir, int32_t i, const int32_t *p, ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 1, err);
+  if (st) return st;
+  if (p[1] < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (BYTES): negative range count %" PRId32, i, p[1]);
+  if ((st = ag_ir_check_fits(ir, i, 1 + 2 * (int64_t)p[1], err))) return st;
+  for (int32_t k = 0; k < p[1]; k++) {
+    int32_t lo = p[2 + 2 * k], hi = p[3 + 2 * k];
+    if (lo < 0 || lo > 255 || hi < 0 || hi > 255 || lo > hi)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (BYTES): range %" PRId32 " is [%" PRId32 ", %" PRId32
+                     "], need 0 <= lo <= hi <= 255",
+                     i, k, lo, hi);
+  }
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_list(const ag_ir *ir, int32_t i, const int32_t *p, ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 1, err);
+  if (st) return st;
+  if (p[1] < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 " (%s): negative child count %" PRId32,
+                   i, ag_node_kind_name(p[0]), p[1]);
+  if ((st = ag_ir_check_fits(ir, i, 1 + (int64_t)p[1], err))) return st;
+  for (int32_t k = 0; k < p[1]; k++)
+    if ((st = ag_ir_check_child(ir, i, p[2 + k], err))) return st;
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_ruleref(const ag_ir *ir, int32_t i, const int32_t *p,
+                                     ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 1, err);
+  if (st) return st;
+  if (p[1] < 0 || p[1] >= ir->n_rules)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (RULEREF): rule %" PRId32 " out of range (grammar has %" PRId32
+                   " rules)",
+                   i, p[1], ir->n_rules);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_repeat(const ag_ir *ir, int32_t i, const int32_t *p,
+                                    ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 3, err);
+  if (st) return st;
+  if ((st = ag_ir_check_child(ir, i, p[1], err))) return st;
+  int32_t min = p[2], max = p[3];
+  if (min < 0 || (max != -1 && max < min))
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (REPEAT): bad bounds {%" PRId32 ",%" PRId32
+                   "}, need 0 <= min and (max == -1 or max >= min)",
+                   i, min, max);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
+  int32_t off = ir->offset[i];
+  if (off < 0 || off >= ir->n_data)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 ": offset %" PRId32 " outside data (%" PRId32 " words)", i, off,
+                   ir->n_data);
+  const int32_t *p = ag_ir_node(ir, i);
+  switch (p[0]) {
+    case AG_NODE_LITERAL: return ag_ir_check_literal(ir, i, p, err);
+    case AG_NODE_BYTES: return ag_ir_check_bytes(ir, i, p, err);
+    case AG_NODE_SEQ:
+    case AG_NODE_CHOICE: return ag_ir_check_list(ir, i, p, err);
+    case AG_NODE_RULEREF: return ag_ir_check_ruleref(ir, i, p, err);
+    case AG_NODE_REPEAT: return ag_ir_check_repeat(ir, i, p, err);
+    default:
+      return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 ": unknown kind %" PRId32, i, p[0]);
+  }
+}
+
+ag_status ag_ir_parse(const int32_t *words, size_t n_words, ag_ir *ir, ag_error *err) {
+  memset(ir, 0, sizeof *ir);
+  if (!words && n_words)
+    return ag_fail(err, AG_ERR_INVALID, -1, "grammar buffer is NULL");
+  ag_status st = ag_ir_check_header(words, n_words, ir, err);
+  if (st) return st;
+  for (int32_t r = 0; r < ir->n_rules; r++)
+    if (ir->body[r] < 0 || ir->body[r] >= ir->n_nodes)
+      return ag_fail(err, AG_ERR_INVALID, r,
+                     "body node %" PRId32 " out of range (grammar has %" PRId32 " nodes)",
+                     ir->body[r], ir->n_nodes);
+  /* Every node is checked, even unreferenced ones: a buffer is either valid
+   * or rejected, never half-trusted. */
+  for (int32_t i = 0; i < ir->n_nodes; i++)
+    if ((st = ag_ir_check_node(ir, i, err))) return st;
+  return AG_OK;
+}
