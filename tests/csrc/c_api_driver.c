@@ -1,0 +1,159 @@
+/* c_api_driver.c - drives the public C API end to end, including its error paths.
+ * Built with AddressSanitizer and UndefinedBehaviorSanitizer by test_c_api.py, so an
+ * out-of-bounds access, undefined behaviour or a leak fails the test. Exits non-zero
+ * (naming the failed check) when a result is wrong. */
+#include "agentgrammar.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond)                                             \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                               \
+    }                                                           \
+  } while (0)
+
+/* root ::= "ab" | [0-9]+   (IR layout documented in agentgrammar/grammar/serialize.py) */
+static const int32_t GRAMMAR[] = {
+    0x52494741, 1, /* magic, version */
+    1, 0, 4, 16,   /* n_rules, root, n_nodes, n_data */
+    3,             /* body of rule 0 = node 3 */
+    0, 4, 8, 12,   /* node offsets */
+    1, 2, 'a', 'b',          /* node 0: LITERAL "ab" */
+    2, 1, '0', '9',          /* node 1: BYTES [0-9] */
+    6, 1, 1, -1,             /* node 2: REPEAT node1 {1,} */
+    4, 2, 0, 2,              /* node 3: CHOICE node0 | node2 */
+};
+
+/* tokens: "a" "b" "ab" "1" "12" "x" "" (special) "</s>" (stop) */
+static const char *TOKENS[] = {"a", "b", "ab", "1", "12", "x", "", "</s>"};
+static const uint8_t KINDS[] = {0, 0, 0, 0, 0, 0, 1, 2};
+enum { N_TOKENS = 8, MASK_SIZE = 40 };
+
+static ag_vocab *make_vocab(void) {
+  uint8_t blob[64];
+  uint32_t offsets[N_TOKENS + 1] = {0};
+  for (int i = 0; i < N_TOKENS; i++) {
+    size_t n = strlen(TOKENS[i]);
+    memcpy(blob + offsets[i], TOKENS[i], n);
+    offsets[i + 1] = offsets[i] + (uint32_t)n;
+  }
+  ag_vocab *v = NULL;
+  ag_error err;
+  CHECK(ag_vocab_new(blob, offsets, KINDS, N_TOKENS, MASK_SIZE, &v, &err) == AG_OK);
+  return v;
+}
+
+static uint32_t mask_of(ag_matcher *m) {
+  uint32_t mask[2] = {0xffffffffu, 0xffffffffu};
+  int all = -1;
+  ag_error err;
+  CHECK(ag_matcher_fill_mask(m, mask, 2, &all, &err) == AG_OK);
+  CHECK(all == 0);
+  CHECK(mask[1] == 0); /* ids 32..39 are padding */
+  return mask[0];
+}
+
+static void test_matching(ag_compiled *c) {
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2) | (1u << 3) | (1u << 4)));
+  CHECK(ag_matcher_accept_token(m, 5, &ok, &err) == AG_OK && ok == 0); /* "x" rejected */
+  CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1); /* "12" */
+  CHECK(ag_matcher_can_end(m));
+  CHECK(mask_of(m) == ((1u << 3) | (1u << 4) | (1u << 7)));
+  CHECK(ag_matcher_accept_token(m, 7, &ok, &err) == AG_OK && ok == 1); /* stop */
+  CHECK(ag_matcher_is_terminated(m));
+  CHECK(ag_matcher_accept_token(m, 3, &ok, &err) == AG_ERR_STATE);
+  CHECK(ag_matcher_accept_token(m, 40, &ok, &err) == AG_ERR_RANGE);
+  CHECK(ag_matcher_rollback(m, 3, &err) == AG_ERR_RANGE);
+  CHECK(ag_matcher_rollback(m, 2, &err) == AG_OK);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2) | (1u << 3) | (1u << 4)));
+  uint8_t buf[8];
+  size_t len = 99;
+  CHECK(ag_matcher_accept_token(m, 0, &ok, &err) == AG_OK && ok == 1); /* "a" forces "b" */
+  CHECK(ag_matcher_jump_forward(m, buf, sizeof buf, &len, &err) == AG_OK);
+  CHECK(len == 1 && buf[0] == 'b');
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_num_steps(m) == 0);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ab", 2, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  uint32_t small[1];
+  int all;
+  CHECK(ag_matcher_fill_mask(m, small, 1, &all, &err) == AG_ERR_INVALID);
+  ag_matcher_free(m);
+}
+
+/* Runs a matcher over a grammar whose language is unknown: only safety is checked. */
+static void test_matching_loose(ag_compiled *c) {
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok;
+  uint32_t mask[2];
+  uint8_t buf[16];
+  size_t len;
+  if (ag_matcher_new(c, NULL, -1, 0, &m, &err) != AG_OK) return;
+  for (int32_t t = 0; t < N_TOKENS; t++) {
+    CHECK(ag_matcher_fill_mask(m, mask, 2, &ok, &err) == AG_OK);
+    CHECK(ag_matcher_jump_forward(m, buf, sizeof buf, &len, &err) == AG_OK);
+    if (ag_matcher_accept_token(m, t, &ok, &err) != AG_OK) break;
+  }
+  ag_matcher_rollback(m, ag_matcher_num_steps(m), &err);
+  ag_matcher_free(m);
+}
+
+static void test_bad_inputs(ag_vocab *v) {
+  ag_grammar *g = NULL;
+  ag_error err;
+  int32_t broken[sizeof GRAMMAR / sizeof GRAMMAR[0]];
+  /* Every truncation and every single-word corruption must be rejected or loaded cleanly. */
+  for (size_t n = 0; n < sizeof GRAMMAR / sizeof GRAMMAR[0]; n++) {
+    CHECK(ag_grammar_load(GRAMMAR, n, &g, &err) != AG_OK);
+    CHECK(g == NULL);
+  }
+  for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+    const int32_t values[] = {-1, 0, 7, 1000000, INT32_MIN, INT32_MAX};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+      memcpy(broken, GRAMMAR, sizeof broken);
+      broken[i] = values[k];
+      if (ag_grammar_load(broken, sizeof broken / sizeof broken[0], &g, &err) == AG_OK) {
+        ag_compiled *c = NULL;
+        CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
+        ag_grammar_free(g);
+        test_matching_loose(c);
+        ag_compiled_free(c);
+      }
+      g = NULL;
+    }
+  }
+  uint32_t offsets[2] = {0, 1};
+  uint8_t kinds[1] = {9};
+  ag_vocab *bad = NULL;
+  CHECK(ag_vocab_new((const uint8_t *)"a", offsets, kinds, 1, 1, &bad, &err) == AG_ERR_INVALID);
+  kinds[0] = 0;
+  CHECK(ag_vocab_new((const uint8_t *)"a", offsets, kinds, 1, 0, &bad, &err) == AG_ERR_INVALID);
+  CHECK(bad == NULL);
+}
+
+int main(void) {
+  ag_vocab *v = make_vocab();
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_error err;
+  if (!v) return 1;
+  CHECK(ag_grammar_load(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], &g, &err) == AG_OK);
+  if (!g) return 1;
+  CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
+  ag_grammar_free(g); /* the compiled grammar keeps its own reference */
+  test_matching(c);
+  test_bad_inputs(v);
+  ag_compiled_free(c);
+  ag_vocab_free(v);
+  if (failures) fprintf(stderr, "%d checks failed\n", failures);
+  return failures ? 1 : 0;
+}
