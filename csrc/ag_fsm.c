@@ -1,17 +1,17 @@
 /*
  * ag_fsm.c - one deterministic automaton per grammar rule.
  *
- * Each rule body is turned into an epsilon-NFA by Thompson construction, then
- * determinized by subset construction. The alphabet is bytes plus rule
- * references: a rule edge means "a complete match of that rule". Both the
- * NFA and the determinization work area live in one builder that is reused
- * from rule to rule, so a grammar with thousands of small rules costs no
- * per-rule allocation once the buffers have grown.
+ * Each rule body is turned into an epsilon-NFA by Thompson construction,
+ * determinized by subset construction, then shrunk by merging equivalent
+ * states. The alphabet is bytes plus rule references: a rule edge means "a
+ * complete match of that rule". The NFA and every work area live in one
+ * builder that is reused from rule to rule, so a grammar with thousands of
+ * small rules costs no per-rule allocation once the buffers have grown.
  *
- * The resulting DFA states of all rules are appended to one set of global
- * arrays (handed to the grammar at the end); DFA ids are assigned in
- * breadth-first order with byte edges before rule edges, so the numbering
- * depends only on the grammar, never on NFA numbering or hash order.
+ * The DFA states of all rules are appended to one set of global arrays
+ * (handed to the grammar at the end). Ids are assigned in breadth-first
+ * order with byte edges before rule edges, so the numbering depends only on
+ * the grammar, never on NFA numbering or hash order.
  */
 #include "ag_fsm.h"
 
@@ -27,6 +27,10 @@
  * quadratic blow-up in memory and time into a prompt error. */
 #define AG_DFA_MAX_SET_WORDS ((size_t)1 << 24)
 #define AG_DFA_MAX_WORK ((uint64_t)1 << 27)
+
+/* Minimization rounds per rule. Usually two suffice (one merging, one
+ * confirming); merging is optional, so a pathological rule just stops early. */
+#define AG_MIN_MAX_ROUNDS 64
 
 enum { AG_NFA_EPS = 0, AG_NFA_BYTES = 1, AG_NFA_RULE = 2 };
 
@@ -50,6 +54,12 @@ typedef struct ag_dfa_slot {
   int32_t id;
 } ag_dfa_slot;
 
+/* Where a state's signature lies in ag_builder.sig during one minimization round. */
+typedef struct ag_min_sig {
+  size_t at;
+  uint32_t len, hash;
+} ag_min_sig;
+
 typedef struct ag_builder {
   const ag_ir *ir;
   ag_error *err;
@@ -72,6 +82,7 @@ typedef struct ag_builder {
   ag_dfa_slot *table;
   size_t table_cap; /* a power of two */
   uint32_t table_gen;
+  uint64_t dfa_work;
 
   /* Scratch, indexed by NFA state or reused per DFA state. */
   AG_VEC(uint32_t) mark; /* closure visit generation */
@@ -79,13 +90,22 @@ typedef struct ag_builder {
   AG_VEC(int32_t) count; /* open byte ranges per target during the sweep */
   AG_VEC(int32_t) stack;
   AG_VEC(int32_t) closure;
-  AG_VEC(int32_t) radix; /* sort buffer */
-  uint64_t dfa_work;
-  AG_VEC(int32_t) active;
-  AG_VEC(int32_t) prev;
+  AG_VEC(int32_t) radix;  /* sort buffer */
+  AG_VEC(int32_t) active; /* targets of the current byte interval / rule */
+  AG_VEC(int32_t) prev;   /* targets of the previous byte interval */
   AG_VEC(uint64_t) events; /* byte sweep: pos << 33 | is_end << 32 | target */
   AG_VEC(uint64_t) events_tmp;
   AG_VEC(uint64_t) moves;  /* rule moves: rule << 32 | target */
+
+  /* Minimization of the rule just determinized, in local state ids. */
+  AG_VEC(int32_t) rep;    /* union-find parent: a merged state points into its class */
+  AG_VEC(int32_t) sig;    /* signatures of this round's class representatives */
+  AG_VEC(ag_min_sig) sigs; /* [k] where each representative's signature is */
+  AG_VEC(int32_t) order;  /* classes in breadth-first order */
+  AG_VEC(int32_t) new_id; /* class -> new local id */
+  AG_VEC(ag_state) tmp_states;
+  AG_VEC(ag_byte_edge) tmp_bytes;
+  AG_VEC(ag_rule_edge) tmp_rules;
 
   /* Output for the whole grammar, handed to the ag_grammar on success. */
   AG_VEC(ag_state) states;
@@ -327,8 +347,8 @@ static bool ag_set_equal(const ag_builder *b, int32_t id, const int32_t *set, si
   return hi - lo == n && memcmp(b->pool.data + lo, set, n * sizeof *set) == 0;
 }
 
-/* Sorts NFA-state ids. Sets of thousands of states (nested nullable repeats)
- * are common enough that a linear radix sort beats qsort there. */
+/* Sorts NFA-state ids. A set can hold thousands of states (nested nullable
+ * repeats); a linear radix sort keeps those cheap. */
 static ag_status ag_sort_states(ag_builder *b, int32_t *v, size_t n) {
   if (n < 256) {
     ag_sort_i32(v, n);
@@ -617,6 +637,202 @@ static ag_status ag_dfa_build(ag_builder *b) {
   return st;
 }
 
+/* ---- minimization --------------------------------------------------------
+ * Subset construction leaves equivalent states behind, e.g. one state per
+ * UTF-8 byte sequence of a class even where the sequences share their tails,
+ * and downstream work (Earley items, per-state token masks) scales with the
+ * state count. States with the same acceptance and the same edges, up to
+ * targets already merged, are merged until a round changes nothing. Each
+ * merge preserves every state's language, so this is always sound. It
+ * reaches the minimal automaton on acyclic parts (visiting states in reverse
+ * breadth-first order sees most targets before their sources, so rounds are
+ * few); equivalent states on distinct cycles may stay apart, which is
+ * harmless.
+ */
+
+static int32_t ag_min_find(int32_t *rep, int32_t s) {
+  while (rep[s] != s) s = rep[s] = rep[rep[s]]; /* path halving */
+  return s;
+}
+
+/* Appends local state s's signature to b->sig: acceptance, the byte edges
+ * with each target replaced by its class (re-merging ranges that now meet),
+ * a -1 separator (no byte is negative), then the rule edges likewise. */
+static ag_status ag_min_signature(ag_builder *b, int32_t s, uint32_t *len) {
+  const ag_state *st = &b->states.data[b->base + s];
+  size_t need = 2 + 3 * (size_t)(st->byte_end - st->byte_begin) +
+                2 * (size_t)(st->rule_end - st->rule_begin);
+  if (!ag_vec_reserve(&b->sig, b->sig.len + need)) return ag_nomem(b);
+  int32_t *w = b->sig.data + b->sig.len, *rep = b->rep.data;
+  size_t n = 0;
+  w[n++] = st->accepting;
+  for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
+    const ag_byte_edge *be = &b->byte_edges.data[e];
+    int32_t t = ag_min_find(rep, be->target - b->base);
+    if (n > 1 && w[n - 1] == t && w[n - 2] + 1 == be->lo) {
+      w[n - 2] = be->hi;
+    } else {
+      w[n++] = be->lo;
+      w[n++] = be->hi;
+      w[n++] = t;
+    }
+  }
+  w[n++] = -1;
+  for (uint32_t e = st->rule_begin; e < st->rule_end; e++) {
+    w[n++] = b->rule_edges.data[e].rule;
+    w[n++] = ag_min_find(rep, b->rule_edges.data[e].target - b->base);
+  }
+  *len = (uint32_t)n;
+  b->sig.len += n;
+  return AG_OK;
+}
+
+/* The table slot holding a representative with the signature w, or the
+ * empty slot where it belongs. */
+static size_t ag_min_lookup(const ag_builder *b, const int32_t *w, uint32_t n, uint32_t h) {
+  size_t mask = b->table_cap - 1, i = h & mask;
+  for (; b->table[i].gen == b->table_gen; i = (i + 1) & mask) {
+    const ag_min_sig *o = &b->sigs.data[b->table[i].id];
+    if (o->hash == h && o->len == n && !memcmp(b->sig.data + o->at, w, n * sizeof *w)) break;
+  }
+  return i;
+}
+
+/* One round over the k states: each representative either joins an earlier
+ * one with the same signature or becomes a class of its own. */
+static ag_status ag_min_round(ag_builder *b, int32_t k, bool *merged) {
+  b->table_gen++;
+  b->sig.len = 0;
+  for (int32_t s = k - 1; s >= 0; s--) {
+    if (b->rep.data[s] != s) continue;
+    size_t at = b->sig.len;
+    uint32_t n = 0;
+    ag_status st = ag_min_signature(b, s, &n);
+    if (st) return st;
+    uint32_t h = ag_set_hash(b->sig.data + at, n);
+    size_t i = ag_min_lookup(b, b->sig.data + at, n, h);
+    if (b->table[i].gen == b->table_gen) {
+      b->rep.data[s] = b->table[i].id;
+      b->sig.len = at;
+      *merged = true;
+    } else {
+      b->table[i].gen = b->table_gen;
+      b->table[i].id = s;
+      b->sigs.data[s] = (ag_min_sig){at, n, h};
+    }
+  }
+  return AG_OK;
+}
+
+/* Gives the class of old global state t the next new id, once. */
+static void ag_min_visit(ag_builder *b, int32_t t) {
+  int32_t c = ag_min_find(b->rep.data, t - b->base);
+  if (b->new_id.data[c] >= 0) return;
+  b->new_id.data[c] = (int32_t)b->order.len;
+  b->order.data[b->order.len++] = c;
+}
+
+/* Numbers the classes breadth-first from the start's class, byte edges
+ * before rule edges like the subset construction: the numbering stays
+ * canonical and the start stays first. Every class is reached, since every
+ * DFA state was reachable from the start. */
+static void ag_min_order(ag_builder *b, int32_t k) {
+  for (int32_t s = 0; s < k; s++) b->new_id.data[s] = -1;
+  b->order.len = 0;
+  ag_min_visit(b, b->base);
+  for (size_t i = 0; i < b->order.len; i++) {
+    const ag_state *st = &b->states.data[b->base + b->order.data[i]];
+    for (uint32_t e = st->byte_begin; e < st->byte_end; e++)
+      ag_min_visit(b, b->byte_edges.data[e].target);
+    for (uint32_t e = st->rule_begin; e < st->rule_end; e++)
+      ag_min_visit(b, b->rule_edges.data[e].target);
+  }
+}
+
+/* The new global id of the class of old global state t. */
+static int32_t ag_min_target(ag_builder *b, int32_t t) {
+  return b->base + b->new_id.data[ag_min_find(b->rep.data, t - b->base)];
+}
+
+/* Writes class s (old local id) as a state into the tmp arrays, with
+ * retargeted edges and re-merged byte ranges. */
+static ag_status ag_min_emit(ag_builder *b, int32_t s, uint32_t first_b, uint32_t first_r) {
+  const ag_state *old = &b->states.data[b->base + s];
+  ag_state ns = {first_b + (uint32_t)b->tmp_bytes.len, 0, first_r + (uint32_t)b->tmp_rules.len, 0,
+                 old->accepting};
+  size_t b0 = b->tmp_bytes.len;
+  for (uint32_t e = old->byte_begin; e < old->byte_end; e++) {
+    ag_byte_edge be = b->byte_edges.data[e];
+    be.target = ag_min_target(b, be.target);
+    ag_byte_edge *last = b->tmp_bytes.len > b0 ? &b->tmp_bytes.data[b->tmp_bytes.len - 1] : 0;
+    if (last && last->target == be.target && last->hi + 1 == be.lo)
+      last->hi = be.hi;
+    else if (!ag_vec_push(&b->tmp_bytes, be))
+      return ag_nomem(b);
+  }
+  for (uint32_t e = old->rule_begin; e < old->rule_end; e++) {
+    ag_rule_edge re = b->rule_edges.data[e];
+    re.target = ag_min_target(b, re.target);
+    if (!ag_vec_push(&b->tmp_rules, re)) return ag_nomem(b);
+  }
+  ns.byte_end = first_b + (uint32_t)b->tmp_bytes.len;
+  ns.rule_end = first_r + (uint32_t)b->tmp_rules.len;
+  return ag_vec_push(&b->tmp_states, ns) ? AG_OK : ag_nomem(b);
+}
+
+/* Replaces the rule's states and edges (the tails of the output arrays) by
+ * the quotient automaton. It is never larger, so copying back cannot fail. */
+static ag_status ag_min_rebuild(ag_builder *b, int32_t k) {
+  uint32_t first_b = b->states.data[b->base].byte_begin;
+  uint32_t first_r = b->states.data[b->base].rule_begin;
+  b->tmp_states.len = b->tmp_bytes.len = b->tmp_rules.len = 0;
+  ag_min_order(b, k);
+  for (size_t i = 0; i < b->order.len; i++) {
+    ag_status st = ag_min_emit(b, b->order.data[i], first_b, first_r);
+    if (st) return st;
+  }
+  memcpy(b->states.data + b->base, b->tmp_states.data, b->tmp_states.len * sizeof(ag_state));
+  b->states.len = b->state_rule.len = (size_t)b->base + b->tmp_states.len;
+  if (b->tmp_bytes.len)
+    memcpy(b->byte_edges.data + first_b, b->tmp_bytes.data, b->tmp_bytes.len * sizeof(ag_byte_edge));
+  b->byte_edges.len = first_b + b->tmp_bytes.len;
+  if (b->tmp_rules.len)
+    memcpy(b->rule_edges.data + first_r, b->tmp_rules.data, b->tmp_rules.len * sizeof(ag_rule_edge));
+  b->rule_edges.len = first_r + b->tmp_rules.len;
+  return AG_OK;
+}
+
+/* Grows the interning table to at least 2 * k slots (load factor <= 1/2). */
+static ag_status ag_min_table(ag_builder *b, size_t k) {
+  size_t cap = b->table_cap;
+  while (cap < 2 * k) cap *= 2;
+  if (cap == b->table_cap) return AG_OK;
+  ag_dfa_slot *t = calloc(cap, sizeof *t);
+  if (!t) return ag_nomem(b);
+  free(b->table);
+  b->table = t;
+  b->table_cap = cap;
+  return AG_OK;
+}
+
+/* Minimizes the rule just determinized (states base .. end of the arrays). */
+static ag_status ag_min_rule(ag_builder *b) {
+  size_t k = b->states.len - (size_t)b->base;
+  if (k < 2) return AG_OK;
+  if (!ag_vec_reserve(&b->rep, k) || !ag_vec_reserve(&b->sigs, k) ||
+      !ag_vec_reserve(&b->order, k) || !ag_vec_reserve(&b->new_id, k))
+    return ag_nomem(b);
+  ag_status st = ag_min_table(b, k);
+  for (size_t s = 0; s < k; s++) b->rep.data[s] = (int32_t)s;
+  bool any = false, merged = true;
+  for (int round = 0; !st && merged && round < AG_MIN_MAX_ROUNDS; round++) {
+    merged = false;
+    st = ag_min_round(b, (int32_t)k, &merged);
+    any |= merged;
+  }
+  return st || !any ? st : ag_min_rebuild(b, (int32_t)k);
+}
+
 /* ---- driver ------------------------------------------------------------- */
 
 static void ag_builder_free(ag_builder *b) {
@@ -638,6 +854,14 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->events);
   ag_vec_free(&b->events_tmp);
   ag_vec_free(&b->moves);
+  ag_vec_free(&b->rep);
+  ag_vec_free(&b->sig);
+  ag_vec_free(&b->sigs);
+  ag_vec_free(&b->order);
+  ag_vec_free(&b->new_id);
+  ag_vec_free(&b->tmp_states);
+  ag_vec_free(&b->tmp_bytes);
+  ag_vec_free(&b->tmp_rules);
   ag_vec_free(&b->states);
   ag_vec_free(&b->state_rule);
   ag_vec_free(&b->byte_edges);
@@ -684,6 +908,7 @@ ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
     st = ag_nfa_build(&b, ir->body[r]);
     if (!st) st = ag_nfa_index(&b);
     if (!st) st = ag_dfa_build(&b);
+    if (!st) st = ag_min_rule(&b);
     if (!st) g->rule_start[r] = b.base;
   }
   if (!st) ag_builder_hand_over(&b, g);

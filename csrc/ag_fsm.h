@@ -47,10 +47,12 @@ static inline const int32_t *ag_ir_node(const ag_ir *ir, int32_t node) {
 ag_status ag_ir_parse(const int32_t *words, size_t n_words, ag_ir *ir, ag_error *err);
 
 /*
- * Builds one deterministic automaton per rule into g's state and edge arrays
- * (g->n_rules must be set and g->rule_start allocated). Leaves dead states
- * in place: trimming needs every rule built first (ag_grammar.c does it).
- * On failure g's arrays may be partly filled; the caller frees g.
+ * Builds one deterministic automaton per rule (equivalent states merged)
+ * into g's state and edge arrays and sets g->rule_start (g->n_rules must be
+ * set and g->rule_start allocated). Byte edges come sorted, disjoint and
+ * merged; rule edges sorted by distinct rule. Dead states are left in place:
+ * trimming needs every rule built first (ag_grammar.c does it). On failure
+ * g's arrays are untouched; the caller frees g.
  */
 ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err);
 

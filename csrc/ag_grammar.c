@@ -7,9 +7,10 @@
  *                     and rule edges whose rule is productive;
  *   nullable rules    a rule derives the empty string.
  *
- * Edges into dead states and edges over unproductive rules are removed, so
- * every state reachable from a rule's start can still complete, which the
- * matcher relies on. Dead states stay in the array, unreferenced.
+ * Dead states, edges into them and edges over unproductive rules are
+ * removed, so every state reachable from a rule's start can still complete,
+ * which the matcher relies on. The only dead states left are the starts of
+ * unproductive rules, which nothing refers to.
  */
 #include "ag_fsm.h"
 
@@ -93,6 +94,13 @@ static ag_status ag_rev_build(const ag_grammar *g, ag_rev *r, ag_error *err) {
   return AG_OK;
 }
 
+/* Sets ok[s] and queues s, once. */
+static void ag_mark(const ag_rev *r, bool *ok, size_t *tail, int32_t s) {
+  if (ok[s]) return;
+  ok[s] = true;
+  r->queue[(*tail)++] = s;
+}
+
 /*
  * One least fixed point, used twice:
  *   ok[s]       s reaches an accepting state using byte edges (when
@@ -106,52 +114,65 @@ static ag_status ag_rev_build(const ag_grammar *g, ag_rev *r, ag_error *err) {
 static void ag_fixpoint(const ag_grammar *g, const ag_rev *r, bool with_bytes, bool *ok,
                         bool *rule_ok) {
   size_t head = 0, tail = 0;
-#define AG_MARK(s)                        \
-  do {                                    \
-    if (!ok[s]) {                         \
-      ok[s] = true;                       \
-      r->queue[tail++] = (s);             \
-    }                                     \
-  } while (0)
   for (int32_t s = 0; s < g->n_states; s++)
-    if (g->states[s].accepting) AG_MARK(s);
+    if (g->states[s].accepting) ag_mark(r, ok, &tail, s);
   while (head < tail) {
     int32_t s = r->queue[head++], k = g->state_rule[s];
     if (g->rule_start[k] == s && !rule_ok[k]) {
       rule_ok[k] = true; /* rule k completes: revisit the edges over it */
       for (uint32_t i = r->by_rule_begin[k]; i < r->by_rule_begin[k + 1]; i++) {
         uint32_t e = r->by_rule_edge[i];
-        if (ok[g->rule_edges[e].target]) AG_MARK(r->edge_src[e]);
+        if (ok[g->rule_edges[e].target]) ag_mark(r, ok, &tail, r->edge_src[e]);
       }
     }
     for (uint32_t i = r->in_begin[s]; i < r->in_begin[s + 1]; i++) {
       int32_t rule = r->in_rule[i];
-      if (rule < 0 ? with_bytes : rule_ok[rule]) AG_MARK(r->in_src[i]);
+      if (rule < 0 ? with_bytes : rule_ok[rule]) ag_mark(r, ok, &tail, r->in_src[i]);
     }
   }
-#undef AG_MARK
 }
 
-/* Removes edges into dead states and over unproductive rules, compacting
- * the edge arrays in place (the write index never passes the read index). */
-static void ag_trim(ag_grammar *g, const bool *live, const bool *productive) {
+/*
+ * Drops dead states and every edge into a dead state or over an unproductive
+ * rule, renumbering the rest in order. A dead rule start (an unproductive
+ * rule) is kept so that rule_start stays valid, but it loses its edges and
+ * nothing refers to it. Compaction is in place: new ids and write positions
+ * never pass the read positions.
+ */
+static ag_status ag_trim(ag_grammar *g, const bool *live, const bool *productive, ag_error *err) {
+  int32_t *id = malloc((size_t)g->n_states * sizeof *id), n = 0;
+  if (!id) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory while analysing the grammar");
+  for (int32_t s = 0; s < g->n_states; s++)
+    id[s] = live[s] || g->rule_start[g->state_rule[s]] == s ? n++ : -1;
   uint32_t wb = 0, wr = 0;
   for (int32_t s = 0; s < g->n_states; s++) {
-    ag_state *st = &g->states[s];
-    uint32_t b0 = wb, r0 = wr;
-    for (uint32_t e = st->byte_begin; e < st->byte_end; e++)
-      if (live[g->byte_edges[e].target]) g->byte_edges[wb++] = g->byte_edges[e];
-    for (uint32_t e = st->rule_begin; e < st->rule_end; e++) {
-      ag_rule_edge re = g->rule_edges[e];
-      if (live[re.target] && productive[re.rule]) g->rule_edges[wr++] = re;
+    if (id[s] < 0) continue;
+    ag_state st = g->states[s], *out = &g->states[id[s]];
+    out->accepting = st.accepting;
+    out->byte_begin = wb;
+    for (uint32_t e = st.byte_begin; e < st.byte_end; e++) {
+      ag_byte_edge be = g->byte_edges[e];
+      if (!live[be.target]) continue;
+      be.target = id[be.target];
+      g->byte_edges[wb++] = be;
     }
-    st->byte_begin = b0;
-    st->byte_end = wb;
-    st->rule_begin = r0;
-    st->rule_end = wr;
+    out->byte_end = wb;
+    out->rule_begin = wr;
+    for (uint32_t e = st.rule_begin; e < st.rule_end; e++) {
+      ag_rule_edge re = g->rule_edges[e];
+      if (!live[re.target] || !productive[re.rule]) continue;
+      re.target = id[re.target];
+      g->rule_edges[wr++] = re;
+    }
+    out->rule_end = wr;
+    g->state_rule[id[s]] = g->state_rule[s];
   }
+  for (int32_t r = 0; r < g->n_rules; r++) g->rule_start[r] = id[g->rule_start[r]];
+  g->n_states = n;
   g->n_byte_edges = wb;
   g->n_rule_edges = wr;
+  free(id);
+  return AG_OK;
 }
 
 /*
@@ -176,7 +197,7 @@ static ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err) {
                    "the root rule derives no finite string (every alternative needs an "
                    "unsatisfiable part, an empty class or endless recursion)");
     else
-      ag_trim(g, live, productive);
+      st = ag_trim(g, live, productive, err);
   }
   free(live);
   free(productive);

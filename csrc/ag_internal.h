@@ -50,9 +50,10 @@ bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size);
  * Every rule is a deterministic automaton over bytes and rule references.
  * All rules' states live in one array with global ids; state_rule[s] says
  * which rule a state belongs to. A state's byte edges are sorted by lo and do
- * not overlap; its rule edges have distinct rules. Every state can reach an
- * accepting state (dead states are trimmed), and every rule derives at least
- * one finite string (checked at load).
+ * not overlap; its rule edges have distinct rules. Every state that an edge
+ * points to can reach an accepting state, and no edge names a rule that derives
+ * no finite string (such rules stay only as unreferenced start states; a root
+ * like that is an error at load). So a non-empty Earley set is a viable prefix.
  */
 typedef struct ag_byte_edge {
   uint8_t lo, hi;
