@@ -40,7 +40,7 @@ __all__ = [
     "TokenIdError",
     "Vocabulary",
     "VocabularyError",
+    "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
-    "__version__",
 ]

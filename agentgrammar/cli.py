@@ -118,7 +118,15 @@ def cmd_sample(args: argparse.Namespace) -> int:
     console.rule("[bold]constrained sample")
     console.print(text, markup=False, style="green")
     table = Table(show_header=False, box=None)
-    for key in ("vocabulary", "vocab_size", "tokens", "completed", "compile_ms", "mask_mean_us", "mask_max_us"):
+    for key in (
+        "vocabulary",
+        "vocab_size",
+        "tokens",
+        "completed",
+        "compile_ms",
+        "mask_mean_us",
+        "mask_max_us",
+    ):
         table.add_row(key, str(summary[key]))
     console.rule("[bold]summary")
     console.print(table)

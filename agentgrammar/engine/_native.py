@@ -18,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         f"(import of agentgrammar._core failed: {exc})"
     ) from exc
 
-__all__ = ["ffi", "lib", "new_error", "check", "raise_error"]
+__all__ = ["check", "ffi", "lib", "new_error", "raise_error"]
 
 
 def new_error():  # type: ignore[no-untyped-def]

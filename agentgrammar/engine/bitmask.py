@@ -26,8 +26,8 @@ from ..errors import BitmaskError
 __all__ = [
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
-    "bitmask_words",
     "bitmask_row_pointer",
+    "bitmask_words",
 ]
 
 
@@ -77,7 +77,7 @@ def bitmask_row_pointer(bitmask: Any, index: int, vocab_size: int) -> Tuple[int,
     if dtype not in ("int32", "torch.int32"):
         raise BitmaskError(f"bitmask dtype must be int32, got {dtype}")
     if len(shape) == 1:
-        shape = (1,) + shape
+        shape = (1, *shape)
         if index != 0:
             raise BitmaskError(f"index {index} given for a 1-D bitmask")
     if len(shape) != 2 or shape[1] < need:

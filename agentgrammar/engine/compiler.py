@@ -17,7 +17,7 @@ from ..grammar import Grammar
 from ._native import ffi, lib, new_error, raise_error
 from .vocabulary import Vocabulary
 
-__all__ = ["Compiler", "CompiledGrammar"]
+__all__ = ["CompiledGrammar", "Compiler"]
 
 #: The default byte budget for the compiler's shared token-mask cache.
 DEFAULT_CACHE_LIMIT_BYTES = 512 * 1024 * 1024

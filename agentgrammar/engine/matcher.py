@@ -59,7 +59,12 @@ class Matcher:
         err = new_error()
         ids = ffi.new("int32_t[]", stops or [0]) if stops is not None else ffi.NULL
         status = lib.ag_matcher_new(
-            compiled._handle, ids, -1 if stops is None else len(stops), int(terminate_without_stop_token), out, err
+            compiled._handle,
+            ids,
+            -1 if stops is None else len(stops),
+            int(terminate_without_stop_token),
+            out,
+            err,
         )
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)

@@ -34,7 +34,9 @@ def load_hf_tokenizer(path: "os.PathLike[str] | str") -> Any:
     try:
         import transformers
     except ImportError as exc:
-        raise VocabularyError("loading a tokenizer needs transformers: pip install 'agentgrammar[hf]'") from exc
+        raise VocabularyError(
+            "loading a tokenizer needs transformers: pip install 'agentgrammar[hf]'"
+        ) from exc
     p = Path(path)
     if p.is_file():
         config = p.parent / "tokenizer_config.json"
@@ -53,7 +55,7 @@ def vocabulary_from_path(path: "os.PathLike[str] | str") -> Vocabulary:
 
 def _byte_vocabulary() -> Vocabulary:
     """Every single byte plus common ASCII words: a small stand-in when no tokenizer is installed."""
-    words = [" the", " and", "ing", "tion", "\":", "\", \"", "{\"", "\"}", "\": \"", "name", "arguments"]
+    words = [" the", " and", "ing", "tion", '":', '", "', '{"', '"}', '": "', "name", "arguments"]
     tokens = [bytes([b]) for b in range(256)] + [w.encode() for w in words] + [b""]
     return Vocabulary(tokens, vocab_type="raw", stop_token_ids=[len(tokens) - 1])
 

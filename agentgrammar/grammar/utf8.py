@@ -75,7 +75,7 @@ def _split_same_length(lo: int, hi: int, out: List[ByteSeq]) -> None:
     shift = 6 * (n - i - 1)
     block = (1 << shift) - 1
     if lo & block:
-        mid = (lo | block)
+        mid = lo | block
         _split_same_length(lo, mid, out)
         if mid + 1 <= hi:
             _split_same_length(mid + 1, hi, out)

@@ -27,10 +27,24 @@ def test_c_api_driver_is_clean_under_sanitizers(tmp_path: Path) -> None:
     exe = tmp_path / "c_api_driver"
     sources = [str(p) for p in sorted((ROOT / "csrc").glob("*.c"))]
     build = subprocess.run(
-        [cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-         "-fno-sanitize-recover=undefined", f"-I{ROOT / 'csrc'}", str(ROOT / "tests/csrc/c_api_driver.c"),
-         *sources, "-o", str(exe)],
-        capture_output=True, text=True,
+        [
+            cc,
+            "-std=c11",
+            "-g",
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=undefined",
+            f"-I{ROOT / 'csrc'}",
+            str(ROOT / "tests/csrc/c_api_driver.c"),
+            *sources,
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
     )
     if build.returncode != 0 and "asan" in build.stderr.lower():
         pytest.skip(f"sanitizer runtime unavailable: {build.stderr[-300:]}")

@@ -113,7 +113,9 @@ def exhaustive(ebnf: str, tokens: Sequence[Tok], depth: int, *, stops=(), vocab_
 
 
 def test_accept_and_reject_leave_state_unchanged():
-    matcher, ref, vocab = build('root ::= "ab" | "ac" "d"', ["a", "b", "c", "d", "x", "ab", "</s>"], stops=[6])
+    matcher, ref, vocab = build(
+        'root ::= "ab" | "ac" "d"', ["a", "b", "c", "d", "x", "ab", "</s>"], stops=[6]
+    )
     start = mask_of(matcher, vocab.vocab_size)
     assert ids(matcher) == [0, 5]
     assert matcher.accept_token(4) is False  # "x"
@@ -134,10 +136,10 @@ def test_accept_and_reject_leave_state_unchanged():
 
 
 def test_fill_returns_whether_mask_needs_applying():
-    matcher, _, vocab = build('root ::= [a-c]*', ["a", "b", "c"])
+    matcher, _, vocab = build("root ::= [a-c]*", ["a", "b", "c"])
     bm = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
     assert matcher.fill_next_token_bitmask(bm) is False  # everything allowed
-    matcher2, _, vocab2 = build('root ::= [a-c]*', ["a", "b", "c", "x"])
+    matcher2, _, vocab2 = build("root ::= [a-c]*", ["a", "b", "c", "x"])
     bm2 = allocate_token_bitmask(1, vocab2.vocab_size, backend="numpy")
     assert matcher2.fill_next_token_bitmask(bm2) is True
 
@@ -200,7 +202,7 @@ def test_out_of_range_ids_raise():
 
 
 def test_padding_ids_never_allowed():
-    matcher, ref, vocab = build('root ::= [a-z]*', ["a", "b", "</s>"], stops=[2], vocab_size=70)
+    matcher, ref, vocab = build("root ::= [a-z]*", ["a", "b", "</s>"], stops=[2], vocab_size=70)
     assert vocab.vocab_size == 70
     bm = allocate_token_bitmask(1, 70, backend="numpy")
     matcher.fill_next_token_bitmask(bm)
@@ -221,7 +223,9 @@ def test_words_past_the_mask_are_zeroed():
 
 def test_special_tokens_never_allowed():
     # "<x>" is special even though the grammar could match its bytes
-    matcher, ref, vocab = build('root ::= ("<x>" | "a")*', ["<x>", "a", "<", "x", ">", "</s>"], stops=[5], special=[0])
+    matcher, ref, vocab = build(
+        'root ::= ("<x>" | "a")*', ["<x>", "a", "<", "x", ">", "</s>"], stops=[5], special=[0]
+    )
     assert ids(matcher) == [1, 2, 5]
     assert matcher.accept_token(0) is False
     assert matcher.accept_string("<x>")  # the text itself is fine
@@ -415,12 +419,7 @@ def test_allocate_token_bitmask():
 
 
 def test_nullable_heavy():
-    text = (
-        'root ::= a b a c\n'
-        'a ::= "" | "x"? | a a\n'
-        'b ::= (a | "y")* c?\n'
-        'c ::= ("z"?)* | b "w"\n'
-    )
+    text = 'root ::= a b a c\na ::= "" | "x"? | a a\nb ::= (a | "y")* c?\nc ::= ("z"?)* | b "w"\n'
     n = exhaustive(text, ["x", "y", "z", "w", "xy", "zw", "wx", "yyy", "</s>"], 4, stops=[8])
     assert n > 50
 
@@ -471,7 +470,12 @@ def test_counted_repetition_exact_counts(quant, lo, hi):
 
 
 def test_counted_repetition_of_groups_and_classes():
-    exhaustive('root ::= ("ab" | [x-z]){2,3} ("." [0-9]{1,2}){0,2}', ["a", "b", "ab", "x", "yz", ".", "1", "12", ".1", "</s>"], 5, stops=[9])
+    exhaustive(
+        'root ::= ("ab" | [x-z]){2,3} ("." [0-9]{1,2}){0,2}',
+        ["a", "b", "ab", "x", "yz", ".", "1", "12", ".1", "</s>"],
+        5,
+        stops=[9],
+    )
 
 
 def test_large_counted_repetition():
@@ -485,17 +489,50 @@ def test_large_counted_repetition():
 def test_multibyte_utf8_split_tokens():
     alpha = "α".encode()  # ce b1
     omega = "ω".encode()  # cf 89
-    tokens = [b"\xce", b"\xcf", b"\xb1", b"\x89", b"\x80", alpha, omega, alpha + b"\xcf", b"\xb1" + omega, b"a", b"\xbf", "</s>"]
-    exhaustive('root ::= [α-ω]+', tokens, 4, stops=[len(tokens) - 1])
-    matcher, _, _ = build('root ::= [α-ω]+', tokens)
+    tokens = [
+        b"\xce",
+        b"\xcf",
+        b"\xb1",
+        b"\x89",
+        b"\x80",
+        alpha,
+        omega,
+        alpha + b"\xcf",
+        b"\xb1" + omega,
+        b"a",
+        b"\xbf",
+        "</s>",
+    ]
+    exhaustive("root ::= [α-ω]+", tokens, 4, stops=[len(tokens) - 1])
+    matcher, _, _ = build("root ::= [α-ω]+", tokens)
     assert ids(matcher) == [0, 1, 5, 6, 7]
     assert matcher.accept_token(0)  # \xce: needs \xb1..\xbf next
     assert ids(matcher) == [2, 8, 10]
 
 
 def test_multibyte_strings_and_negated_classes():
-    tokens = ["日", "本", "語", "日本", "語!", b"\xe6", b"\x97", b"\xa5", "😀", b"\xf0\x9f", b"\x98\x80", '"', "a", "\\", "\n", "é", "</s>"]
-    exhaustive('root ::= "日本語" | "😀"+ "!"? | "\\"" [^"\\\\\\n]* "\\""', tokens, 4, stops=[len(tokens) - 1])
+    tokens = [
+        "日",
+        "本",
+        "語",
+        "日本",
+        "語!",
+        b"\xe6",
+        b"\x97",
+        b"\xa5",
+        "😀",
+        b"\xf0\x9f",
+        b"\x98\x80",
+        '"',
+        "a",
+        "\\",
+        "\n",
+        "é",
+        "</s>",
+    ]
+    exhaustive(
+        'root ::= "日本語" | "😀"+ "!"? | "\\"" [^"\\\\\\n]* "\\""', tokens, 4, stops=[len(tokens) - 1]
+    )
 
 
 def test_escapes_in_strings_and_classes():
@@ -523,7 +560,7 @@ def _expected(allowed: Sequence[int], width: int) -> np.ndarray:
 
 @pytest.mark.parametrize("width", [40, 64, 70, 35])
 def test_apply_bitmask_numpy(width):
-    matcher, _, vocab = build('root ::= [ab]*', ["a", "b", "c", "</s>"], stops=[3], vocab_size=40)
+    matcher, _, vocab = build("root ::= [ab]*", ["a", "b", "c", "</s>"], stops=[3], vocab_size=40)
     bm = allocate_token_bitmask(2, 40, backend="numpy")
     matcher.fill_next_token_bitmask(bm, index=0)
     bm[1] = 0
@@ -556,7 +593,7 @@ def test_apply_bitmask_numpy_padding_and_indices():
 @pytest.mark.parametrize("width", [40, 64, 70, 35])
 def test_apply_bitmask_torch(width):
     torch = pytest.importorskip("torch")
-    matcher, _, vocab = build('root ::= [ab]*', ["a", "b", "c", "</s>"], stops=[3], vocab_size=40)
+    matcher, _, vocab = build("root ::= [ab]*", ["a", "b", "c", "</s>"], stops=[3], vocab_size=40)
     bm = allocate_token_bitmask(2, 40, backend="torch")
     matcher.fill_next_token_bitmask(bm, index=1)
     bm[0] = 0
@@ -579,7 +616,11 @@ def test_apply_bitmask_torch_matches_xgrammar_kernel():
     xgr = pytest.importorskip("xgrammar")
     rng = np.random.default_rng(0)
     for width, vocab_size in ((128, 128), (200, 150), (70, 70)):
-        bm = torch.from_numpy(rng.integers(-(2**31), 2**31 - 1, size=(2, (vocab_size + 31) // 32), dtype=np.int64).astype(np.int32))
+        bm = torch.from_numpy(
+            rng.integers(-(2**31), 2**31 - 1, size=(2, (vocab_size + 31) // 32), dtype=np.int64).astype(
+                np.int32
+            )
+        )
         a = torch.randn((2, width))
         b = a.clone()
         apply_token_bitmask_inplace(a, bm, vocab_size=vocab_size)

@@ -171,7 +171,9 @@ def setup(grammar: Grammar, voc):
     tokens, stops, special, vocab_size = voc
     vocab = Vocabulary(tokens, stop_token_ids=stops, special_token_ids=special, vocab_size=vocab_size)
     compiled = Compiler(vocab).compile(grammar)
-    ref = ReferenceMatcher(grammar, vocab.token_bytes, vocab.stop_token_ids, vocab.special_token_ids, vocab_size)
+    ref = ReferenceMatcher(
+        grammar, vocab.token_bytes, vocab.stop_token_ids, vocab.special_token_ids, vocab_size
+    )
     return compiled, ref, vocab
 
 
@@ -179,7 +181,9 @@ def setup(grammar: Grammar, voc):
 
 
 @SETTINGS
-@given(grammar=grammars(), voc=vocabularies(), rnd=st.randoms(use_true_random=False), steps=st.integers(1, 10))
+@given(
+    grammar=grammars(), voc=vocabularies(), rnd=st.randoms(use_true_random=False), steps=st.integers(1, 10)
+)
 def test_masks_equal_reference_along_random_walks(grammar, voc, rnd, steps):
     compiled, ref, vocab = setup(grammar, voc)
     tokens, vs = list(vocab.token_bytes), vocab.vocab_size
@@ -191,13 +195,17 @@ def test_masks_equal_reference_along_random_walks(grammar, voc, rnd, steps):
         if not np.array_equal(got, want):
             pytest.fail("mask mismatch" + explain(grammar, tokens, path, got, want))
         assert matcher.is_completed() == ref.is_completed(), explain(grammar, tokens, path, got, want)
-        assert matcher.find_jump_forward_bytes() == ref.jump_forward_bytes(), explain(grammar, tokens, path, got, want)
+        assert matcher.find_jump_forward_bytes() == ref.jump_forward_bytes(), explain(
+            grammar, tokens, path, got, want
+        )
         masks.append(got)
         allowed = ref.allowed_token_ids()
         if not allowed or ref.is_terminated():
             break
         t = rnd.choice(allowed)
-        assert matcher.accept_token(t), f"engine rejected allowed token {tokens[t]!r}" + explain(grammar, tokens, path, got, want)
+        assert matcher.accept_token(t), f"engine rejected allowed token {tokens[t]!r}" + explain(
+            grammar, tokens, path, got, want
+        )
         assert ref.accept_token(t)
         path.append(t)
         if ref.is_terminated():
@@ -224,7 +232,9 @@ def test_masks_equal_reference_along_random_walks(grammar, voc, rnd, steps):
         assert matcher.num_accepted_steps == len(path) - k
         assert not matcher.is_terminated()
         got = engine_mask(matcher, vs)
-        assert np.array_equal(got, masks[len(path) - k]), explain(grammar, tokens, path[: len(path) - k], got, masks[len(path) - k])
+        assert np.array_equal(got, masks[len(path) - k]), explain(
+            grammar, tokens, path[: len(path) - k], got, masks[len(path) - k]
+        )
         assert matcher.is_completed() == ref.is_completed()
         # and the matcher can go forward again on the same path
         for t in path[len(path) - k :]:
@@ -234,7 +244,9 @@ def test_masks_equal_reference_along_random_walks(grammar, voc, rnd, steps):
 
 
 @SETTINGS
-@given(grammar=grammars(), voc=vocabularies(), rnd=st.randoms(use_true_random=False), steps=st.integers(1, 10))
+@given(
+    grammar=grammars(), voc=vocabularies(), rnd=st.randoms(use_true_random=False), steps=st.integers(1, 10)
+)
 def test_accept_string_agrees_with_token_path(grammar, voc, rnd, steps):
     compiled, ref, vocab = setup(grammar, voc)
     tokens, vs = list(vocab.token_bytes), vocab.vocab_size
@@ -274,7 +286,7 @@ def test_accept_string_agrees_with_token_path(grammar, voc, rnd, steps):
 def test_sentences_of_reference_are_accepted(grammar, data):
     """Strings the reference accepts as complete sentences complete the engine too (and
     strings that are not viable prefixes are rejected)."""
-    from tests.reference_matcher import EarleyRecognizer, BNF
+    from tests.reference_matcher import BNF, EarleyRecognizer
 
     rec = EarleyRecognizer(BNF(grammar.rules, grammar.root))
     vocab = Vocabulary([b"a"], stop_token_ids=[])

@@ -41,13 +41,15 @@ torch = pytest.importorskip("torch")
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary  # noqa: E402
 
 try:
-    from tests.hf_tokenizers import llama32_tokenizer  # noqa: E402
+    from tests.hf_tokenizers import llama32_tokenizer
 except ImportError:  # pytest run without the repository root on sys.path
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    from tests.hf_tokenizers import llama32_tokenizer  # noqa: E402
+    from tests.hf_tokenizers import llama32_tokenizer
 
 GRAMMARS = [
-    ('json', r'''
+    (
+        "json",
+        r"""
 root ::= ws value ws
 value ::= object | array | string | number | "true" | "false" | "null"
 object ::= "{" ws ( member ( ws "," ws member )* ws )? "}"
@@ -57,62 +59,96 @@ string ::= "\"" char* "\""
 char ::= [^"\\\x00-\x1f] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
 number ::= "-"? ( "0" | [1-9] [0-9]* ) ( "." [0-9]+ )? ( [eE] [+-]? [0-9]+ )?
 ws ::= [ \t\n]{0,3}
-'''),
-    ('arith_left_recursive', r'''
+""",
+    ),
+    (
+        "arith_left_recursive",
+        r"""
 root ::= expr
 expr ::= expr ws ("+" | "-") ws term | term
 term ::= term ws ("*" | "/") ws factor | factor
 factor ::= "(" ws expr ws ")" | [0-9]+ ("." [0-9]+)? | "-" factor
 ws ::= " "?
-'''),
-    ('sexp', r'''
+""",
+    ),
+    (
+        "sexp",
+        r"""
 root ::= sexp
 sexp ::= atom | "(" sexp* ")" | "(" sexp (" " sexp)* ")"
 atom ::= [a-z0-9+*/<>=!?-]+ | "\"" [^"\\]* "\""
-'''),
-    ('csv_bounded', r'''
+""",
+    ),
+    (
+        "csv_bounded",
+        r"""
 root ::= header row{1,5}
 header ::= name ("," name){0,3} "\n"
 name ::= [a-z_]{1,8}
 row ::= field ("," field){0,3} "\n"
 field ::= [a-zA-Z0-9 ]{1,5} | "\"" [^"\n]{0,6} "\"" | ""
-'''),
-    ('nullable_heavy', r'''
+""",
+    ),
+    (
+        "nullable_heavy",
+        r"""
 root ::= a b c d "."
 a ::= "x"? | ""
 b ::= a a | "y"*
 c ::= (a | b)* "z"?
 d ::= (("w")? ("v")?)*
-'''),
-    ('utf8_classes', r'''
+""",
+    ),
+    (
+        "utf8_classes",
+        r"""
 root ::= item (" " item){0,6}
 item ::= [α-ω]+ | "日本語" | [一-龥]{1,3} | "😀" | [😀-🙏]{1,2} | "é" [à-ÿ]?
-'''),
-    ('negated_and_escapes', r'''
+""",
+    ),
+    (
+        "negated_and_escapes",
+        r"""
 root ::= "\x41" [\u00e9-\u00ea] "=" str ("," str){0,3}
 str ::= "\"" ( [^"\\\n] | "\\" ["\\n] )* "\""
-'''),
-    ('nested_repeats', r'''
+""",
+    ),
+    (
+        "nested_repeats",
+        r"""
 root ::= ( ( "a" | "bc" | [0-9]{1,2} ){1,3} ";" ){2,4} ("x"{2})? "!"
-'''),
-    ('right_recursive_list', r'''
+""",
+    ),
+    (
+        "right_recursive_list",
+        r"""
 root ::= "[" list "]"
 list ::= item "," list | item
 item ::= "\"" [a-z]{0,4} "\"" | [0-9]+ | "[" list "]" | "[]"
-'''),
-    ('keywords_shared_prefixes', r'''
+""",
+    ),
+    (
+        "keywords_shared_prefixes",
+        r"""
 root ::= stmt (";" " "? stmt){0,4}
 stmt ::= ("select" | "selection" | "sel" | "from" | "fromage" | "where") (" " ident)?
 ident ::= [a-z_] [a-z_0-9]{0,6}
-'''),
-    ('any_char_dot', r'''
+""",
+    ),
+    (
+        "any_char_dot",
+        r"""
 root ::= "<" [^>]{0,10} ">" ("<" [^<>]{0,3} ">")?
-'''),
-    ('tool_call_like', r'''
+""",
+    ),
+    (
+        "tool_call_like",
+        r"""
 root ::= "<tool_call>" "{\"name\": \"" name "\", \"arguments\": " args "}" "</tool_call>"
 name ::= "get_weather" | "get_time" | "search"
 args ::= "{" ( "\"" [a-z]+ "\": " ( "\"" [^"\\\n]{0,20} "\"" | [0-9]{1,4} ) ( ", \"" [a-z]+ "\": " [0-9]{1,4} )* )? "}"
-'''),
+""",
+    ),
 ]
 
 GRAMMAR_IDS = [name for name, _ in GRAMMARS]
@@ -163,7 +199,16 @@ def env() -> Env:
         closing[i] = any(c in t for c in CLOSERS)
         short[i] = len(t) == 1
     return Env(
-        tok, vocab, info, Compiler(vocab), xgr.GrammarCompiler(info), stops, special_words, stop_words, closing, short
+        tok,
+        vocab,
+        info,
+        Compiler(vocab),
+        xgr.GrammarCompiler(info),
+        stops,
+        special_words,
+        stop_words,
+        closing,
+        short,
     )
 
 
@@ -173,7 +218,9 @@ def _bits(words: np.ndarray, n: int) -> np.ndarray:
 
 def _show(env: Env, ids: Sequence[int], limit: int = 12) -> str:
     ids = list(ids)
-    shown = [(int(i), env.vocab.token_bytes[i] if i < env.vocab.num_tokens else b"<pad>") for i in ids[:limit]]
+    shown = [
+        (int(i), env.vocab.token_bytes[i] if i < env.vocab.num_tokens else b"<pad>") for i in ids[:limit]
+    ]
     return f"{len(ids)} tokens {shown}{' ...' if len(ids) > limit else ''}"
 
 
@@ -235,7 +282,9 @@ def differential_walk(env: Env, ours: Any, theirs: Any, seed: int, steps: int, l
             ga, gb = _bits(a, V), _bits(b, V)
             extra = np.flatnonzero(ga & ~gb)
             missing = np.flatnonzero(gb & ~ga)
-            pytest.fail(f"{where}: mask differs from xgrammar\n ours only: {_show(env, extra)}\n xgrammar only: {_show(env, missing)}")
+            pytest.fail(
+                f"{where}: mask differs from xgrammar\n ours only: {_show(env, extra)}\n xgrammar only: {_show(env, missing)}"
+            )
         history.append(full)
         allowed = _bits(full, V)
         if not allowed.any():
@@ -255,7 +304,9 @@ def differential_walk(env: Env, ours: Any, theirs: Any, seed: int, steps: int, l
         m.fill_next_token_bitmask(our_bm)
         xm.fill_next_token_bitmask(x_bm)
         a = our_bm[0].view(np.uint32)
-        assert np.array_equal(a, history[len(path) - k]), f"[{label} seed={seed}] rollback({k}) changed the mask"
+        assert np.array_equal(a, history[len(path) - k]), (
+            f"[{label} seed={seed}] rollback({k}) changed the mask"
+        )
         mask_out = ~env.special_words & ~env.stop_words
         assert np.array_equal(_bits(a & mask_out, V), _bits(x_bm[0].numpy().view(np.uint32) & mask_out, V))
     return len(path)
@@ -267,7 +318,10 @@ _compiled_cache: dict = {}
 def _compile_pair(env: Env, name: str, text: str):
     key = (id(env), name)
     if key not in _compiled_cache:
-        _compiled_cache[key] = (env.compiler.compile(Grammar.from_ebnf(text)), env.xcompiler.compile_grammar(text))
+        _compiled_cache[key] = (
+            env.compiler.compile(Grammar.from_ebnf(text)),
+            env.xcompiler.compile_grammar(text),
+        )
     return _compiled_cache[key]
 
 

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _grammar_ir_matcher import IRMatcher
-
 from agentgrammar.grammar.builtin import json_rules
 from agentgrammar.grammar.ebnf import parse_ebnf
 from agentgrammar.grammar.printer import to_ebnf
+from tests.grammar._grammar_ir_matcher import IRMatcher
 
 JSON = IRMatcher(json_rules())
 JSON_ANY = IRMatcher(json_rules(any_value=True))

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import random
-import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _grammar_ir_matcher import IRMatcher
 
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar.ebnf import parse_ebnf
@@ -25,6 +19,7 @@ from agentgrammar.grammar.ir import (
     RuleRef,
     Seq,
 )
+from tests.grammar._grammar_ir_matcher import IRMatcher
 
 L = Literal
 

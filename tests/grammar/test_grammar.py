@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import pickle
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _grammar_ir_matcher import IRMatcher
 
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar import Grammar
@@ -29,6 +23,7 @@ from agentgrammar.grammar.ir import (
     Seq,
 )
 from agentgrammar.grammar.serialize import MAGIC, serialize
+from tests.grammar._grammar_ir_matcher import IRMatcher
 
 L = Literal
 

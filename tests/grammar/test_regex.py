@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from _grammar_ir_matcher import IRMatcher
-
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar.ir import EMPTY, CharClass, Choice, Literal, Repeat, Rule, Seq
 from agentgrammar.grammar.regex import parse_regex, regex_rules
+from tests.grammar._grammar_ir_matcher import IRMatcher
 
 L = Literal
 DIGIT = CharClass(((48, 57),))
