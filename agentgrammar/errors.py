@@ -44,3 +44,17 @@ class TokenIdError(AgentGrammarError, IndexError):
 
 class BitmaskError(AgentGrammarError, ValueError):
     """A token bitmask has the wrong shape, dtype or device."""
+
+
+class SchemaError(GrammarError):
+    """A JSON Schema cannot be turned into a grammar exactly (an unsupported keyword, a malformed
+    schema, a constraint the engine cannot express).
+
+    ``keyword`` is the keyword at fault (when one is) and ``pointer`` its JSON pointer in the
+    schema (``"#/properties/a/minContains"``).
+    """
+
+    def __init__(self, message: str, *, keyword: Optional[str] = None, pointer: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.keyword = keyword
+        self.pointer = pointer
