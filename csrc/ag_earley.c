@@ -113,8 +113,8 @@ static ag_status ag_closure(ag_parser *p, ag_error *err) {
 ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err) {
   memset(p, 0, sizeof *p);
   p->g = g;
-  return ag_parser_restart(p), p->items.len ? AG_OK
-                                            : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  ag_parser_restart(p);
+  return p->items.len ? AG_OK : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
 }
 
 void ag_parser_restart(ag_parser *p) {
@@ -124,6 +124,25 @@ void ag_parser_restart(ag_parser *p) {
   ag_index_clear(p);
   if (!ag_add(p, (ag_item){p->g->rule_start[p->g->root], 0})) return;
   if (ag_closure(p, NULL) != AG_OK) p->items.len = 0;
+}
+
+ag_status ag_parser_init_item(ag_parser *p, const ag_grammar *g, int32_t state, ag_error *err) {
+  memset(p, 0, sizeof *p);
+  p->g = g;
+  /* Set 0 stays empty: completing the item's rule there advances nothing. */
+  if (!ag_vec_push(&p->set_start, 0) || !ag_vec_push(&p->set_start, 0))
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  ag_index_clear(p);
+  if (!ag_add(p, (ag_item){state, 0})) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  return ag_closure(p, err);
+}
+
+bool ag_parser_bottom_can_end(const ag_parser *p) {
+  for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
+    ag_item it = p->items.data[i];
+    if (it.origin == 0 && p->g->states[it.state].accepting) return true;
+  }
+  return false;
 }
 
 void ag_parser_free(ag_parser *p) {

@@ -29,6 +29,15 @@ typedef struct ag_parser {
 
 ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err);
 void ag_parser_free(ag_parser *p);
+/*
+ * Starts a parser on one item alone: (state, origin 0) in set 1 after an empty
+ * set 0. Everything predicted inside gets origin >= 1, so origin 0 marks the
+ * item and what it became by scanning; the mask cache uses this to see what a
+ * token does inside one rule, whatever the context.
+ */
+ag_status ag_parser_init_item(ag_parser *p, const ag_grammar *g, int32_t state, ag_error *err);
+/* For a parser from ag_parser_init_item: the item's rule can end at this point. */
+bool ag_parser_bottom_can_end(const ag_parser *p);
 /* Drops all input: back to the single start set. */
 void ag_parser_restart(ag_parser *p);
 /* Scans one byte into a new set. Returns AG_OK with *ok = 0 (and no new set) on rejection. */

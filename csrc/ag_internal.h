@@ -119,6 +119,7 @@ struct ag_compiled {
   atomic_int refs;
   ag_grammar *grammar;
   ag_vocab *vocab;
+  struct ag_mask_cache *cache; /* per-state token classes, filled on first use */
 };
 
 void ag_compiled_retain(ag_compiled *c);

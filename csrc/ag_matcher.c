@@ -6,6 +6,7 @@
  * reuses the sets of the prefix it shares with the previous token, and once a
  * byte is rejected every following token with that same prefix is skipped. */
 #include "ag_earley.h"
+#include "ag_mask_cache.h"
 
 typedef struct ag_step {
   uint32_t n_sets; /* Earley sets before this step */
@@ -20,6 +21,10 @@ struct ag_matcher {
   int32_t n_stop;
   bool terminate_without_stop;
   bool stopped; /* a stop token was accepted */
+  /* Scratch for masks: the uncertain sorted positions, and which states were seen. */
+  uint32_t *pos_bits; /* [ceil(n_sorted / 32)] */
+  uint32_t *state_stamp; /* [n_states] */
+  uint32_t stamp;
 };
 
 static bool ag_is_stop(const ag_matcher *m, int32_t id) {
@@ -57,6 +62,11 @@ ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t
   m->terminate_without_stop = terminate_without_stop != 0;
   ag_status st = ag_copy_stops(m, stop_ids, n_stop, err);
   if (!st) st = ag_parser_init(&m->parser, compiled->grammar, err);
+  if (!st) {
+    m->state_stamp = calloc((size_t)compiled->grammar->n_states + 1, sizeof *m->state_stamp);
+    m->pos_bits = calloc(((size_t)compiled->vocab->n_sorted + 31) / 32 + 1, sizeof *m->pos_bits);
+    if (!m->state_stamp || !m->pos_bits) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  }
   if (st) {
     ag_matcher_free(m);
     return st;
@@ -69,6 +79,8 @@ void ag_matcher_free(ag_matcher *m) {
   if (!m) return;
   ag_parser_free(&m->parser);
   ag_vec_free(&m->steps);
+  free(m->state_stamp);
+  free(m->pos_bits);
   free(m->stop_ids);
   ag_compiled_free(m->compiled);
   free(m);
@@ -178,59 +190,126 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err) {
 }
 
 static void ag_set_bit(uint32_t *mask, int32_t id) { mask[id >> 5] |= 1u << (id & 31); }
+static bool ag_get_bit(const uint32_t *mask, int32_t id) { return (mask[id >> 5] >> (id & 31)) & 1u; }
 
-/* Returns the index of the first token after i that does not start with the
- * first depth+1 bytes of token i. */
-static int32_t ag_skip_subtree(const ag_vocab *v, int32_t i, uint32_t depth) {
-  int32_t j = i + 1;
-  while (j < v->n_sorted && v->lcp[j] > depth) j++;
-  return j;
+/* The common prefix length of the tokens at sorted positions a < b. */
+static uint32_t ag_common_prefix(const ag_vocab *v, int32_t a, int32_t b) {
+  if (b == a + 1) return v->lcp[b];
+  uint32_t la, lb, n = 0;
+  const uint8_t *x = ag_vocab_token(v, v->sorted_ids[a], &la);
+  const uint8_t *y = ag_vocab_token(v, v->sorted_ids[b], &lb);
+  while (n < la && n < lb && x[n] == y[n]) n++;
+  return n;
 }
 
-/* Marks every normal token that the grammar allows next. */
-static ag_status ag_walk_vocab(ag_matcher *m, uint32_t *mask, int32_t *n_allowed, ag_error *err) {
+/* The first position >= i whose bit is set (every position when bits is NULL). */
+static int32_t ag_next_position(const uint32_t *bits, int32_t i, int32_t n) {
+  if (!bits) return i;
+  while (i < n) {
+    uint32_t word = bits[i >> 5] >> (i & 31);
+    if (word) return i + __builtin_ctz(word);
+    i = (i | 31) + 1;
+  }
+  return n;
+}
+
+/*
+ * Checks the tokens at the sorted positions set in `candidates` (NULL: every
+ * position) against the real parser and marks the allowed ones; tokens already
+ * marked are skipped. A token reuses the Earley sets of the prefix it shares with
+ * the previous one; once byte `depth` fails, following tokens that share the first
+ * depth+1 bytes are skipped (found with the vocabulary's LCP array).
+ */
+static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint32_t *mask,
+                                ag_error *err) {
   const ag_vocab *v = m->compiled->vocab;
   ag_parser *p = &m->parser;
   uint32_t base = ag_parser_num_sets(p), depth = 0;
   ag_status st = AG_OK;
-  int32_t i = 0;
-  while (i < v->n_sorted) {
-    uint32_t len, l = v->lcp[i];
+  int32_t prev = -1, n = v->n_sorted;
+  for (int32_t i = ag_next_position(candidates, 0, n); i < n;) {
+    if (ag_get_bit(mask, v->sorted_ids[i])) {
+      i = ag_next_position(candidates, i + 1, n);
+      continue;
+    }
+    uint32_t len, l = prev < 0 ? 0 : ag_common_prefix(v, prev, i);
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
     if (l < depth) {
       ag_parser_truncate(p, base + l);
       depth = l;
     }
+    prev = i;
     bool ok = true;
     while (depth < len && ok) {
       if ((st = ag_parser_scan(p, tok[depth], &ok, err))) goto done;
       depth += ok;
     }
-    if (!ok) { /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
-      i = ag_skip_subtree(v, i, depth);
-      continue;
-    }
-    ag_set_bit(mask, v->sorted_ids[i]);
-    ++*n_allowed;
-    i++;
+    int32_t j = i + 1;
+    if (ok) ag_set_bit(mask, v->sorted_ids[i]);
+    else /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
+      while (j < n && v->lcp[j] > depth) j++;
+    i = ag_next_position(candidates, j, n);
   }
 done:
   ag_parser_truncate(p, base);
   return st;
 }
 
-ag_status ag_matcher_fill_mask(ag_matcher *m, uint32_t *mask, size_t n_words, int *all_allowed,
-                               ag_error *err) {
+/* Marks a state's uncertain positions in the position bitset. */
+static void ag_mark_uncertain(ag_matcher *m, const ag_state_masks *e) {
+  if (e->uncertain_bits) {
+    size_t words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
+    for (size_t w = 0; w < words; w++) m->pos_bits[w] |= e->uncertain_bits[w];
+    return;
+  }
+  for (int32_t k = 0; k < e->n_uncertain; k++) {
+    int32_t i = e->uncertain[k];
+    m->pos_bits[i >> 5] |= 1u << (i & 31);
+  }
+}
+
+/* The union of the cached accepted sets of every scannable state in the current
+ * Earley set, then the uncertain tokens checked against the parser. */
+static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
+  const ag_grammar *g = m->compiled->grammar;
+  const ag_parser *p = &m->parser;
+  memset(m->pos_bits, 0, sizeof *m->pos_bits * (((size_t)m->compiled->vocab->n_sorted + 31) / 32));
+  if (++m->stamp == 0) {
+    memset(m->state_stamp, 0, sizeof *m->state_stamp * (size_t)g->n_states);
+    m->stamp = 1;
+  }
+  uint32_t begin = p->set_start.data[p->set_start.len - 1];
+  for (uint32_t it = begin; it < p->items.len; it++) {
+    int32_t s = p->items.data[it].state;
+    if (m->state_stamp[s] == m->stamp || g->states[s].byte_begin == g->states[s].byte_end) continue;
+    m->state_stamp[s] = m->stamp;
+    const ag_state_masks *e;
+    ag_status st = ag_mask_cache_get(m->compiled->cache, g, m->compiled->vocab, s, &e, err);
+    if (st) return st;
+    for (size_t w = 0; w < words; w++) mask[w] |= e->accepted[w];
+    ag_mark_uncertain(m, e);
+  }
+  return ag_walk_tokens(m, m->pos_bits, mask, err);
+}
+
+static int32_t ag_popcount_words(const uint32_t *mask, size_t words) {
+  int32_t n = 0;
+  for (size_t w = 0; w < words; w++) n += __builtin_popcount(mask[w]);
+  return n;
+}
+
+static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all_allowed,
+                         bool cached, ag_error *err) {
   const ag_vocab *v = m->compiled->vocab;
   size_t need = ((size_t)v->mask_size + 31) / 32;
   *all_allowed = 0;
   if (!mask || n_words < need)
     return ag_fail(err, AG_ERR_INVALID, -1, "bitmask has %zu words; %zu are needed", n_words, need);
   memset(mask, 0, n_words * sizeof *mask);
-  int32_t n_allowed = 0;
   bool terminated = ag_matcher_is_terminated(m);
   if (!terminated) {
-    ag_status st = ag_walk_vocab(m, mask, &n_allowed, err);
+    ag_status st = cached ? ag_cached_mask(m, mask, need, err)
+                          : ag_walk_tokens(m, NULL, mask, err);
     if (st) return st;
   }
   /* Stop tokens are decided by whether the grammar can end, never by their text. */
@@ -238,12 +317,20 @@ ag_status ag_matcher_fill_mask(ag_matcher *m, uint32_t *mask, size_t n_words, in
   for (int32_t i = 0; i < m->n_stop; i++) {
     int32_t id = m->stop_ids[i];
     uint32_t bit = 1u << (id & 31);
-    bool was_set = (mask[id >> 5] & bit) != 0;
-    n_allowed += (int32_t)can_stop - (int32_t)was_set;
     mask[id >> 5] = can_stop ? (mask[id >> 5] | bit) : (mask[id >> 5] & ~bit);
   }
-  *all_allowed = n_allowed == v->mask_size;
+  *all_allowed = ag_popcount_words(mask, need) == v->mask_size;
   return AG_OK;
+}
+
+ag_status ag_matcher_fill_mask(ag_matcher *m, uint32_t *mask, size_t n_words, int *all_allowed,
+                               ag_error *err) {
+  return ag_fill(m, mask, n_words, all_allowed, true, err);
+}
+
+ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_words,
+                                      int *all_allowed, ag_error *err) {
+  return ag_fill(m, mask, n_words, all_allowed, false, err);
 }
 
 ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_t *len,

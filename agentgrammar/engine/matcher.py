@@ -109,6 +109,16 @@ class Matcher:
         self._check(lib.ag_matcher_fill_mask(self._handle, mask, words, self._flag, self._err))
         return not self._flag[0]
 
+    def _fill_next_token_bitmask_direct(self, bitmask: Any, index: int = 0) -> bool:
+        """The same mask computed without caches, every token run through the parser.
+
+        Slow; the oracle that tests compare the cached path against.
+        """
+        ptr, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
+        mask = ffi.cast("uint32_t *", ptr)
+        self._check(lib.ag_matcher_fill_mask_direct(self._handle, mask, words, self._flag, self._err))
+        return not self._flag[0]
+
     def allowed_token_ids(self) -> List[int]:
         """The ids of every token allowed next (handy in tests and debugging)."""
         import numpy as np

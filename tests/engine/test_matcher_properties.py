@@ -312,3 +312,27 @@ def test_sentences_of_reference_are_accepted(grammar, data):
     if dead:
         b = rnd.choice(dead)
         assert m.accept_string(bytes([b])) is False, f"{bytes(out)!r} + {bytes([b])!r}\n{grammar}"
+
+
+@SETTINGS
+@given(
+    grammar=grammars(), voc=vocabularies(), rnd=st.randoms(use_true_random=False), steps=st.integers(1, 12)
+)
+def test_cached_masks_equal_direct_walk(grammar, voc, rnd, steps):
+    """The per-state token-class cache gives bit-identical masks to the uncached walk,
+    also for a second matcher that finds the cache already filled."""
+    compiled, _, vocab = setup(grammar, voc)
+    vs = vocab.vocab_size
+    for _ in range(2):  # the second walk reuses cache entries the first one computed
+        matcher = Matcher(compiled)
+        for _ in range(steps):
+            cached = engine_mask(matcher, vs)
+            direct = allocate_token_bitmask(1, vs, backend="numpy")
+            matcher._fill_next_token_bitmask_direct(direct)
+            assert np.array_equal(cached, direct), explain(
+                grammar, list(vocab.token_bytes), [], cached, direct
+            )
+            allowed = [i for i in matcher.allowed_token_ids() if i not in vocab.stop_token_ids]
+            if not allowed or matcher.is_terminated():
+                break
+            assert matcher.accept_token(rnd.choice(allowed))

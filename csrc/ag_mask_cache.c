@@ -1,0 +1,175 @@
+/* ag_mask_cache.c - computing and publishing per-state token classes (see the header). */
+#include "ag_mask_cache.h"
+
+#include "ag_earley.h"
+
+struct ag_mask_cache {
+  int32_t n_states;
+  _Atomic(ag_state_masks *) *entries; /* [n_states], NULL until computed */
+  atomic_size_t bytes;
+};
+
+ag_status ag_mask_cache_new(int32_t n_states, ag_mask_cache **out, ag_error *err) {
+  *out = NULL;
+  ag_mask_cache *c = calloc(1, sizeof *c);
+  if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
+  if (!c->entries) {
+    free(c);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  }
+  c->n_states = n_states;
+  for (int32_t s = 0; s < n_states; s++) atomic_init(&c->entries[s], NULL);
+  atomic_init(&c->bytes, sizeof *c + (size_t)n_states * sizeof *c->entries);
+  *out = c;
+  return AG_OK;
+}
+
+static void ag_state_masks_free(ag_state_masks *e) {
+  if (!e) return;
+  free(e->accepted);
+  free(e->uncertain);
+  free(e->uncertain_bits);
+  free(e);
+}
+
+void ag_mask_cache_free(ag_mask_cache *c) {
+  if (!c) return;
+  for (int32_t s = 0; s < c->n_states; s++) ag_state_masks_free(atomic_load(&c->entries[s]));
+  free(c->entries);
+  free(c);
+}
+
+size_t ag_mask_cache_bytes(const ag_mask_cache *c) { return atomic_load(&((ag_mask_cache *)c)->bytes); }
+
+/* The classification walk's state: can_end[d] says whether the item's rule could
+ * end after at most d bytes of the current token (a running OR by depth). */
+typedef struct ag_classify {
+  ag_parser parser;
+  bool *can_end; /* [max_token_len + 1] */
+  AG_VEC(int32_t) uncertain;
+  ag_state_masks *entry;
+} ag_classify;
+
+static void ag_mark_accepted(ag_state_masks *e, int32_t id) { e->accepted[id >> 5] |= 1u << (id & 31); }
+
+/* Classifies sorted token i, which failed at byte `depth`, and every later token
+ * sharing its first depth+1 bytes (they fail there too); returns the next position. */
+static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
+                                  bool *oom) {
+  bool uncertain = w->can_end[depth];
+  int32_t j = i;
+  do {
+    if (uncertain && !ag_vec_push(&w->uncertain, j)) *oom = true;
+    j++;
+  } while (j < v->n_sorted && v->lcp[j] > depth);
+  return j;
+}
+
+static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, ag_error *err) {
+  ag_parser *p = &w->parser;
+  const uint32_t base = ag_parser_num_sets(p);
+  uint32_t depth = 0;
+  bool oom = false;
+  w->can_end[0] = ag_parser_bottom_can_end(p);
+  for (int32_t i = 0; i < v->n_sorted && !oom;) {
+    uint32_t len, l = v->lcp[i];
+    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+    if (l < depth) {
+      ag_parser_truncate(p, base + l);
+      depth = l;
+    }
+    bool ok = true;
+    while (depth < len && ok) {
+      ag_status st = ag_parser_scan(p, tok[depth], &ok, err);
+      if (st) return st;
+      if (ok) {
+        depth++;
+        w->can_end[depth] = w->can_end[depth - 1] || ag_parser_bottom_can_end(p);
+      }
+    }
+    if (!ok) {
+      i = ag_classify_failed(w, v, i, depth, &oom);
+      continue;
+    }
+    ag_mark_accepted(w->entry, v->sorted_ids[i]);
+    i++;
+  }
+  ag_parser_truncate(p, base);
+  return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
+}
+
+/* Keeps the uncertain positions as a list or a bitset, whichever is smaller. */
+static ag_status ag_store_uncertain(ag_state_masks *e, const ag_vocab *v, void *list_vec,
+                                    ag_error *err) {
+  AG_VEC(int32_t) *list = list_vec;
+  size_t bit_words = ((size_t)v->n_sorted + 31) / 32;
+  if (list->len <= bit_words) {
+    e->uncertain = list->data; /* ownership moves to the entry */
+    e->n_uncertain = (int32_t)list->len;
+    e->bytes = list->cap * sizeof(int32_t);
+    return AG_OK;
+  }
+  e->uncertain_bits = calloc(bit_words, sizeof *e->uncertain_bits);
+  if (!e->uncertain_bits) {
+    ag_vec_free(list);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  }
+  for (size_t k = 0; k < list->len; k++)
+    e->uncertain_bits[list->data[k] >> 5] |= 1u << (list->data[k] & 31);
+  e->n_uncertain = (int32_t)list->len;
+  e->bytes = bit_words * sizeof(uint32_t);
+  ag_vec_free(list);
+  return AG_OK;
+}
+
+static ag_status ag_compute(const ag_grammar *g, const ag_vocab *v, int32_t state,
+                            ag_state_masks **out, ag_error *err) {
+  size_t words = ((size_t)v->mask_size + 31) / 32;
+  ag_classify w;
+  memset(&w, 0, sizeof w);
+  w.entry = calloc(1, sizeof *w.entry);
+  w.can_end = malloc(sizeof *w.can_end * ((size_t)v->max_token_len + 1));
+  ag_status st = AG_OK;
+  if (!w.entry || !w.can_end || !(w.entry->accepted = calloc(words ? words : 1, sizeof(uint32_t))))
+    st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  if (!st) st = ag_parser_init_item(&w.parser, g, state, err);
+  if (!st) st = ag_classify_all(&w, v, err);
+  ag_parser_free(&w.parser);
+  free(w.can_end);
+  if (st) {
+    ag_vec_free(&w.uncertain);
+    ag_state_masks_free(w.entry);
+    return st;
+  }
+  st = ag_store_uncertain(w.entry, v, &w.uncertain, err);
+  if (st) {
+    ag_state_masks_free(w.entry);
+    return st;
+  }
+  w.entry->bytes += sizeof *w.entry + words * sizeof(uint32_t);
+  *out = w.entry;
+  return AG_OK;
+}
+
+ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                            int32_t state, const ag_state_masks **out, ag_error *err) {
+  ag_state_masks *e = atomic_load_explicit(&c->entries[state], memory_order_acquire);
+  if (e) {
+    *out = e;
+    return AG_OK;
+  }
+  ag_status st = ag_compute(g, v, state, &e, err);
+  if (st) return st;
+  /* Two threads may compute the same state; the first to publish wins. */
+  ag_state_masks *expected = NULL;
+  if (atomic_compare_exchange_strong_explicit(&c->entries[state], &expected, e,
+                                              memory_order_acq_rel, memory_order_acquire)) {
+    atomic_fetch_add(&c->bytes, e->bytes);
+    *out = e;
+  } else {
+    ag_state_masks_free(e);
+    *out = expected;
+  }
+  return AG_OK;
+}

@@ -1,0 +1,37 @@
+/*
+ * ag_mask_cache.h - per-state token classes, computed the first time a state is seen.
+ *
+ * For an automaton state s, every token is classified by running it inside the
+ * rule of s alone (ag_parser_init_item):
+ *   accepted   the whole token is consumed inside the rule: allowed in any context;
+ *   rejected   it fails inside the rule before the rule could end: never allowed;
+ *   uncertain  it fails inside, but the rule could end first, so the answer
+ *              depends on what encloses the rule: checked against the real parser.
+ * A mask is then the union of the accepted sets of the scannable states in the
+ * current Earley set, plus the uncertain tokens that the real parser accepts.
+ */
+#ifndef AG_MASK_CACHE_H
+#define AG_MASK_CACHE_H
+
+#include "ag_internal.h"
+
+typedef struct ag_state_masks {
+  uint32_t *accepted;  /* bitset over token ids, ceil(mask_size / 32) words */
+  /* The uncertain tokens as positions in the vocabulary's sorted order, in the
+   * smaller of two forms: an ascending list, or (when dense) a position bitset. */
+  int32_t *uncertain;
+  int32_t n_uncertain;
+  uint32_t *uncertain_bits; /* ceil(n_sorted / 32) words, or NULL when the list is used */
+  size_t bytes;        /* memory held by this entry */
+} ag_state_masks;
+
+typedef struct ag_mask_cache ag_mask_cache;
+
+ag_status ag_mask_cache_new(int32_t n_states, ag_mask_cache **out, ag_error *err);
+void ag_mask_cache_free(ag_mask_cache *cache);
+/* The classes of `state`, computed now if no thread has yet. Thread-safe. */
+ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,
+                            int32_t state, const ag_state_masks **out, ag_error *err);
+size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
+
+#endif /* AG_MASK_CACHE_H */
