@@ -28,6 +28,7 @@ ag_status ag_mask_cache_new(int32_t n_states, ag_mask_cache **out, ag_error *err
 static void ag_state_masks_free(ag_state_masks *e) {
   if (!e) return;
   free(e->accepted);
+  free(e->accepted_pos);
   free(e->uncertain);
   free(e->uncertain_bits);
   free(e);
@@ -51,7 +52,11 @@ typedef struct ag_classify {
   ag_state_masks *entry;
 } ag_classify;
 
-static void ag_mark_accepted(ag_state_masks *e, int32_t id) { e->accepted[id >> 5] |= 1u << (id & 31); }
+static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
+  int32_t id = v->sorted_ids[i];
+  e->accepted[id >> 5] |= 1u << (id & 31);
+  e->accepted_pos[i >> 5] |= 1u << (i & 31);
+}
 
 /* Classifies sorted token i, which failed at byte `depth`, and every later token
  * sharing its first depth+1 bytes (they fail there too); returns the next position. */
@@ -92,7 +97,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, ag_error *er
       i = ag_classify_failed(w, v, i, depth, &oom);
       continue;
     }
-    ag_mark_accepted(w->entry, v->sorted_ids[i]);
+    ag_mark_accepted(w->entry, v, i);
     i++;
   }
   ag_parser_truncate(p, base);
@@ -131,7 +136,9 @@ static ag_status ag_compute(const ag_grammar *g, const ag_vocab *v, int32_t stat
   w.entry = calloc(1, sizeof *w.entry);
   w.can_end = malloc(sizeof *w.can_end * ((size_t)v->max_token_len + 1));
   ag_status st = AG_OK;
-  if (!w.entry || !w.can_end || !(w.entry->accepted = calloc(words ? words : 1, sizeof(uint32_t))))
+  size_t pos_words = ((size_t)v->n_sorted + 31) / 32 + 1;
+  if (!w.entry || !w.can_end || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
+      !(w.entry->accepted_pos = calloc(pos_words, sizeof(uint32_t))))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   if (!st) st = ag_parser_init_item(&w.parser, g, state, err);
   if (!st) st = ag_classify_all(&w, v, err);
@@ -147,7 +154,7 @@ static ag_status ag_compute(const ag_grammar *g, const ag_vocab *v, int32_t stat
     ag_state_masks_free(w.entry);
     return st;
   }
-  w.entry->bytes += sizeof *w.entry + words * sizeof(uint32_t);
+  w.entry->bytes += sizeof *w.entry + (words + 1 + pos_words) * sizeof(uint32_t);
   *out = w.entry;
   return AG_OK;
 }

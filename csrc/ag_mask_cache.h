@@ -16,7 +16,9 @@
 #include "ag_internal.h"
 
 typedef struct ag_state_masks {
-  uint32_t *accepted;  /* bitset over token ids, ceil(mask_size / 32) words */
+  uint32_t *accepted;     /* bitset over token ids, ceil(mask_size / 32) words */
+  uint32_t *accepted_pos; /* the same set over sorted positions, ceil(n_sorted / 32) words,
+                           * so other states' uncertain sets can drop it word by word */
   /* The uncertain tokens as positions in the vocabulary's sorted order, in the
    * smaller of two forms: an ascending list, or (when dense) a position bitset. */
   int32_t *uncertain;

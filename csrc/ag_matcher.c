@@ -22,7 +22,8 @@ struct ag_matcher {
   bool terminate_without_stop;
   bool stopped; /* a stop token was accepted */
   /* Scratch for masks: the uncertain sorted positions, and which states were seen. */
-  uint32_t *pos_bits; /* [ceil(n_sorted / 32)] */
+  uint32_t *pos_bits;     /* [ceil(n_sorted / 32)] */
+  uint32_t *accepted_pos; /* [ceil(n_sorted / 32)] */
   uint32_t *state_stamp; /* [n_states] */
   uint32_t stamp;
 };
@@ -64,8 +65,11 @@ ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t
   if (!st) st = ag_parser_init(&m->parser, compiled->grammar, err);
   if (!st) {
     m->state_stamp = calloc((size_t)compiled->grammar->n_states + 1, sizeof *m->state_stamp);
-    m->pos_bits = calloc(((size_t)compiled->vocab->n_sorted + 31) / 32 + 1, sizeof *m->pos_bits);
-    if (!m->state_stamp || !m->pos_bits) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+    size_t pos_words = ((size_t)compiled->vocab->n_sorted + 31) / 32 + 1;
+    m->pos_bits = calloc(pos_words, sizeof *m->pos_bits);
+    m->accepted_pos = calloc(pos_words, sizeof *m->accepted_pos);
+    if (!m->state_stamp || !m->pos_bits || !m->accepted_pos)
+      st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
   if (st) {
     ag_matcher_free(m);
@@ -81,6 +85,7 @@ void ag_matcher_free(ag_matcher *m) {
   ag_vec_free(&m->steps);
   free(m->state_stamp);
   free(m->pos_bits);
+  free(m->accepted_pos);
   free(m->stop_ids);
   ag_compiled_free(m->compiled);
   free(m);
@@ -273,7 +278,9 @@ static void ag_mark_uncertain(ag_matcher *m, const ag_state_masks *e) {
 static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
   const ag_grammar *g = m->compiled->grammar;
   const ag_parser *p = &m->parser;
-  memset(m->pos_bits, 0, sizeof *m->pos_bits * (((size_t)m->compiled->vocab->n_sorted + 31) / 32));
+  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
+  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
+  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
   if (++m->stamp == 0) {
     memset(m->state_stamp, 0, sizeof *m->state_stamp * (size_t)g->n_states);
     m->stamp = 1;
@@ -287,8 +294,11 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
     ag_status st = ag_mask_cache_get(m->compiled->cache, g, m->compiled->vocab, s, &e, err);
     if (st) return st;
     for (size_t w = 0; w < words; w++) mask[w] |= e->accepted[w];
+    for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
     ag_mark_uncertain(m, e);
   }
+  /* A token that some state accepts needs no check, however uncertain elsewhere. */
+  for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
   return ag_walk_tokens(m, m->pos_bits, mask, err);
 }
 
