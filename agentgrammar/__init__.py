@@ -21,6 +21,7 @@ from .errors import (
     BitmaskError,
     GrammarError,
     MatcherError,
+    SchemaError,
     TokenIdError,
     VocabularyError,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "GrammarError",
     "Matcher",
     "MatcherError",
+    "SchemaError",
     "TokenIdError",
     "Vocabulary",
     "VocabularyError",

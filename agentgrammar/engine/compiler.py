@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Union
 
 from ..errors import GrammarError, VocabularyError
@@ -87,7 +88,7 @@ class Compiler:
 
     Example:
         >>> from agentgrammar import Compiler, Vocabulary
-        >>> compiler = Compiler(Vocabulary(["{", "}", "\\"", "a"]))
+        >>> compiler = Compiler(Vocabulary(["{", "}", "\\"", "a"], stop_token_ids=[]))
         >>> compiled = compiler.compile_regex("a+")
     """
 
@@ -129,6 +130,20 @@ class Compiler:
         """Compile a regular expression (the whole output must match it)."""
         return self.compile(Grammar.from_regex(pattern))
 
+    def compile_json_schema(self, schema: Any, **options: Any) -> CompiledGrammar:
+        """Compile a JSON Schema (dict, JSON text or Pydantic model class).
+
+        ``options`` are those of :meth:`Grammar.from_json_schema` (``whitespace``, ``indent``,
+        ``separators``, ``strict``, ``max_whitespace``, ``lenient``).
+        """
+        return self.compile(Grammar.from_json_schema(schema, **options))
+
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the grammar of any JSON value."""
         return self.compile(Grammar.builtin_json())
+
+
+@lru_cache(maxsize=1)
+def byte_compiler() -> Compiler:
+    """A shared compiler over a vocabulary of the 256 single bytes (for ``Grammar.accepts``)."""
+    return Compiler(Vocabulary([bytes([b]) for b in range(256)], stop_token_ids=[]))

@@ -216,11 +216,11 @@ class Vocabulary:
         the tokenizer's (padding, masked off) or, as with Llama-3.2's ``<|image|>``, fall short of
         it when only added tokens are cut; cutting a regular token is an error.
 
-        Example:
-            >>> from transformers import AutoTokenizer                    # doctest: +SKIP
-            >>> tok = AutoTokenizer.from_pretrained("meta-llama/Llama-3.2-1B-Instruct")  # doctest: +SKIP
-            >>> Vocabulary.from_huggingface(tok).stop_token_ids          # doctest: +SKIP
-            (128001, 128009)
+        Example (with a local copy of the model's tokenizer)::
+
+            from transformers import AutoTokenizer
+            tok = AutoTokenizer.from_pretrained("path/to/Llama-3.2-1B-Instruct")
+            Vocabulary.from_huggingface(tok).stop_token_ids   # (128001, 128009)
         """
         name = type(tokenizer).__name__
         get_vocab = getattr(tokenizer, "get_vocab", None)

@@ -11,12 +11,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Set, Tuple
+from typing import Any, Dict, Iterable, List, Set, Tuple, Union
 
-from ..errors import GrammarError
+from ..errors import GrammarError, SchemaError
 from .builtin import json_rules
 from .ebnf import MAX_REPEAT, parse_ebnf, quote_names
 from .ir import MAX_CODE_POINT, ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .json_schema import json_schema_rules
 from .printer import to_ebnf
 from .regex import parse_regex
 from .serialize import serialize
@@ -252,7 +253,7 @@ class Grammar:
         'root'
     """
 
-    __slots__ = ("_bytes", "_normalized", "root", "rules")
+    __slots__ = ("_bytes", "_compiled_bytes", "_normalized", "root", "rules")
 
     rules: Tuple[Rule, ...]
     root: str
@@ -262,6 +263,7 @@ class Grammar:
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
         object.__setattr__(self, "_normalized", None)
+        object.__setattr__(self, "_compiled_bytes", None)
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], root: str = "root") -> "Grammar":
@@ -293,6 +295,27 @@ class Grammar:
             root ::= [A-Z] [a-z]*
         """
         return cls([Rule("root", parse_regex(pattern))], "root")
+
+    @classmethod
+    def from_json_schema(cls, schema: Any, **options: Any) -> "Grammar":
+        """The JSON texts valid against ``schema`` (a dict, a JSON string or a Pydantic model
+        class); ``options`` are those of ``json_schema.json_schema_rules`` (``whitespace``,
+        ``indent``, ``separators``, ``strict``, ``max_whitespace``, ``lenient``). Raises
+        ``SchemaError`` for what cannot be expressed exactly (unless ``lenient=True``).
+
+        Example:
+            >>> g = Grammar.from_json_schema({"type": "array", "items": {"type": "boolean"}, "maxItems": 2},
+            ...                              whitespace="compact")
+            >>> g.root
+            'root'
+        """
+        rules, root = json_schema_rules(schema, **options)
+        try:
+            return cls(rules, root)
+        except SchemaError:
+            raise
+        except GrammarError as e:  # e.g. a recursive schema with no way out
+            raise SchemaError(f"the schema accepts no finite JSON value: {e}") from None
 
     @classmethod
     def builtin_json(cls, *, any_value: bool = False) -> "Grammar":
@@ -336,6 +359,26 @@ class Grammar:
             data = serialize(self.normalized_rules, self.root)
             object.__setattr__(self, "_bytes", data)
         return data
+
+    def accepts(self, text: Union[str, bytes]) -> bool:
+        """True when ``text`` (UTF-8 for ``str``) is a complete sentence of this grammar.
+
+        Runs the C engine over a one-byte-per-token vocabulary; handy for checking outputs.
+
+        Example:
+            >>> g = Grammar.from_regex("a+b")
+            >>> g.accepts("aab"), g.accepts("ab!"), g.accepts(b"b")
+            (True, False, False)
+        """
+        from ..engine.compiler import byte_compiler  # the engine builds on this module
+        from ..engine.matcher import Matcher
+
+        compiled = self._compiled_bytes
+        if compiled is None:
+            compiled = byte_compiler().compile(self)
+            object.__setattr__(self, "_compiled_bytes", compiled)
+        matcher = Matcher(compiled)
+        return matcher.accept_string(text) and matcher.is_completed()
 
     def __str__(self) -> str:
         return to_ebnf(self.rules, self.root)

@@ -298,3 +298,14 @@ def test_exported_from_package():
 
 def test_validate_rules_returns_tuple():
     assert validate_rules([Rule("root", L(b"a"))]) == (Rule("root", L(b"a")),)
+
+
+def test_accepts_checks_whole_sentences_with_the_engine():
+    g = Grammar.from_ebnf('root ::= "[" [0-9]+ ("," [0-9]+)* "]"')
+    assert g.accepts("[1,22,3]")
+    assert g.accepts(b"[7]")
+    assert not g.accepts("[1,")  # a prefix, not a sentence
+    assert not g.accepts("[1]]")
+    # answers agree with the independent reference recognizer
+    for text in ["[]", "[0]", "[0,0]", "[,]", "[12,345]", "[1,2,]"]:
+        assert g.accepts(text) == IRMatcher(g.rules).matches(text), text

@@ -1,0 +1,1438 @@
+"""Convert a JSON Schema into grammar IR: the JSON texts that are instances of the schema.
+
+Entry point: ``json_schema_rules(schema, ...) -> (rules, root_name)``; ``Grammar.from_json_schema``
+wraps it. ``schema`` is a dict, a JSON string, or a Pydantic model class.
+
+Semantics follow draft 2020-12 (with the older spellings ``definitions``, ``items`` as an array +
+``additionalItems`` and draft-4 boolean ``exclusiveMinimum`` / ``exclusiveMaximum``).
+
+Supported now: boolean schemas; ``type`` (a name or a list); ``enum`` / ``const`` (each value in
+its JSON serialization with the chosen layout; strings in both their raw-UTF-8 and their
+``ensure_ascii`` spellings); ``properties`` (in schema order), ``required``,
+``additionalProperties`` (true / false / a schema; default true unless ``strict=True``; extra
+members come after the declared ones and their keys can never spell a declared name, escapes
+included), ``minProperties`` when it is trivially satisfied or 1, ``maxProperties`` when it is
+trivially satisfied; ``items``, ``prefixItems``, older ``items: [...]`` + ``additionalItems``,
+``minItems`` / ``maxItems``, ``uniqueItems: false``; ``minLength`` / ``maxLength`` (code points:
+a surrogate-pair escape counts as one, lone surrogate escapes are not generated);
+``pattern`` / ``format`` and numeric bounds through ``json_values``; ``anyOf``; ``oneOf`` when the
+branches are provably disjoint (by type, or by a required property with disjoint constants);
+``allOf`` (merged into one schema, siblings of ``$ref`` / ``anyOf`` / ``oneOf`` too);
+``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` and any JSON pointer (``~0`` ``~1`` and
+%-escapes), recursion included (each referenced schema becomes one shared rule); ``nullable``.
+
+Anything else raises ``SchemaError`` naming the keyword and its JSON pointer (``pattern`` or
+``format`` together with ``minLength`` / ``maxLength``, ``minProperties`` > 1 above the required
+count, ``maxProperties`` that is not trivially satisfied, ``uniqueItems: true``, ``multipleOf``,
+``not``, ``if``/``then``/``else``, ``patternProperties``, ``propertyNames``, ``contains``,
+``dependentRequired`` / ``dependentSchemas`` / ``dependencies``, ``unevaluated*``,
+``$dynamicRef``, external or anchor ``$ref``s, ...); with ``lenient=True`` a warning is issued
+instead and the constraint is over-approximated (ignored, or for ``oneOf`` treated as
+``anyOf``) so that no valid instance is lost. Unsatisfiable schemas raise ``SchemaError``.
+
+Soundness comes first: no text is accepted whose value is not valid. The known
+under-approximations (valid values in spellings or orders that are rejected): declared
+property names and string constants only in their raw-UTF-8 and ``ensure_ascii`` spellings;
+additional members only after the declared ones (declared ones in schema order); where an
+additional key could still spell a declared name, ``\\u`` escapes of printable ASCII are not
+generated; integers only as ``-?(0|[1-9][0-9]*)`` (not ``1.0``); numeric constants in their
+``json.dumps`` spelling (and ``2`` for ``2.0``); lone surrogate escapes only in strings without
+length constraints. ``format`` is asserted (the spec makes it an annotation by default).
+
+Layout: ``whitespace="flexible"`` allows JSON whitespace ``[ \\t\\n\\r]*`` between tokens
+(at most ``max_whitespace`` characters per run when given), ``"compact"`` exactly ``separators``
+(default ``(", ", ": ")``, as ``json.dumps``), ``indent=N`` the ``json.dumps(indent=N)`` layout
+(separators default ``(",", ": ")``); past ``INDENT_DEPTH_LIMIT`` levels of nesting the
+indented layout falls back to flexible whitespace (recursive schemas nest without bound).
+No whitespace is allowed before or after the top-level value.
+
+Example:
+    >>> rules, root = json_schema_rules({"type": "object", "properties": {"a": {"type": "boolean"}},
+    ...                                  "required": ["a"], "additionalProperties": False},
+    ...                                 whitespace="compact")
+    >>> root, [r.name for r in rules]
+    ('root', ['root'])
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from functools import lru_cache
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from urllib.parse import unquote
+
+from ..errors import GrammarError, SchemaError
+from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+
+__all__ = ["INDENT_DEPTH_LIMIT", "json_schema_rules"]
+
+#: Nesting depth past which ``indent=`` output falls back to flexible whitespace.
+INDENT_DEPTH_LIMIT = 16
+_MAX_LEVEL = 100  # nested sub-schema conversions (guards recursion through merged '$ref's)
+
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "example",
+        "$schema",
+        "$id",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$defs",
+        "definitions",
+        "$anchor",
+        "$vocabulary",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+        "discriminator",
+        "xml",
+        "externalDocs",
+    }
+)
+_OBJECT_KW = frozenset({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})
+_ARRAY_KW = frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"})
+_STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format"})
+_NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"})
+_KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENERIC_KW
+
+_TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
+_ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
+
+# --------------------------------------------------------------------------- lexical pieces
+
+_DQ = Literal(b'"')
+_HEX_UPPER = {d: "0123456789ABCDEF"[d] for d in range(16)}
+
+
+def _hex_digits(lo: int, hi: int) -> CharClass:
+    """One hex digit with value in [lo, hi], either case."""
+    ranges = []
+    for d in range(lo, hi + 1):
+        ranges.append((ord("0123456789abcdef"[d]),) * 2)
+        if d >= 10:
+            ranges.append((ord(_HEX_UPPER[d]),) * 2)
+    return CharClass(tuple(_merge(ranges)))
+
+
+def _merge(ranges: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    out: List[Tuple[int, int]] = []
+    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _minus(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
+    out = list(_merge(ranges))
+    for p in sorted(set(points)):
+        nxt = []
+        for lo, hi in out:
+            if lo <= p <= hi:
+                if lo < p:
+                    nxt.append((lo, p - 1))
+                if p < hi:
+                    nxt.append((p + 1, hi))
+            else:
+                nxt.append((lo, hi))
+        out = nxt
+    return out
+
+
+def _seq(items: Sequence[Expr]) -> Expr:
+    """A sequence, flattened, with adjacent literals merged and empty ones dropped."""
+    merged: List[Expr] = []
+    for x in items:
+        for y in x.items if type(x) is Seq else (x,):
+            if type(y) is Literal:
+                if not y.value:
+                    continue
+                if merged and type(merged[-1]) is Literal:
+                    merged[-1] = Literal(merged[-1].value + y.value)  # type: ignore[union-attr]
+                    continue
+            merged.append(y)
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def _choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
+    alts: List[Expr] = []
+    for x in items:
+        if x is None:
+            continue
+        for y in x.items if isinstance(x, Choice) else (x,):
+            # structural equality of deep trees is costly: only leaves are de-duplicated
+            if not (isinstance(y, (Literal, CharClass)) and y in alts):
+                alts.append(y)
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+
+
+def _opt(e: Expr) -> Expr:
+    return Repeat(e, 0, 1)
+
+
+@lru_cache(maxsize=None)
+def _hex_fixed(lo: int, hi: int, width: int) -> Expr:
+    """``width`` hex digits (either case) spelling a number in [lo, hi]."""
+    if width == 0:
+        return EMPTY
+    p = 16 ** (width - 1)
+    lo_d, hi_d = divmod(lo, p)[0], divmod(hi, p)[0]
+    if lo_d == hi_d:
+        return _seq([_hex_digits(lo_d, lo_d), _hex_fixed(lo % p, hi % p, width - 1)])
+    alts: List[Optional[Expr]] = []
+    first_full, last_full = lo_d, hi_d
+    if lo % p:
+        alts.append(_seq([_hex_digits(lo_d, lo_d), _hex_fixed(lo % p, p - 1, width - 1)]))
+        first_full += 1
+    last = None
+    if hi % p != p - 1:
+        last = _seq([_hex_digits(hi_d, hi_d), _hex_fixed(0, hi % p, width - 1)])
+        last_full -= 1
+    if first_full <= last_full:
+        alts.append(_seq([_hex_digits(first_full, last_full), _hex_fixed(0, p - 1, width - 1)]))
+    alts.append(last)
+    out = _choice(alts)
+    assert out is not None
+    return out
+
+
+def _hex4_in(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
+    return _choice([_hex_fixed(lo, hi, 4) for lo, hi in _merge(ranges)])
+
+
+#: Characters a JSON string holds raw: not ``"``, ``\\``, a control character or a surrogate.
+_RAW_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
+_SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_SHORT_ESCAPE_CLASS = tuple(_merge((ord(k), ord(k)) for k in _SHORT_ESCAPES))
+#: After a backslash: ``u`` + high surrogate, ``\\u`` + low surrogate (one character).
+_SURROGATE_PAIR_TAIL = Seq(
+    (Literal(b"u"), _hex_fixed(0xD800, 0xDBFF, 4), Literal(b"\\u"), _hex_fixed(0xDC00, 0xDFFF, 4))
+)
+
+
+@lru_cache(maxsize=4096)
+def _char_not_in(excluded: FrozenSet[str]) -> Expr:
+    """One JSON string character (raw or escaped) whose decoded code point is not in ``excluded``.
+
+    A surrogate-pair escape is one character; lone surrogate escapes are never generated. When
+    ``excluded`` holds a character outside the BMP, surrogate-pair escapes are left out
+    entirely (an under-approximation: keys spelled that way are rejected, never wrongly accepted).
+    """
+    cps = {ord(c) for c in excluded}
+    alts: List[Optional[Expr]] = [CharClass(tuple(_minus(_RAW_RANGES, cps)))]
+    shorts = [k for k, v in _SHORT_ESCAPES.items() if ord(v) not in cps]
+    esc: List[Optional[Expr]] = []
+    if shorts:
+        esc.append(CharClass(tuple(_merge((ord(k), ord(k)) for k in shorts))))
+    bmp = _minus([(0, 0xD7FF), (0xE000, 0xFFFF)], [c for c in cps if c <= 0xFFFF])
+    h = _hex4_in(bmp)
+    if h is not None:
+        esc.append(_seq([Literal(b"u"), h]))
+    if not any(c > 0xFFFF for c in cps):
+        esc.append(_SURROGATE_PAIR_TAIL)
+    e = _choice(esc)
+    if e is not None:
+        alts.append(_seq([Literal(b"\\"), e]))
+    out = _choice(alts)
+    assert out is not None
+    return out
+
+
+def _char_is(c: str) -> Expr:
+    """Every spelling of the one JSON string character ``c`` (raw, short escape, ``\\u``)."""
+    cp = ord(c)
+    alts: List[Optional[Expr]] = []
+    if any(lo <= cp <= hi for lo, hi in _RAW_RANGES):
+        alts.append(Literal(c.encode("utf-8")))
+    for k, v in _SHORT_ESCAPES.items():
+        if v == c:
+            alts.append(Literal(b"\\" + k.encode()))
+    if cp <= 0xFFFF:
+        alts.append(_seq([Literal(b"\\u"), _hex_fixed(cp, cp, 4)]))
+    else:
+        v = cp - 0x10000
+        hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
+        alts.append(_seq([Literal(b"\\u"), _hex_fixed(hi, hi, 4), Literal(b"\\u"), _hex_fixed(lo, lo, 4)]))
+    out = _choice(alts)
+    assert out is not None
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _string_literal(s: str) -> Expr:
+    """The JSON string ``s``: its raw-UTF-8 spelling and its ``ensure_ascii`` spelling."""
+    asc = json.dumps(s).encode("ascii")
+    try:
+        raw = json.dumps(s, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only the escaped spelling exists
+        return Literal(asc)
+    return Literal(raw) if raw == asc else Choice((Literal(raw), Literal(asc)))
+
+
+class _Trie:
+    __slots__ = ("children", "end")
+
+    def __init__(self) -> None:
+        self.children: Dict[str, "_Trie"] = {}
+        self.end = False
+
+
+#: Printable ASCII that ``json.dumps`` never escapes (all but ``"``, ``\\`` and ``/``, which
+#: have short escapes): key names made of these get a compact exclusion grammar.
+_PLAIN_ASCII = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\", "/"}
+
+
+_ASCII_LITERALS = {c: Literal(c.encode()) for c in _PLAIN_ASCII}
+
+
+@lru_cache(maxsize=4096)
+def _other_char(kids: FrozenSet[str], plain_escape: Expr) -> Expr:
+    """One JSON string character (any spelling) that decodes to none of ``kids``."""
+    if kids <= _PLAIN_ASCII:
+        return Choice((CharClass(tuple(_minus(_RAW_RANGES, [ord(c) for c in kids]))), plain_escape))
+    return _char_not_in(kids)
+
+
+@lru_cache(maxsize=1024)
+def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char: Expr) -> Expr:
+    """A JSON string (quotes included) whose decoded value is none of ``names``.
+
+    ``tail`` is the rest of any string (characters, closing quote), ``any_char`` any string
+    character, ``plain_escape`` an escape that spells no printable ASCII character. Keys are followed along
+    a trie of the names; a key is accepted once it ends off a name or leaves the trie with a
+    character that no name continues with (every spelling of the excluded characters is
+    excluded). For names of printable ASCII (the usual case) the characters of a name are
+    matched raw and ``\\u`` escapes of printable ASCII are not generated where a key could
+    still spell a name: an under-approximation (``json.dumps`` never writes those).
+    """
+    root = _Trie()
+    for n in names:
+        node = root
+        for c in n:
+            node = node.children.setdefault(c, _Trie())
+        node.end = True
+
+    def walk(node: _Trie) -> Expr:
+        alts: List[Expr] = [_DQ] if not node.end else []
+        other = _other_char(frozenset(node.children), plain_escape) if node.children else any_char
+        alts.append(Seq((other, tail)))
+        for c, child in node.children.items():
+            head = _ASCII_LITERALS[c] if c in _PLAIN_ASCII else _char_is(c)
+            rest = walk(child)
+            alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))
+        return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+
+    return _seq([_DQ, walk(root)])
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ptr(path: str, *segments: Union[str, int]) -> str:
+    for s in segments:
+        path += "/" + str(s).replace("~", "~0").replace("/", "~1")
+    return path
+
+
+def _show(path: str) -> str:
+    return "#" + path
+
+
+def _sanitize(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", s) or "_"
+
+
+def _type_of(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v.is_integer() else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    raise SchemaError(f"not a JSON value: {v!r}")
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    ta, tb = _type_of(a), _type_of(b)
+    num = ("integer", "number")
+    if ta in num and tb in num:
+        return bool(a == b)
+    if ta != tb:
+        return False
+    if ta == "array":
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if ta == "object":
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def _values_key(v: Any) -> str:
+    return json.dumps(v, sort_keys=True)
+
+
+def _json_values() -> Any:
+    try:
+        from . import json_values
+    except ImportError as e:  # pragma: no cover - depends on the companion module's state
+        raise SchemaError(
+            "numeric bounds, 'pattern' and 'format' need agentgrammar.grammar.json_values, "
+            f"which is not available ({e})"
+        ) from None
+    return json_values
+
+
+# --------------------------------------------------------------------------- layout
+
+
+class _Layout:
+    """The bytes between tokens: flexible whitespace, fixed separators, or pretty-printing."""
+
+    def __init__(
+        self,
+        whitespace: str,
+        indent: Optional[Union[int, str]],
+        separators: Optional[Tuple[str, str]],
+        max_whitespace: Optional[int],
+    ) -> None:
+        if whitespace not in ("flexible", "compact"):
+            raise SchemaError(f"whitespace must be 'flexible' or 'compact', not {whitespace!r}")
+        if indent is not None:
+            if isinstance(indent, bool) or not isinstance(indent, (int, str)):
+                raise SchemaError(f"indent must be an int or a str, not {indent!r}")
+            self.indent: Optional[str] = " " * indent if isinstance(indent, int) else indent
+            if any(c not in " \t\n\r" for c in self.indent):
+                raise SchemaError(f"indent must be whitespace, not {indent!r}")
+            self.mode = "indent"
+        else:
+            self.indent = None
+            self.mode = whitespace
+        if separators is None:
+            separators = (",", ": ") if self.mode == "indent" else (", ", ": ")
+        if (
+            not isinstance(separators, (tuple, list))
+            or len(separators) != 2
+            or not all(isinstance(s, str) for s in separators)
+        ):
+            raise SchemaError(f"separators must be a pair of strings, not {separators!r}")
+        for s, tok in zip(separators, ",:"):
+            if s.strip(" \t\n\r") != tok:
+                raise SchemaError(f"separator {s!r} must be {tok!r} with optional whitespace around it")
+        self.item_sep = separators[0].encode()
+        self.key_sep = separators[1].encode()
+        if max_whitespace is not None and (
+            isinstance(max_whitespace, bool) or not isinstance(max_whitespace, int) or max_whitespace < 0
+        ):
+            raise SchemaError(f"max_whitespace must be a non-negative int, not {max_whitespace!r}")
+        self.sig = (self.mode, self.indent, self.item_sep, self.key_sep, max_whitespace)
+        self.ws: Expr = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, max_whitespace)
+        self.ws_ref = RuleRef("ws")
+
+    def flexible_at(self, depth: int) -> bool:
+        return self.mode == "flexible" or (self.mode == "indent" and depth >= INDENT_DEPTH_LIMIT)
+
+    def key(self, depth: int) -> int:
+        """Depth as far as the layout cares (for memoization)."""
+        if self.mode != "indent":
+            return 0
+        return min(depth, INDENT_DEPTH_LIMIT)
+
+    def _nl(self, depth: int) -> Literal:
+        assert self.indent is not None
+        return Literal(("\n" + self.indent * depth).encode())
+
+    def open(self, depth: int) -> Expr:
+        """After ``{`` / ``[`` of a non-empty container at ``depth``."""
+        if self.flexible_at(depth):
+            return self.ws_ref
+        return self._nl(depth + 1) if self.mode == "indent" else EMPTY
+
+    def close(self, depth: int) -> Expr:
+        if self.flexible_at(depth):
+            return self.ws_ref
+        return self._nl(depth) if self.mode == "indent" else EMPTY
+
+    def sep(self, depth: int) -> Expr:
+        if self.flexible_at(depth):
+            return _seq([self.ws_ref, Literal(b","), self.ws_ref])
+        if self.mode == "indent":
+            return _seq([Literal(self.item_sep), self._nl(depth + 1)])
+        return Literal(self.item_sep)
+
+    def colon(self, depth: int) -> Expr:
+        if self.flexible_at(depth):
+            return _seq([self.ws_ref, Literal(b":"), self.ws_ref])
+        return Literal(self.key_sep)
+
+    def empty(self, depth: int, brackets: bytes) -> Expr:
+        if self.flexible_at(depth):
+            return _seq([Literal(brackets[:1]), self.ws_ref, Literal(brackets[1:])])
+        return Literal(brackets)
+
+    def container(self, depth: int, brackets: bytes, content: Expr) -> Expr:
+        return _seq(
+            [Literal(brackets[:1]), self.open(depth), content, self.close(depth), Literal(brackets[1:])]
+        )
+
+
+# --------------------------------------------------------------------------- converter
+
+#: Base rule bodies (``json_string``, ``json_value_3``, ...) and the names they reference, by
+#: (layout signature, name): they depend on nothing else, so conversions share them.
+_BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...]]] = {}
+
+
+class _Converter:
+    def __init__(self, root: Any, layout: _Layout, *, strict: bool, lenient: bool) -> None:
+        self.root = root
+        self.layout = layout
+        self.strict = strict
+        self.lenient = lenient
+        self.rules: Dict[str, Expr] = {}
+        self.memo: Dict[Tuple[str, int], Expr] = {}
+        self.ref_memo: Dict[Tuple[str, int], str] = {}
+        self.taken: Set[str] = set()
+        self.dead_refs: Set[Tuple[str, int]] = set()
+        self.level = 0  # nesting of convert() calls
+        self.validator: Any = None  # a jsonschema validator of the root (enum filtering)
+        self.base_rules: Dict[str, Expr] = {}
+
+    # ---- errors ---------------------------------------------------------------------------
+
+    def unsupported(self, keyword: str, path: str, why: str = "is not supported") -> None:
+        """Raise SchemaError, or warn when lenient (the caller then over-approximates)."""
+        where = _show(_ptr(path, keyword))
+        msg = f"JSON Schema keyword '{keyword}' at {where} {why}"
+        if not self.lenient:
+            raise SchemaError(msg, keyword=keyword, pointer=where)
+        warnings.warn(msg + " (lenient: over-approximated)", UserWarning, stacklevel=4)
+
+    def fail(self, msg: str, path: str, keyword: Optional[str] = None) -> SchemaError:
+        where = _show(_ptr(path, keyword) if keyword else path)
+        return SchemaError(f"{msg} (at {where})", keyword=keyword, pointer=where)
+
+    # ---- names and shared rules ------------------------------------------------------------
+
+    def fresh(self, base: str) -> str:
+        name = base
+        n = 1
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+    def _from_cache(self, name: str) -> bool:
+        """Install base rule ``name`` (and what it references) from the module cache."""
+        found = _BASE_CACHE.get((self.layout.sig, name))
+        if found is None:
+            return False
+        body, deps = found
+        self.taken.add(name)
+        self.base_rules[name] = body
+        for dep in deps:
+            if dep not in self.base_rules:
+                if dep.startswith("json_value"):
+                    self.any_value(int(dep.rsplit("_", 1)[1]) if dep != "json_value" else 0)
+                else:
+                    self.base(dep)
+        return True
+
+    def _to_cache(self, name: str, body: Expr) -> None:
+        deps: List[str] = []
+        stack = [body]
+        while stack:
+            e = stack.pop()
+            if type(e) is RuleRef:
+                if e.name not in deps:
+                    deps.append(e.name)
+            elif type(e) in (Seq, Choice):
+                stack.extend(e.items)  # type: ignore[union-attr]
+            elif type(e) is Repeat:
+                stack.append(e.item)  # type: ignore[union-attr]
+        if len(_BASE_CACHE) < 4096:
+            _BASE_CACHE[(self.layout.sig, name)] = (body, tuple(deps))
+
+    def base(self, name: str) -> RuleRef:
+        """Shared helper rules (created on first use)."""
+        if name not in self.base_rules and not self._from_cache(name):
+            lay = self.layout
+            if name == "ws":
+                body = lay.ws
+            elif name == "json_any_char":
+                # any JSON string character, lone surrogate escapes included (Python's json
+                # decodes them): exact for strings without length or pattern constraints
+                body = Choice(
+                    (
+                        CharClass(_RAW_RANGES),
+                        _seq(
+                            [
+                                Literal(b"\\"),
+                                _choice(
+                                    [
+                                        CharClass(_SHORT_ESCAPE_CLASS),
+                                        _seq([Literal(b"u"), _hex_fixed(0, 0xFFFF, 4)]),
+                                    ]
+                                ),
+                            ]
+                        ),
+                    )
+                )
+            elif name == "json_string_tail":
+                body = _seq([Repeat(self.base("json_any_char"), 0, None), _DQ])
+            elif name == "json_plain_escape":
+                # an escape spelling one character that is not printable ASCII (a short escape,
+                # a control character, or anything from U+0080 on, surrogate pairs included)
+                body = _seq(
+                    [
+                        Literal(b"\\"),
+                        _choice(
+                            [
+                                CharClass(_SHORT_ESCAPE_CLASS),
+                                _seq(
+                                    [Literal(b"u"), _hex4_in([(0, 0x1F), (0x80, 0xD7FF), (0xE000, 0xFFFF)])]
+                                ),
+                                _SURROGATE_PAIR_TAIL,
+                            ]
+                        ),
+                    ]
+                )
+            elif name == "json_string":
+                body = _seq([_DQ, Repeat(self.base("json_any_char"), 0, None), _DQ])
+            elif name == "json_integer":
+                body = _seq(
+                    [
+                        _opt(Literal(b"-")),
+                        Choice(
+                            (
+                                Literal(b"0"),
+                                _seq(
+                                    [CharClass(((0x31, 0x39),)), Repeat(CharClass(((0x30, 0x39),)), 0, None)]
+                                ),
+                            )
+                        ),
+                    ]
+                )
+            elif name == "json_number":
+                digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
+                body = _seq(
+                    [
+                        self.base("json_integer"),
+                        _opt(_seq([Literal(b"."), digits])),
+                        _opt(
+                            _seq(
+                                [
+                                    CharClass(((0x45, 0x45), (0x65, 0x65))),
+                                    _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
+                                    digits,
+                                ]
+                            )
+                        ),
+                    ]
+                )
+            else:  # pragma: no cover
+                raise AssertionError(name)
+            self.taken.add(name)
+            self.base_rules[name] = body
+            self._to_cache(name, body)
+        return RuleRef(name)
+
+    def any_value(self, depth: int) -> RuleRef:
+        d = self.layout.key(depth)
+        name = "json_value" if self.layout.mode != "indent" else f"json_value_{d}"
+        if name in self.base_rules or self._from_cache(name):
+            return RuleRef(name)
+        self.taken.add(name)
+        self.base_rules[name] = EMPTY  # placeholder for recursion
+        lay = self.layout
+        nxt = self.any_value(depth + 1)
+        member = _seq([self.base("json_string"), lay.colon(depth), nxt])
+        obj = _choice(
+            [
+                lay.empty(depth, b"{}"),
+                lay.container(depth, b"{}", _seq([member, Repeat(_seq([lay.sep(depth), member]), 0, None)])),
+            ]
+        )
+        arr = _choice(
+            [
+                lay.empty(depth, b"[]"),
+                lay.container(depth, b"[]", _seq([nxt, Repeat(_seq([lay.sep(depth), nxt]), 0, None)])),
+            ]
+        )
+        body = _choice(
+            [
+                Literal(b"null"),
+                Literal(b"true"),
+                Literal(b"false"),
+                self.base("json_number"),
+                self.base("json_string"),
+                obj,
+                arr,
+            ]
+        )
+        assert body is not None
+        self.base_rules[name] = body
+        self._to_cache(name, body)
+        return RuleRef(name)
+
+    def sub(self, schema: Any, path: str, depth: int, hint: str) -> Optional[Expr]:
+        """The expression of a sub-schema, shared through a rule when it is not trivial."""
+        try:
+            key = (json.dumps(schema, separators=(",", ":")), self.layout.key(depth))
+        except (TypeError, ValueError) as e:
+            raise self.fail(f"the schema is not JSON ({e})", path) from None
+        if key in self.memo:
+            return self.memo[key]
+        expr = self.convert(schema, path, depth, hint)
+        if (
+            expr is None
+            or isinstance(expr, (RuleRef, Literal, CharClass))
+            or (
+                isinstance(expr, Seq)
+                and len(expr.items) <= 3
+                and all(isinstance(x, (RuleRef, Literal)) for x in expr.items)
+            )
+            or (
+                isinstance(expr, Choice)
+                and len(expr.items) <= 4
+                and all(isinstance(x, Literal) for x in expr.items)
+            )
+        ):
+            self.memo[key] = expr  # type: ignore[assignment]
+            return expr
+        name = self.fresh(hint)
+        self.rules[name] = expr
+        self.memo[key] = RuleRef(name)
+        return RuleRef(name)
+
+    # ---- $ref ----------------------------------------------------------------------------
+
+    def resolve(self, ref: Any, path: str) -> Tuple[Any, str]:
+        if not isinstance(ref, str):
+            raise self.fail("'$ref' must be a string", path, "$ref")
+        if not ref.startswith("#"):
+            raise SchemaError(
+                f"JSON Schema keyword '$ref' at {_show(_ptr(path, '$ref'))}: only references inside "
+                f"the schema ('#...') are supported, not {ref!r}",
+                keyword="$ref",
+                pointer=_show(_ptr(path, "$ref")),
+            )
+        frag = unquote(ref[1:])
+        if frag and not frag.startswith("/"):
+            raise SchemaError(
+                f"JSON Schema keyword '$ref' at {_show(_ptr(path, '$ref'))}: anchors ({ref!r}) are not supported",
+                keyword="$ref",
+                pointer=_show(_ptr(path, "$ref")),
+            )
+        node = self.root
+        for seg in frag.split("/")[1:]:
+            seg = seg.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and seg in node:
+                node = node[seg]
+            elif isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+                node = node[int(seg)]
+            else:
+                raise self.fail(f"'$ref' {ref!r} points to nothing", path, "$ref")
+        return node, frag
+
+    def ref_rule(self, ref: str, path: str, depth: int) -> Optional[Expr]:
+        target, frag = self.resolve(ref, path)
+        if target is False:
+            return None
+        key = (frag, self.layout.key(depth))
+        if key in self.dead_refs:
+            return None
+        name = self.ref_memo.get(key)
+        if name is not None:
+            return RuleRef(name)
+        segs = [s.replace("~1", "/").replace("~0", "~") for s in frag.split("/")[1:]]
+        if not segs:
+            hint = "root"
+        elif len(segs) == 2 and segs[0] in ("$defs", "definitions"):
+            hint = "defs_" + _sanitize(segs[1])
+        else:
+            hint = "ref_" + _sanitize("_".join(segs))
+        if self.layout.mode == "indent" and key[1]:
+            hint += f"_d{key[1]}"
+        name = self.fresh(hint)
+        self.ref_memo[key] = name
+        self.rules[name] = EMPTY  # placeholder (recursion)
+        expr = self.convert(target, frag, depth, name)
+        if expr is None:
+            # An unsatisfiable definition: a rule that matches nothing (recursive references to
+            # it may exist already), and the reference contributes nothing.
+            self.rules[name] = Choice(())
+            self.dead_refs.add(key)
+            return None
+        self.rules[name] = expr
+        return RuleRef(name)
+
+    # ---- allOf merging -------------------------------------------------------------------
+
+    def deref(self, s: Any, path: str, guard: int = 0) -> Any:
+        """Replace a top-level ``$ref`` by its target merged with the siblings."""
+        while isinstance(s, dict) and "$ref" in s:
+            if guard > 32:
+                raise self.fail("'$ref' chain too deep (a reference cycle with no structure)", path, "$ref")
+            target, _ = self.resolve(s["$ref"], path)
+            rest = {k: v for k, v in s.items() if k != "$ref"}
+            s = self.merge(target, rest, path) if rest else target
+            guard += 1
+        return s
+
+    def merge(self, a: Any, b: Any, path: str) -> Any:
+        """The schema of the instances valid against both ``a`` and ``b`` (simple cases)."""
+        if a is False or b is False:
+            return False
+        if a is True or a == {}:
+            return b
+        if b is True or b == {}:
+            return a
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            raise self.fail("a schema must be an object or a boolean", path)
+        a = self.deref(a, path)
+        b = self.deref(b, path)
+        if a is False or b is False:
+            return False
+        if a is True or b is True:
+            return b if a is True else a
+        a = self.flatten_all_of(a, path)
+        b = self.flatten_all_of(b, path)
+        if a is False or b is False:
+            return False
+        out: Dict[str, Any] = {}
+        keys = list(a) + [k for k in b if k not in a]
+        for k in keys:
+            if k in _ANNOTATIONS:
+                continue
+            if k not in b:
+                out[k] = a[k]
+                continue
+            if k not in a:
+                out[k] = b[k]
+                continue
+            x, y = a[k], b[k]
+            if k in ("properties", "additionalProperties"):
+                continue  # handled below
+            if x == y:
+                out[k] = x
+            elif k == "type":
+                tx = [x] if isinstance(x, str) else list(x)
+                ty = [y] if isinstance(y, str) else list(y)
+                both = [t for t in tx if t in ty]
+                if "integer" in tx and "number" in ty and "integer" not in both:
+                    both.append("integer")
+                if "integer" in ty and "number" in tx and "integer" not in both:
+                    both.append("integer")
+                if not both:
+                    return False
+                out[k] = both
+            elif k == "required":
+                out[k] = list(dict.fromkeys(list(x) + list(y)))
+            elif k in ("minimum", "minLength", "minItems", "minProperties"):
+                out[k] = max(x, y)
+            elif k in ("maximum", "maxLength", "maxItems", "maxProperties"):
+                out[k] = min(x, y)
+            elif (
+                k in ("exclusiveMinimum", "exclusiveMaximum")
+                and not isinstance(x, bool)
+                and not isinstance(y, bool)
+            ):
+                out[k] = max(x, y) if k == "exclusiveMinimum" else min(x, y)
+            elif k in ("enum", "const"):
+                xs = x if k == "enum" else [x]
+                ys = y if k == "enum" else [y]
+                common = [v for v in xs if any(_json_equal(v, w) for w in ys)]
+                out.pop("const", None)
+                out["enum"] = common
+            elif k in ("anyOf", "oneOf"):
+                out[k] = [self.merge(p, q, path) for p in x for q in y]
+                if len(out[k]) > 256:
+                    raise self.fail(f"merging two '{k}' lists gives too many branches", path, k)
+                if k == "oneOf":
+                    self.unsupported(k, path, "appears in two allOf branches (cannot be merged exactly)")
+                    out["anyOf"] = out.pop(k)
+            elif k in ("items",) and isinstance(x, (dict, bool)) and isinstance(y, (dict, bool)):
+                out[k] = self.merge(x, y, path)
+            elif k == "uniqueItems":
+                out[k] = bool(x or y)
+            else:
+                self.unsupported(k, path, "differs between allOf branches and cannot be merged")
+                out[k] = x  # lenient: keep one side (a superset of the intersection)
+        if "enum" in out and "const" in out:
+            out["enum"] = [v for v in out.pop("enum") if _json_equal(v, out["const"])]
+            del out["const"]
+        if (
+            "properties" in a
+            or "properties" in b
+            or "additionalProperties" in a
+            or "additionalProperties" in b
+        ):
+            if "patternProperties" in a or "patternProperties" in b:
+                self.unsupported("patternProperties", path, "cannot be merged in allOf")
+            pa, pb = a.get("properties", {}), b.get("properties", {})
+            aa = a.get("additionalProperties", True)
+            ab = b.get("additionalProperties", True)
+            props: Dict[str, Any] = {}
+            for name in list(pa) + [n for n in pb if n not in pa]:
+                props[name] = self.merge(pa.get(name, aa), pb.get(name, ab), path)
+            out["properties"] = props
+            add = self.merge(aa, ab, path)
+            if add is not True:
+                out["additionalProperties"] = add
+        return out
+
+    def flatten_all_of(self, s: Dict[str, Any], path: str) -> Any:
+        if "allOf" not in s:
+            return s
+        branches = s["allOf"]
+        if not isinstance(branches, list) or not branches:
+            raise self.fail("'allOf' must be a non-empty array", path, "allOf")
+        acc: Any = {k: v for k, v in s.items() if k != "allOf"}
+        for b in branches:
+            acc = self.merge(acc, b, _ptr(path, "allOf"))
+        return acc
+
+    # ---- the conversion ------------------------------------------------------------------
+
+    def convert(self, schema: Any, path: str, depth: int, hint: str) -> Optional[Expr]:
+        self.level += 1
+        try:
+            if self.level > _MAX_LEVEL:
+                raise self.fail(
+                    f"the schema nests more than {_MAX_LEVEL} levels (or recurses through a '$ref' "
+                    "merged with sibling keywords, which cannot be expressed)",
+                    path,
+                )
+            return self._convert(schema, path, depth, hint)
+        finally:
+            self.level -= 1
+
+    def _convert(self, schema: Any, path: str, depth: int, hint: str) -> Optional[Expr]:
+        if schema is True:
+            return self.any_value(depth)
+        if schema is False:
+            return None
+        if not isinstance(schema, dict):
+            raise self.fail(f"a schema must be an object or a boolean, not {type(schema).__name__}", path)
+        unknown = [k for k in schema if k not in _KNOWN]
+        if unknown:
+            for k in unknown:
+                self.unsupported(k, path)
+            # lenient: the constraints are ignored (an over-approximation); keys that match
+            # patternProperties are not "additional", so those become unrestricted too
+            loose = "patternProperties" in schema
+            schema = {k: v for k, v in schema.items() if k in _KNOWN}
+            if loose:
+                schema["additionalProperties"] = True
+        if "$ref" in schema:
+            rest = {k: v for k, v in schema.items() if k not in _ANNOTATIONS and k != "$ref"}
+            if not rest:
+                return self.ref_rule(schema["$ref"], path, depth)
+            schema = self.deref(schema, path)
+            return self.convert(schema, path, depth, hint)
+        if "allOf" in schema:
+            return self.convert(self.flatten_all_of(schema, path), path, depth, hint)
+        for kw in ("anyOf", "oneOf"):
+            if kw in schema:
+                branches = schema[kw]
+                if not isinstance(branches, list) or not branches:
+                    raise self.fail(f"'{kw}' must be a non-empty array", path, kw)
+                rest = {k: v for k, v in schema.items() if k != kw and k not in _ANNOTATIONS}
+                if kw == "oneOf" and not self.disjoint(branches, rest, path):
+                    self.unsupported(
+                        "oneOf",
+                        path,
+                        "has branches that are not provably disjoint "
+                        "(only disjoint ones are exact); use anyOf",
+                    )
+                if rest:
+                    branches = [self.merge(rest, b, _ptr(path, kw, i)) for i, b in enumerate(branches)]
+                alts = [
+                    self.sub(b, _ptr(path, kw, i), depth, f"{hint}_{kw.lower()}_{i}")
+                    for i, b in enumerate(branches)
+                ]
+                return _choice(alts)
+
+        types = self.types(schema, path)
+        if schema.get("nullable") is True and "null" not in types and "type" in schema:
+            types.append("null")
+        if "enum" in schema or "const" in schema:
+            return self.enum(schema, types, path, depth)
+
+        alts: List[Optional[Expr]] = []
+        for t in types:
+            if t == "null":
+                alts.append(Literal(b"null"))
+            elif t == "boolean":
+                alts.append(Choice((Literal(b"true"), Literal(b"false"))))
+            elif t == "string":
+                alts.append(self.string(schema, path))
+            elif t == "integer":
+                alts.append(self.number(schema, path, integer=True))
+            elif t == "number":
+                alts.append(self.number(schema, path, integer=False))
+            elif t == "object":
+                alts.append(self.object(schema, path, depth, hint))
+            elif t == "array":
+                alts.append(self.array(schema, path, depth, hint))
+        return _choice(alts)
+
+    def types(self, schema: Dict[str, Any], path: str) -> List[str]:
+        t = schema.get("type")
+        if t is None:
+            return list(_ALL_TYPES)
+        ts = [t] if isinstance(t, str) else t
+        if not isinstance(ts, list) or not ts or not all(isinstance(x, str) for x in ts):
+            raise self.fail("'type' must be a type name or a non-empty array of them", path, "type")
+        for x in ts:
+            if x not in _TYPES:
+                raise self.fail(f"unknown type {x!r}", path, "type")
+        out = list(dict.fromkeys(ts))
+        if "number" in out and "integer" in out:
+            out.remove("integer")
+        return out
+
+    def disjoint(self, branches: List[Any], rest: Dict[str, Any], path: str) -> bool:
+        """Whether no instance can match two of ``branches`` (by type, or by a constant property)."""
+        sets = []
+        resolved = []
+        for b in branches:
+            try:
+                b = self.deref(b, path) if isinstance(b, dict) else b
+            except SchemaError:
+                return False
+            resolved.append(b)
+            if not isinstance(b, dict):
+                if b is False:
+                    sets.append(set())
+                    continue
+                return False
+            if "enum" in b or "const" in b:
+                vals = b["enum"] if "enum" in b else [b["const"]]
+                s = {_type_of(v) for v in vals}
+            elif "type" in b:
+                ts = [b["type"]] if isinstance(b["type"], str) else b["type"]
+                s = set(ts)
+                if b.get("nullable") is True:
+                    s.add("null")
+            else:
+                s = set(_TYPES)
+            if "number" in s:
+                s.add("integer")
+            sets.append(s)
+        if all(not (sets[i] & sets[j]) for i in range(len(sets)) for j in range(i)):
+            return True
+
+        # A discriminator: objects only (else a non-object matches every branch), and a
+        # property required in every branch, with pairwise distinct constants.
+        def objects_only(b: Dict[str, Any]) -> bool:
+            return any(x.get("type") in ("object", ["object"]) for x in (b, rest))
+
+        if all(isinstance(b, dict) and objects_only(b) for b in resolved):
+            common: Optional[Set[str]] = None
+            for b in resolved:
+                req = set(b.get("required", [])) | set(rest.get("required", []))
+                common = req if common is None else common & req
+            for prop in sorted(common or ()):
+                vals = []
+                for b in resolved:
+                    ps = b.get("properties", {}).get(prop)
+                    ps = self.deref(ps, path) if isinstance(ps, dict) else ps
+                    if not isinstance(ps, dict) or not ("const" in ps or "enum" in ps):
+                        break
+                    vals.append(ps["enum"] if "enum" in ps else [ps["const"]])
+                else:
+                    ok = all(
+                        not any(_json_equal(x, y) for x in vals[i] for y in vals[j])
+                        for i in range(len(vals))
+                        for j in range(i)
+                    )
+                    if ok:
+                        return True
+        return False
+
+    # ---- enum / const --------------------------------------------------------------------
+
+    def enum(self, schema: Dict[str, Any], types: List[str], path: str, depth: int) -> Optional[Expr]:
+        if "enum" in schema:
+            vals = schema["enum"]
+            if not isinstance(vals, list):
+                raise self.fail("'enum' must be an array", path, "enum")
+        else:
+            vals = [schema["const"]]
+        if "const" in schema and "enum" in schema:
+            vals = [v for v in vals if _json_equal(v, schema["const"])]
+        if schema.get("nullable") is True and "type" not in schema and "enum" in schema:
+            vals = vals + [None]
+        kept = []
+        others = {
+            k: v
+            for k, v in schema.items()
+            if k not in _ANNOTATIONS and k not in ("enum", "const", "type", "nullable")
+        }
+        validator = None
+        if others:
+            import jsonschema
+
+            if self.validator is None:
+                root = self.root if isinstance(self.root, (dict, bool)) else {}
+                self.validator = jsonschema.Draft202012Validator(root)
+            validator = self.validator.evolve(schema=others)  # '$ref's resolve against the root
+        for v in vals:
+            t = _type_of(v)
+            ok = t in types or (t == "integer" and "number" in types)
+            if ok and validator is not None:
+                try:
+                    ok = validator.is_valid(v)
+                except Exception as e:  # e.g. an unresolvable $ref
+                    self.unsupported("enum", path, f"cannot be checked against its sibling keywords ({e})")
+                    ok = True  # lenient: keep the value
+            if ok and not any(_values_key(v) == _values_key(w) for w in kept):
+                kept.append(v)  # equal numbers spelled differently (1 and 1.0) are both kept
+        return _choice([self.value(v, depth) for v in kept])
+
+    def value(self, v: Any, depth: int) -> Expr:
+        """One JSON value, spelled with the layout at ``depth``."""
+        lay = self.layout
+        if v is None or isinstance(v, bool):
+            return Literal(json.dumps(v).encode())
+        if isinstance(v, int):
+            return Literal(str(v).encode())
+        if isinstance(v, float):
+            forms = [json.dumps(v)]
+            if v.is_integer() and abs(v) < 1e16:
+                forms.append(str(int(v)))
+            out = _choice([Literal(f.encode()) for f in forms])
+            assert out is not None
+            return out
+        if isinstance(v, str):
+            return _string_literal(v)
+        if isinstance(v, list):
+            if not v:
+                return lay.empty(depth, b"[]")
+            items: List[Expr] = []
+            for i, x in enumerate(v):
+                if i:
+                    items.append(lay.sep(depth))
+                items.append(self.value(x, depth + 1))
+            return lay.container(depth, b"[]", _seq(items))
+        if isinstance(v, dict):
+            if not v:
+                return lay.empty(depth, b"{}")
+            items = []
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    items.append(lay.sep(depth))
+                items += [_string_literal(str(k)), lay.colon(depth), self.value(x, depth + 1)]
+            return lay.container(depth, b"{}", _seq(items))
+        raise SchemaError(f"not a JSON value: {v!r}")
+
+    # ---- strings and numbers -------------------------------------------------------------
+
+    def string(self, schema: Dict[str, Any], path: str) -> Optional[Expr]:
+        lo = schema.get("minLength", 0)
+        hi = schema.get("maxLength")
+        for k, x in (("minLength", lo), ("maxLength", hi)):
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+                raise self.fail(f"'{k}' must be a non-negative integer", path, k)
+        if hi is not None and lo > hi:
+            return None
+        pattern, fmt = schema.get("pattern"), schema.get("format")
+        if pattern is not None or fmt is not None:
+            jv = _json_values()
+            if lo or hi is not None:
+                kw = "pattern" if pattern is not None else "format"
+                self.unsupported(
+                    "minLength" if lo else "maxLength", path, f"together with '{kw}' is not supported yet"
+                )
+            if pattern is not None and fmt is not None:
+                self.unsupported("format", path, "together with 'pattern' is not supported yet")
+                fmt = None
+            if pattern is not None:
+                if not isinstance(pattern, str):
+                    raise self.fail("'pattern' must be a string", path, "pattern")
+                try:
+                    return jv.pattern_string(pattern)
+                except SchemaError:
+                    raise
+                except Exception as e:
+                    self.unsupported("pattern", path, f"({pattern!r}) cannot be converted: {e}")
+                    return self.base("json_string")
+            if not isinstance(fmt, str):
+                raise self.fail("'format' must be a string", path, "format")
+            e = jv.format_string(fmt)
+            if e is None:
+                self.unsupported("format", path, f"{fmt!r} is not a supported format")
+                return self.base("json_string")
+            return e
+        if lo == 0 and hi is None:
+            return self.base("json_string")
+        # Code points counted exactly; large bounds are nested rather than unrolled.
+        return _json_values().string_expr(lo, hi)
+
+    def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
+        if "multipleOf" in schema:  # pragma: no cover - rejected as unknown before
+            self.unsupported("multipleOf", path)
+        mn, mx = schema.get("minimum"), schema.get("maximum")
+        emn, emx = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        for k, x in (("minimum", mn), ("maximum", mx), ("exclusiveMinimum", emn), ("exclusiveMaximum", emx)):
+            if x is not None and not isinstance(x, (int, float)):
+                raise self.fail(f"'{k}' must be a number", path, k)
+        # draft 4: boolean exclusive* qualify minimum / maximum
+        if isinstance(emn, bool):
+            emn, mn = (mn, None) if emn else (None, mn)
+        if isinstance(emx, bool):
+            emx, mx = (mx, None) if emx else (None, mx)
+        if mn is None and mx is None and emn is None and emx is None:
+            return self.base("json_integer" if integer else "json_number")
+        jv = _json_values()
+        fn = jv.integer_expr if integer else jv.number_expr
+        try:
+            return fn(mn, mx, emn, emx)
+        except SchemaError:
+            raise
+        except GrammarError as e:
+            if "lies in the range" in str(e) or "empty" in str(e):
+                return None  # no number of this type is in range: this type contributes nothing
+            kw = next(
+                k for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in schema
+            )
+            raise self.fail(f"'{kw}': {e}", path, kw) from None
+
+    # ---- objects -------------------------------------------------------------------------
+
+    def object(self, schema: Dict[str, Any], path: str, depth: int, hint: str) -> Optional[Expr]:
+        lay = self.layout
+        props = schema.get("properties", {})
+        if not isinstance(props, dict):
+            raise self.fail("'properties' must be an object", path, "properties")
+        required = schema.get("required", [])
+        if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+            raise self.fail("'required' must be an array of strings", path, "required")
+        req = set(required)
+        addl = schema.get("additionalProperties", False if self.strict else True)
+        props = dict(props)
+        for r in required:
+            if r not in props:
+                props[r] = addl
+        members: List[Tuple[Optional[Expr], bool]] = []
+        for k, s in props.items():
+            v = self.sub(s, _ptr(path, "properties", k), depth + 1, f"{hint}_prop_{_sanitize(k)}")
+            if v is None:
+                if k in req:
+                    return None
+                continue
+            members.append((_seq([_string_literal(k), lay.colon(depth), v]), k in req))
+        add: Optional[Expr] = None
+        if addl is not False:
+            v = self.sub(addl, _ptr(path, "additionalProperties"), depth + 1, f"{hint}_addl")
+            if v is not None:
+                key = _key_not_in(
+                    tuple(props),
+                    self.base("json_string_tail"),
+                    self.base("json_plain_escape"),
+                    self.base("json_any_char"),
+                )
+                name = self.fresh(f"{hint}_addl_member")
+                self.rules[name] = _seq([key, lay.colon(depth), v])
+                add = RuleRef(name)
+        n_req = len(req)
+        allow_empty = n_req == 0
+        mnp, mxp = schema.get("minProperties"), schema.get("maxProperties")
+        if mnp is not None and mnp > n_req:
+            if mnp == 1:
+                allow_empty = False
+            else:
+                self.unsupported(
+                    "minProperties",
+                    path,
+                    f"({mnp}) above the number of required properties is not supported yet",
+                )
+        if mxp is not None:
+            if mxp < n_req:
+                return None
+            if add is not None or mxp < len(members):
+                self.unsupported(
+                    "maxProperties", path, f"({mxp}) is not supported unless trivially satisfied"
+                )
+        sep = lay.sep(depth)
+        # after[i]: the members from i on, when one was already written (each preceded by sep).
+        # first(i - 1) and after[i - 1] both use after[i] for i <= first_req + 1 (the members up
+        # to the first required one); from 2 on those are rules, so the size stays linear.
+        n = len(members)
+        tail: Expr = Repeat(_seq([sep, add]), 0, None) if add is not None else EMPTY
+        first_req = next((i for i, (_, r) in enumerate(members) if r), n)
+        pieces = [_seq([sep, m]) if r else _opt(_seq([sep, m])) for m, r in members]
+        after: List[Expr] = [EMPTY] * (n + 1)
+        shared = min(first_req + 1, n)
+        for i in range(shared, 0, -1):
+            body = _seq(pieces[i:] + [tail]) if i == shared else _seq([pieces[i], after[i + 1]])
+            if i >= 2 and body != EMPTY and type(body) not in (RuleRef, Literal):
+                name = self.fresh(f"{hint}_rest_{i}")
+                self.rules[name] = body
+                after[i] = RuleRef(name)
+            else:
+                after[i] = body
+        # first(i): nothing written yet; members from i on, at least one member in total.
+        nonempty: Optional[Expr] = _seq([add, tail]) if add is not None else None
+        for i in range(min(first_req, n - 1) if n else -1, -1, -1):
+            m, r = members[i]
+            here = _seq([m, after[i + 1]])
+            nonempty = here if r else _choice([here, nonempty])
+        alts: List[Optional[Expr]] = []
+        if allow_empty:
+            alts.append(lay.empty(depth, b"{}"))
+        if nonempty is not None:
+            alts.append(lay.container(depth, b"{}", nonempty))
+        return _choice(alts)
+
+    # ---- arrays --------------------------------------------------------------------------
+
+    def array(self, schema: Dict[str, Any], path: str, depth: int, hint: str) -> Optional[Expr]:
+        lay = self.layout
+        items = schema.get("items")
+        prefix: List[Any] = []
+        if "prefixItems" in schema:
+            prefix = schema["prefixItems"]
+            if not isinstance(prefix, list):
+                raise self.fail("'prefixItems' must be an array", path, "prefixItems")
+            rest = items if items is not None else True
+            rest_path = _ptr(path, "items")
+            prefix_kw = "prefixItems"
+        elif isinstance(items, list):
+            prefix = items
+            rest = schema.get("additionalItems", True)
+            rest_path = _ptr(path, "additionalItems")
+            prefix_kw = "items"
+        else:
+            rest = items if items is not None else True
+            rest_path = _ptr(path, "items")
+            prefix_kw = "items"
+        if schema.get("uniqueItems") not in (None, False):
+            self.unsupported("uniqueItems", path)
+        lo = schema.get("minItems", 0)
+        hi = schema.get("maxItems")
+        for k, x in (("minItems", lo), ("maxItems", hi)):
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+                raise self.fail(f"'{k}' must be a non-negative integer", path, k)
+        if hi is not None and lo > hi:
+            return None
+        k = len(prefix)
+        pexprs = [
+            self.sub(s, _ptr(path, prefix_kw, i), depth + 1, f"{hint}_item_{i}") for i, s in enumerate(prefix)
+        ]
+        rexpr = self.sub(rest, rest_path, depth + 1, f"{hint}_items")
+        sep = lay.sep(depth)
+        # Items at positions >= limit cannot exist.
+        limit = k if rexpr is None else None
+        for i, p in enumerate(pexprs):
+            if p is None:
+                limit = i
+                break
+        if hi is not None:
+            limit = hi if limit is None else min(limit, hi)
+        if limit is not None and lo > limit:
+            return None
+
+        def tail(i: int) -> Optional[Expr]:
+            """Items from position i (>= 1) on, each preceded by the separator."""
+            if limit is not None and i >= limit:
+                return EMPTY
+            if i < k:
+                p = pexprs[i]
+                assert p is not None
+                nxt = tail(i + 1)
+                assert nxt is not None
+                piece = _seq([sep, p, nxt])
+                return piece if i < lo else _opt(piece)
+            assert rexpr is not None
+            rmin = max(lo - i, 0)
+            rmax = None if limit is None else limit - i
+            return Repeat(_seq([sep, rexpr]), rmin, rmax)
+
+        alts: List[Optional[Expr]] = []
+        if lo == 0:
+            alts.append(lay.empty(depth, b"[]"))
+        if limit is None or limit > 0:
+            first = pexprs[0] if k else rexpr
+            assert first is not None
+            t = tail(1)
+            assert t is not None
+            alts.append(lay.container(depth, b"[]", _seq([first, t])))
+        return _choice(alts)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _load(schema: Any) -> Any:
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return schema.model_json_schema()
+    if isinstance(schema, (str, bytes)):
+        try:
+            return json.loads(schema)
+        except ValueError as e:
+            raise SchemaError(f"the schema is not valid JSON: {e}") from None
+    if isinstance(schema, (dict, bool)):
+        return schema
+    raise SchemaError(
+        f"a schema must be a dict, a bool, a JSON string or a Pydantic model class, not {type(schema).__name__}"
+    )
+
+
+def json_schema_rules(
+    schema: Any,
+    *,
+    whitespace: str = "flexible",
+    indent: Optional[Union[int, str]] = None,
+    separators: Optional[Tuple[str, str]] = None,
+    strict: bool = False,
+    max_whitespace: Optional[int] = None,
+    lenient: bool = False,
+) -> Tuple[List[Rule], str]:
+    """Grammar rules (root first) for the JSON texts valid against ``schema``, and the root name.
+
+    Raises ``SchemaError`` for what cannot be expressed exactly (``lenient=True``: a warning and
+    an over-approximation instead) and for malformed schemas.
+
+    Example:
+        >>> rules, root = json_schema_rules({"enum": ["a", 1, None]})
+        >>> rules[0]
+        Rule(name='root', body=Choice(items=(Literal(value=b'"a"'), Literal(value=b'1'), Literal(value=b'null'))))
+    """
+    doc = _load(schema)
+    layout = _Layout(whitespace, indent, separators, max_whitespace)
+    conv = _Converter(doc, layout, strict=strict, lenient=lenient)
+    conv.taken.add("root")
+    conv.ref_memo[("", 0)] = "root"
+    conv.rules["root"] = EMPTY
+    expr = conv.convert(doc, "", 0, "root")
+    if expr is None:
+        raise SchemaError("the schema accepts no value (it is false or unsatisfiable)", pointer="#")
+    conv.rules["root"] = expr
+    if layout.mode != "compact":
+        conv.base("ws")  # referenced by the layout's separators (unused ones are dropped by Grammar)
+    rules = [Rule(n, b) for n, b in conv.rules.items()]
+    rules += [Rule(n, b) for n, b in conv.base_rules.items()]
+    return rules, "root"

@@ -1,0 +1,894 @@
+"""JSON Schema front-end: realistic tool schemas through the real engine, a property test
+against ``jsonschema``, and the error / lenient behaviour of what is not supported.
+
+Every instance is serialized with ``json.dumps`` (its default ``ensure_ascii`` spelling and
+separators, or ``indent=``) and fed to a ``Matcher`` over a byte vocabulary; "accepted" means
+accepted to completion.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from typing import Any, Dict, List, Optional
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+from agentgrammar.errors import GrammarError, SchemaError
+from agentgrammar.grammar.json_schema import json_schema_rules
+
+VOCAB = Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
+COMPILER = Compiler(VOCAB)
+
+try:
+    from agentgrammar.grammar import json_values  # noqa: F401
+
+    HAVE_JSON_VALUES = True
+except ImportError:
+    HAVE_JSON_VALUES = False
+
+
+class Checker:
+    """Compiles a schema once; ``accepts(text)`` = the whole text is accepted to completion."""
+
+    def __init__(self, schema: Any, **options: Any) -> None:
+        self.grammar = Grammar.from_json_schema(schema, **options)
+        self.compiled = COMPILER.compile(self.grammar)
+
+    def accepts(self, text: str) -> bool:
+        m = Matcher(self.compiled)
+        return m.accept_string(text) and m.is_completed()
+
+
+def dumps(value: Any, layout: str) -> str:
+    if layout == "indent":
+        return json.dumps(value, indent=2)
+    return json.dumps(value)
+
+
+# --------------------------------------------------------------------------- realistic schemas
+
+WEATHER = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "description": "City name"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer"},
+    },
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+SEARCH = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1},
+        "engine": {"enum": ["google", "bing", "ddg"]},
+        "safe": {"type": "boolean"},
+        "lang": {"const": "en"},
+    },
+    "required": ["query", "engine"],
+    "additionalProperties": False,
+}
+
+OPTIONAL_EVERYWHERE = {
+    "type": "object",
+    "properties": {k: {"type": "integer"} for k in "abcde"},
+    "required": ["c"],
+    "additionalProperties": False,
+}
+
+ALL_OPTIONAL = {
+    "type": "object",
+    "properties": {k: {"type": "string"} for k in ("x", "y", "z")},
+    "additionalProperties": False,
+}
+
+NESTED = {
+    "type": "object",
+    "properties": {
+        "user": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "address": {
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "zip": {"type": ["string", "null"]}},
+                    "required": ["street"],
+                    "additionalProperties": False,
+                },
+            },
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["user"],
+    "additionalProperties": False,
+}
+
+ARRAYS = {
+    "type": "object",
+    "properties": {
+        "ids": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+        "point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": False},
+    },
+    "required": ["ids"],
+    "additionalProperties": False,
+}
+
+TREE = {
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {
+                "value": {"type": "integer"},
+                "children": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+            },
+            "required": ["value"],
+            "additionalProperties": False,
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+
+NULLABLE_ANYOF = {
+    "type": "object",
+    "properties": {
+        "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+        "note": {"type": ["string", "null"]},
+    },
+    "required": ["limit"],
+    "additionalProperties": False,
+}
+
+OPEN_OBJECT = {  # additionalProperties defaults to true
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "count": {"type": "integer"}},
+    "required": ["id"],
+}
+
+ADDITIONAL_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "additionalProperties": {"type": "integer"},
+}
+
+DISCRIMINATED = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+            "required": ["kind", "r"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"kind": {"const": "rect"}, "w": {"type": "number"}, "h": {"type": "number"}},
+            "required": ["kind", "w", "h"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+ALLOF = {
+    "properties": {"a": True, "b": True},
+    "allOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "boolean"}}, "required": ["b"]},
+    ],
+    "additionalProperties": False,
+}
+
+OLD_ARRAYS = {  # draft 7: items as an array + additionalItems
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "properties": {
+        "old": {"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "boolean"}}
+    },
+}
+
+POINTER_REFS = {
+    "definitions": {"a/b": {"type": "integer"}, "t~x": {"enum": [1, 2]}},
+    "type": "array",
+    "prefixItems": [{"$ref": "#/definitions/a~1b"}, {"$ref": "#/definitions/t~0x"}],
+    "items": False,
+}
+
+CASES = [
+    (
+        "weather",
+        WEATHER,
+        [{"city": "Paris"}, {"city": "Paris", "days": 3}, {"city": "Zürich", "unit": "celsius", "days": -2}],
+        [
+            {},
+            {"unit": "celsius"},
+            {"city": "Paris", "unit": "kelvin"},
+            {"city": "P", "x": 1},
+            {"city": 3},
+            {"city": "P", "days": 1.5},
+            [],
+            "Paris",
+        ],
+    ),
+    (
+        "search",
+        SEARCH,
+        [{"query": "q", "engine": "bing"}, {"query": "☃ snow", "engine": "ddg", "safe": True, "lang": "en"}],
+        [
+            {"query": "", "engine": "bing"},
+            {"query": "q", "engine": "yahoo"},
+            {"query": "q"},
+            {"query": "q", "engine": "bing", "lang": "fr"},
+            {"query": "q", "engine": "bing", "safe": "yes"},
+        ],
+    ),
+    (
+        "optional_everywhere",
+        OPTIONAL_EVERYWHERE,
+        [
+            {"c": 1},
+            {"a": 1, "c": 2},
+            {"c": 1, "e": 5},
+            {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5},
+            {"b": 0, "c": 0, "d": 0},
+        ],
+        [{}, {"a": 1}, {"a": 1, "b": 2, "d": 4, "e": 5}, {"c": "1"}, {"c": 1, "f": 1}],
+    ),
+    (
+        "all_optional",
+        ALL_OPTIONAL,
+        [{}, {"x": "1"}, {"y": "2"}, {"z": "3"}, {"x": "1", "z": "3"}, {"x": "", "y": "", "z": ""}],
+        [{"w": "1"}, {"x": 1}, {"x": "1", "q": "2"}],
+    ),
+    (
+        "nested",
+        NESTED,
+        [
+            {"user": {"name": "Ann"}},
+            {"user": {"name": "Ann", "address": {"street": "Main", "zip": None}}, "tags": ["a", "b"]},
+            {"user": {"name": "Bob", "address": {"street": "x", "zip": "123"}}, "tags": []},
+        ],
+        [
+            {"user": {}},
+            {"user": {"name": "Ann", "address": {"zip": "1"}}},
+            {"user": {"name": "A"}, "tags": [1]},
+            {"tags": []},
+        ],
+    ),
+    (
+        "arrays",
+        ARRAYS,
+        [
+            {"ids": [1]},
+            {"ids": [1, 2, 3]},
+            {"ids": [0], "point": [1.5, -2]},
+            {"ids": [4], "point": []},
+            {"ids": [1, 2], "point": [3]},
+        ],
+        [{"ids": []}, {"ids": [1, 2, 3, 4]}, {"ids": [1], "point": [1, 2, 3]}, {"ids": [1], "point": ["a"]}],
+    ),
+    (
+        "old_arrays",
+        OLD_ARRAYS,
+        [{"old": ["s", True, False]}, {"old": []}, {"old": ["s"]}],
+        [{"old": [1]}, {"old": ["s", "t"]}],
+    ),
+    (
+        "tree",
+        TREE,
+        [
+            {"value": 1},
+            {"value": 1, "children": []},
+            {"value": 1, "children": [{"value": 2}, {"value": 3, "children": [{"value": 4}]}]},
+        ],
+        [
+            {},
+            {"value": 1, "children": [{}]},
+            {"value": 1, "children": [{"value": 2, "children": [{"v": 3}]}]},
+        ],
+    ),
+    (
+        "nullable_anyof",
+        NULLABLE_ANYOF,
+        [{"limit": None}, {"limit": 5}, {"limit": 5, "note": None}, {"limit": 5, "note": "n"}],
+        [{}, {"limit": "5"}, {"limit": 1, "note": 3}],
+    ),
+    (
+        "open_object",
+        OPEN_OBJECT,
+        [
+            {"id": "a"},
+            {"id": "a", "count": 1},
+            {"id": "a", "extra": [1, {"k": None}]},
+            {"id": "a", "count": 2, "idx": "s", "coun": True},
+        ],
+        [{"count": 1}, {"id": 1}, {"id": "a", "count": "x"}],
+    ),
+    (
+        "additional_schema",
+        ADDITIONAL_SCHEMA,
+        [{}, {"name": "n"}, {"name": "n", "age": 3}, {"x": 1, "y": 2}, {"é": 1}],
+        [{"name": 1}, {"name": "n", "age": "3"}, {"x": "s"}],
+    ),
+    (
+        "discriminated_oneof",
+        DISCRIMINATED,
+        [{"kind": "circle", "r": 1.5}, {"kind": "rect", "w": 1, "h": 2}],
+        [{"kind": "circle", "w": 1, "h": 2}, {"kind": "square", "r": 1}, {"kind": "rect", "w": 1}],
+    ),
+    (
+        "allof",
+        ALLOF,
+        [{"a": "x", "b": True}],
+        [{"a": "x"}, {"b": True}, {"a": "x", "b": True, "c": 1}, {"a": 1, "b": True}],
+    ),
+    (
+        "pointer_refs",
+        POINTER_REFS,
+        [[1], [7, 2], []],
+        [[1.5], [1, 3], [1, 2, 3]],
+    ),
+]
+
+
+@pytest.mark.parametrize("layout", ["compact", "indent", "flexible"])
+@pytest.mark.parametrize("name,schema,valid,invalid", CASES, ids=[c[0] for c in CASES])
+def test_realistic_schemas(
+    name: str, schema: Dict[str, Any], valid: List[Any], invalid: List[Any], layout: str
+) -> None:
+    for v in valid:
+        jsonschema.validate(v, schema)  # the test data itself is right
+    for v in invalid:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(v, schema)
+    options: Dict[str, Any] = {"whitespace": "compact"} if layout == "compact" else {}
+    if layout == "indent":
+        options["indent"] = 2
+    checker = Checker(schema, **options)
+    for v in valid:
+        texts = (
+            [dumps(v, layout)]
+            if layout != "flexible"
+            else [json.dumps(v), json.dumps(v, indent=3), json.dumps(v, separators=(",", ":"))]
+        )
+        for text in texts:
+            assert checker.accepts(text), (name, text)
+    for v in invalid:
+        assert not checker.accepts(dumps(v, layout if layout != "flexible" else "compact")), (name, v)
+
+
+def test_compact_is_exact() -> None:
+    c = Checker(WEATHER, whitespace="compact")
+    assert c.accepts('{"city": "a", "days": 1}')
+    assert not c.accepts('{"city":"a","days":1}')
+    assert not c.accepts('{"city": "a",  "days": 1}')
+    c2 = Checker(WEATHER, whitespace="compact", separators=(",", ":"))
+    assert c2.accepts('{"city":"a","days":1}')
+    assert not c2.accepts('{"city": "a", "days": 1}')
+
+
+def test_flexible_and_max_whitespace() -> None:
+    c = Checker(WEATHER)
+    assert c.accepts('{ \n\t"city" :"a" ,\r\n  "days":1 }')
+    assert not c.accepts(' {"city": "a"}')  # nothing around the top-level value
+    c2 = Checker(WEATHER, max_whitespace=2)
+    assert c2.accepts('{  "city":  "a"  }')
+    assert not c2.accepts('{   "city": "a"}')
+
+
+def test_indent_layout_matches_json_dumps() -> None:
+    c = Checker(NESTED, indent=4)
+    v = {"user": {"name": "Ann", "address": {"street": "Main", "zip": None}}, "tags": ["a", "b"]}
+    assert c.accepts(json.dumps(v, indent=4))
+    assert not c.accepts(json.dumps(v, indent=2))
+    assert not c.accepts(json.dumps(v))
+    assert c.accepts(json.dumps({"user": {"name": "A"}, "tags": []}, indent=4))
+    # enum / const values nested in containers follow the indentation too
+    c2 = Checker({"const": {"a": [1, 2], "b": {}}}, indent=2)
+    assert c2.accepts(json.dumps({"a": [1, 2], "b": {}}, indent=2))
+    # recursion deeper than the indentation limit falls back to flexible whitespace
+    deep: Dict[str, Any] = {"value": 0}
+    for i in range(25):
+        deep = {"value": i, "children": [deep]}
+    assert Checker(TREE, indent=1).accepts(json.dumps(deep, indent=1))
+
+
+def test_string_lengths_count_code_points() -> None:
+    c = Checker({"type": "string", "minLength": 2, "maxLength": 3})
+    assert c.accepts(json.dumps("ab"))
+    assert c.accepts(json.dumps("\U0001f600\U0001f600"))  # two surrogate-pair escapes: 2 code points
+    assert c.accepts(json.dumps("\U0001f600\U0001f600", ensure_ascii=False))
+    assert not c.accepts(json.dumps("\U0001f600"))
+    assert not c.accepts(json.dumps("abcd"))
+    assert c.accepts('"a\\n"')
+    assert not c.accepts('"\\ud800x"')  # a lone surrogate escape is never generated
+
+
+def test_additional_keys_never_spell_a_declared_name() -> None:
+    c = Checker({"type": "object", "properties": {"city": {"type": "string"}}})
+    assert c.accepts('{"city": "x", "cit": 1, "cityy": 2, "x": 3}')
+    for key in ('"\\u0063ity"', '"ci\\u0074y"', '"cit\\u0079"', '"\\u0043ity"'):
+        text = "{%s: 1}" % key
+        valid = jsonschema.Draft202012Validator({"properties": {"city": {"type": "string"}}}).is_valid(
+            json.loads(text)
+        )
+        assert c.accepts(text) == valid or not c.accepts(text), key
+    assert not c.accepts('{"\\u0063ity": 1}')
+    assert c.accepts('{"cit\\u00e9": 1}') and c.accepts('{"\\u00e9": 1}')  # other keys, escaped
+    assert c.accepts('{"City": 1}')
+
+
+def test_allof_keeps_additional_properties_semantics() -> None:
+    # additionalProperties: false next to allOf sees no 'properties' of its own: a and b are
+    # additional there, so with both required nothing is valid.
+    schema = {
+        "type": "object",
+        "allOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}],
+        "additionalProperties": False,
+    }
+    assert not jsonschema.Draft202012Validator(schema).is_valid({"a": "x"})
+    with pytest.raises(SchemaError, match="accepts no value"):
+        Grammar.from_json_schema(schema)
+    c = Checker({"allOf": [{"properties": {"a": {"type": "string"}}}], "additionalProperties": False})
+    assert c.accepts("{}") and not c.accepts('{"a": "x"}')
+
+
+COMPOSITION = [
+    (  # recursion through "#", pretty-printed (one rule per depth)
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "sub": {"$ref": "#"}},
+            "required": ["name"],
+            "additionalProperties": False,
+        },
+        [{"name": "a"}, {"name": "a", "sub": {"name": "b", "sub": {"name": "c"}}}, {"name": "a", "sub": {}}],
+    ),
+    (  # allOf with a $ref branch
+        {
+            "$defs": {"B": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+            "allOf": [{"$ref": "#/$defs/B"}, {"properties": {"y": {"type": "string"}}, "required": ["y"]}],
+        },
+        [{"x": 1, "y": "a"}, {"x": 1}, {"y": "a"}, {"x": 1, "y": "a", "z": None}],
+    ),
+    (  # siblings of $ref
+        {
+            "$ref": "#/$defs/B",
+            "properties": {"y": {"type": "string"}},
+            "required": ["y"],
+            "$defs": {"B": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}},
+        },
+        [{"x": 1, "y": "a"}, {"x": 1}, {"y": "a"}],
+    ),
+    (  # siblings of anyOf
+        {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+            "additionalProperties": False,
+        },
+        [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {}],
+    ),
+    ({"oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}, [1, "a", None, 1.5, True]),
+    (  # enum values filtered by the sibling keywords (with a $ref among them)
+        {
+            "$defs": {"S": {"type": "integer"}},
+            "enum": [{"a": 1}, {"a": "x"}, 3],
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/S"}},
+        },
+        [{"a": 1}, {"a": "x"}, 3],
+    ),
+    ({"type": ["integer", "string"], "minLength": 2}, [1, "ab", "a"]),
+    (
+        {"type": "object", "properties": {"é": {"type": "integer"}, "a/b": {"type": "string"}}},
+        [{"é": 1}, {"a/b": "x"}, {"é": "x"}, {"e": "x"}, {"éé": "x"}],
+    ),
+]
+
+
+@pytest.mark.parametrize("schema,instances", COMPOSITION)
+@pytest.mark.parametrize("layout", ["compact", "indent"])
+def test_composition_matches_jsonschema(schema: Dict[str, Any], instances: List[Any], layout: str) -> None:
+    checker = Checker(schema, **({"indent": 2} if layout == "indent" else {"whitespace": "compact"}))
+    validator = jsonschema.Draft202012Validator(schema)
+    for inst in instances:
+        assert checker.accepts(dumps(inst, layout)) == validator.is_valid(inst), inst
+
+
+def test_oneof_lenient_is_anyof() -> None:
+    schema = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    with pytest.raises(SchemaError, match="oneOf"):
+        Grammar.from_json_schema(schema)
+    with pytest.warns(UserWarning, match="oneOf"):
+        c = Checker(schema, lenient=True)
+    assert c.accepts("1") and c.accepts("1.5") and not c.accepts('"1"')
+
+
+def test_nullable() -> None:
+    # OpenAPI's nullable (unknown to jsonschema, so checked here directly)
+    c = Checker(
+        {
+            "type": "object",
+            "properties": {"n": {"type": "string", "nullable": True}, "e": {"enum": ["a"], "nullable": True}},
+            "additionalProperties": False,
+        }
+    )
+    assert c.accepts('{"n": null, "e": null}') and c.accepts('{"n": "x", "e": "a"}')
+    assert not c.accepts('{"n": 1}') and not c.accepts('{"e": "b"}')
+
+
+def test_boolean_schemas_and_inputs() -> None:
+    assert Checker(True).accepts('{"a": [1, "x", null]}')
+    assert Checker({}).accepts("3.5e2")
+    with pytest.raises(SchemaError):
+        Grammar.from_json_schema(False)
+    assert Checker(json.dumps(WEATHER)).accepts('{"city": "x"}')
+    c = Checker({"type": "object", "properties": {"a": False, "b": True}})
+    assert c.accepts('{"b": 1}') and not c.accepts('{"a": 1}')
+
+
+def test_pydantic_model() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Address(pydantic.BaseModel):
+        street: str
+        zip: Optional[str] = None
+
+    class Person(pydantic.BaseModel):
+        name: str
+        tags: List[str] = pydantic.Field(default_factory=list)
+        address: Address
+
+    c = Checker(Person, whitespace="compact")
+    p = Person(name="A", address=Address(street="S"))
+    assert c.accepts(json.dumps(p.model_dump()))
+    assert not c.accepts(json.dumps({"name": "A"}))
+
+
+def test_shared_rules_and_names() -> None:
+    addr = {
+        "type": "object",
+        "properties": {"street": {"type": "string"}},
+        "required": ["street"],
+        "additionalProperties": False,
+    }
+    schema = {"type": "object", "properties": {"home": addr, "work": addr}, "additionalProperties": False}
+    rules, root = json_schema_rules(schema)
+    names = [r.name for r in rules]
+    assert root == "root" and names[0] == "root"
+    assert "root_prop_home" in names and "root_prop_work" not in names  # shared
+    rules, _ = json_schema_rules(TREE)
+    assert "defs_node" in [r.name for r in rules]
+
+
+def test_conversion_is_fast() -> None:
+    json_schema_rules(WEATHER)
+    n = 200
+    t = time.perf_counter()
+    for _ in range(n):
+        json_schema_rules(WEATHER)
+    per = (time.perf_counter() - t) / n
+    assert per < 2e-3, per  # typically ~0.1 ms; generous for slow CI machines
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    "schema,keyword,pointer",
+    [
+        ({"type": "array", "contains": {"type": "integer"}}, "contains", "#/contains"),
+        (
+            {"type": "object", "properties": {"a~/b": {"type": "integer", "multipleOf": 2}}},
+            "multipleOf",
+            "#/properties/a~0~1b/multipleOf",
+        ),
+        ({"properties": {"x": {"not": {"type": "null"}}}}, "not", "#/properties/x/not"),
+        ({"type": "object", "patternProperties": {"^a": {}}}, "patternProperties", "#/patternProperties"),
+        ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
+        ({"oneOf": [{"type": "string"}, {"type": "string", "minLength": 2}]}, "oneOf", "#/oneOf"),
+        ({"type": "object", "minProperties": 3}, "minProperties", "#/minProperties"),
+        (  # a discriminator without "type": "object": a non-object matches both branches
+            {
+                "oneOf": [
+                    {"properties": {"k": {"const": 1}}, "required": ["k"]},
+                    {"properties": {"k": {"const": 2}}},
+                ]
+            },
+            "oneOf",
+            "#/oneOf",
+        ),
+        ({"$defs": {"a": {"if": {"type": "string"}}}, "$ref": "#/$defs/a"}, "if", "#/$defs/a/if"),
+    ],
+)
+def test_unsupported_keywords(schema: Dict[str, Any], keyword: str, pointer: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.keyword == keyword and info.value.pointer == pointer
+    assert keyword in str(info.value) and pointer in str(info.value)
+    with pytest.warns(UserWarning, match=keyword):
+        g = Grammar.from_json_schema(schema, lenient=True)
+    assert isinstance(g, Grammar)
+
+
+@pytest.mark.skipif(not HAVE_JSON_VALUES, reason="needs agentgrammar.grammar.json_values")
+@pytest.mark.parametrize(
+    "schema,keyword,lenient_accepts",
+    [
+        ({"type": "string", "format": "color"}, "format", '"red"'),
+        ({"type": "string", "pattern": "(?=a)b"}, "pattern", '"zzz"'),
+        ({"type": "string", "pattern": "^a", "minLength": 2}, "minLength", '"a"'),
+    ],
+)
+def test_unsupported_string_constraints(schema: Dict[str, Any], keyword: str, lenient_accepts: str) -> None:
+    with pytest.raises(SchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.keyword == keyword and info.value.pointer == "#/" + keyword
+    with pytest.warns(UserWarning, match=keyword):
+        c = Checker(schema, lenient=True)
+    assert c.accepts(lenient_accepts) and not c.accepts("1")
+
+
+def test_lenient_over_approximates() -> None:
+    schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = Checker(schema, lenient=True)
+    assert c.accepts("[1, 2]") and c.accepts("[1, 1]")  # over-approximation: valid ones all kept
+    assert not c.accepts('["a"]')
+
+
+def test_malformed_schemas() -> None:
+    for bad in (
+        {"type": "strung"},
+        {"$ref": "#/$defs/missing"},
+        {"$ref": "other.json#/a"},
+        {"required": "a"},
+        "{not json",
+        3,
+        {"anyOf": []},
+    ):
+        with pytest.raises(SchemaError):
+            Grammar.from_json_schema(bad)
+    assert issubclass(SchemaError, GrammarError)
+
+
+def test_needs_json_values_or_delegates() -> None:
+    schema = {"type": "integer", "minimum": 0, "maximum": 10}
+    if not HAVE_JSON_VALUES:
+        with pytest.raises(SchemaError, match="json_values"):
+            Grammar.from_json_schema(schema)
+        return
+    c = Checker(schema)
+    assert c.accepts("0") and c.accepts("10") and not c.accepts("11") and not c.accepts("-1")
+    # draft 4 boolean exclusiveMinimum
+    c = Checker({"type": "integer", "minimum": 0, "exclusiveMinimum": True, "maximum": 3})
+    assert not c.accepts("0") and c.accepts("1")
+
+
+# --------------------------------------------------------------------------- property test
+
+_NAMES = ["a", "b", "ab", "c"]
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-20, 20),
+    st.sampled_from([0.5, -1.25, 2.0]),
+    # no final "\n": Python's "$" (jsonschema) matches before it, ECMA-262's does not
+    st.text(alphabet='ab"\\é\U0001f600\n', max_size=3).filter(lambda t: not t.endswith("\n")),
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(_NAMES + ["x"]), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+_leaf_schemas = st.one_of(
+    st.sampled_from([{"type": t} for t in ("string", "integer", "number", "boolean", "null")]),
+    st.builds(
+        lambda lo, extra: {"type": "string", "minLength": lo, "maxLength": lo + extra},
+        st.integers(0, 2),
+        st.integers(0, 2),
+    ),
+    st.lists(_scalars, min_size=1, max_size=3).map(lambda vs: {"enum": vs}),
+    _scalars.map(lambda v: {"const": v}),
+    st.just(True),
+    st.builds(
+        lambda kind, lo, width, excl: {
+            "type": kind,
+            ("exclusiveMinimum" if excl else "minimum"): lo,
+            "maximum": lo + width,
+        },
+        st.sampled_from(["integer", "number"]),
+        st.sampled_from([-3, 0, 1.5, 2]),
+        st.sampled_from([0, 1, 2.5, 4]),
+        st.booleans(),
+    ),
+    st.sampled_from(["^a+$", "b", "^[ab]{2}$", "^(ab|é)*$"]).map(lambda p: {"type": "string", "pattern": p}),
+    st.sampled_from(["date", "ipv4", "uuid"]).map(lambda f: {"type": "string", "format": f}),
+    st.lists(
+        st.sampled_from(["string", "integer", "null", "boolean"]), min_size=1, max_size=2, unique=True
+    ).map(lambda ts: {"type": ts}),
+)
+
+
+def _object_schema(children: Any) -> Any:
+    @st.composite
+    def build(draw: Any) -> Dict[str, Any]:
+        names = draw(st.lists(st.sampled_from(_NAMES), unique=True, max_size=4))
+        props = {n: draw(children) for n in names}
+        required = [n for n in names if draw(st.booleans())]
+        s: Dict[str, Any] = {"type": "object", "properties": props, "required": required}
+        addl = draw(st.sampled_from(["absent", False, True, "schema"]))
+        if addl == "schema":
+            s["additionalProperties"] = draw(_leaf_schemas)
+        elif addl != "absent":
+            s["additionalProperties"] = addl
+        return s
+
+    return build()
+
+
+def _array_schema(children: Any) -> Any:
+    @st.composite
+    def build(draw: Any) -> Dict[str, Any]:
+        s: Dict[str, Any] = {"type": "array"}
+        if draw(st.booleans()):
+            s["prefixItems"] = draw(st.lists(children, max_size=2))
+        if draw(st.booleans()):
+            s["items"] = draw(st.one_of(children, st.just(False)))
+        lo = draw(st.integers(0, 2))
+        if draw(st.booleans()):
+            s["minItems"] = lo
+        if draw(st.booleans()):
+            s["maxItems"] = lo + draw(st.integers(0, 2))
+        return s
+
+    return build()
+
+
+_inner_schemas = st.recursive(
+    _leaf_schemas,
+    lambda inner: st.one_of(
+        _object_schema(inner),
+        _array_schema(inner),
+        st.tuples(inner, inner).map(lambda p: {"anyOf": list(p)}),
+        st.tuples(inner, inner).map(lambda p: {"oneOf": list(p)}),  # used when provably disjoint
+    ),
+    max_leaves=5,
+)
+# sometimes behind a $ref (and then shared by name)
+_schemas = st.one_of(_inner_schemas, _inner_schemas.map(lambda s: {"$defs": {"d": s}, "$ref": "#/$defs/d"}))
+
+
+# Values that are spelled the one way the grammar spells them: no integral floats (``2.0`` is an
+# integer for JSON Schema), objects with one key (always in schema order).
+_plain_scalars = _scalars.filter(lambda v: not (isinstance(v, float) and v.is_integer()))
+_plain = st.one_of(
+    _plain_scalars,
+    st.lists(_plain_scalars, max_size=2),
+    st.dictionaries(st.sampled_from(_NAMES + ["x"]), _plain_scalars, max_size=1),
+)
+
+
+@st.composite
+def _instance(draw: Any, schema: Any, depth: int = 0) -> Any:
+    """Mostly-valid instances in schema order (declared properties, then extra ones)."""
+    if depth > 4 or schema is True or draw(st.integers(0, 9)) == 0:
+        return draw(_plain)
+    if "$ref" in schema:
+        return draw(_instance(schema["$defs"]["d"], depth))
+    for kw in ("anyOf", "oneOf"):
+        if kw in schema:
+            return draw(_instance(draw(st.sampled_from(schema[kw])), depth + 1))
+    if "enum" in schema:
+        return draw(st.sampled_from(schema["enum"]))
+    if "const" in schema:
+        return schema["const"]
+    t = schema["type"]
+    if isinstance(t, list):
+        t = draw(st.sampled_from(t))
+    if t == "string" and "pattern" in schema:
+        # no "\n": Python's re (used by jsonschema) lets "$" match before a final newline, ECMA-262 does not
+        matching = st.from_regex(schema["pattern"]).filter(lambda x: "\n" not in x)
+        return draw(st.one_of(matching, st.text(alphabet="abé", max_size=3)))
+    if t == "string" and "format" in schema:
+        fmt = schema["format"]
+        if fmt == "date":
+            valid = st.dates().map(lambda d: d.isoformat())
+        elif fmt == "ipv4":
+            valid = st.ip_addresses(v=4).map(str)
+        else:
+            valid = st.uuids().map(str)
+        return draw(st.one_of(valid, st.sampled_from(["", "2024-02-30", "1.2.3", "abc"])))
+    if t == "string":
+        lo = schema.get("minLength", 0)
+        return draw(
+            st.text(
+                alphabet='ab"é\U0001f600', min_size=max(lo - 1, 0), max_size=schema.get("maxLength", 3) + 1
+            )
+        )
+    if t == "integer":
+        return draw(st.integers(-5, 7))
+    # number: two decimals at most (json.dumps spells them without an exponent); integral
+    # values as ints (a const 0 is only generated as "0", while 0.0 equals it)
+    if t == "number":
+        return draw(
+            st.one_of(
+                st.integers(-5, 7),
+                st.floats(-5, 7).map(lambda x: round(x, 2)).map(lambda x: int(x) if x.is_integer() else x),
+            )
+        )
+    if t == "boolean":
+        return draw(st.booleans())
+    if t == "null":
+        return None
+    if t == "object":
+        out: Dict[str, Any] = {}
+        for k, s in schema["properties"].items():
+            if k in schema["required"] or draw(st.booleans()):
+                out[k] = draw(_instance(s, depth + 1))
+        for k in draw(st.lists(st.sampled_from(["x", "y", "a"]), unique=True, max_size=2)):
+            if k not in out and k not in schema["properties"]:
+                addl = schema.get("additionalProperties", True)
+                out[k] = draw(_instance(addl, depth + 1)) if isinstance(addl, dict) else draw(_plain)
+        return out
+    if t == "array":
+        prefix = schema.get("prefixItems", [])
+        n = draw(st.integers(0, 4))
+        items = schema.get("items", True)
+        out_list = []
+        for i in range(n):
+            s = prefix[i] if i < len(prefix) else items
+            out_list.append(draw(_instance(s, depth + 1)) if isinstance(s, dict) else draw(_plain))
+        return out_list
+    raise AssertionError(schema)
+
+
+def _needs(schema: Any) -> str:
+    text = json.dumps(schema)
+    return "json_values" if any(k in text for k in ('"pattern"', '"format"', 'inimum"', '"maximum"')) else ""
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(schema=_schemas, data=st.data(), layout=st.sampled_from(["compact", "indent", "flexible"]))
+def test_accepts_iff_jsonschema_valid(schema: Any, data: Any, layout: str) -> None:
+    if not HAVE_JSON_VALUES and "json_values" in _needs(schema):
+        return
+    options: Dict[str, Any] = {"whitespace": "compact"} if layout == "compact" else {}
+    if layout == "indent":
+        options["indent"] = 2
+    validator = jsonschema.Draft202012Validator(
+        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
+    try:
+        checker: Optional[Checker] = Checker(schema, **options)
+    except SchemaError as e:
+        if e.keyword == "oneOf":  # branches not provably disjoint: refused, fine
+            return
+        assert "accepts no value" in str(e)  # e.g. {"type": "array", "items": false, "minItems": 1}
+        checker = None
+    for _ in range(4):
+        inst = data.draw(_instance(schema))
+        text = dumps(inst, layout if layout != "flexible" else "indent")
+        if checker is None:
+            assert not validator.is_valid(inst), (schema, inst)
+            continue
+        assert checker.accepts(text) == validator.is_valid(inst), (schema, text)
+    if checker is None:
+        return
+    # arbitrary JSON (any key order): whatever is accepted is valid
+    for _ in range(2):
+        inst = data.draw(_json)
+        if checker.accepts(dumps(inst, layout if layout != "flexible" else "compact")):
+            assert validator.is_valid(inst), (schema, inst)
