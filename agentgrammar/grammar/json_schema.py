@@ -65,6 +65,7 @@ from urllib.parse import unquote
 
 from ..errors import GrammarError, SchemaError
 from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .utf8 import normalize_ranges
 
 __all__ = ["INDENT_DEPTH_LIMIT", "json_schema_rules"]
 
@@ -120,22 +121,11 @@ def _hex_digits(lo: int, hi: int) -> CharClass:
         ranges.append((ord("0123456789abcdef"[d]),) * 2)
         if d >= 10:
             ranges.append((ord(_HEX_UPPER[d]),) * 2)
-    return CharClass(tuple(_merge(ranges)))
-
-
-def _merge(ranges: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    out: List[Tuple[int, int]] = []
-    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
+    return CharClass(tuple(normalize_ranges(ranges)))
 
 
 def _minus(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
-    out = list(_merge(ranges))
+    out = list(normalize_ranges(ranges))
     for p in sorted(set(points)):
         nxt = []
         for lo, hi in out:
@@ -210,13 +200,13 @@ def _hex_fixed(lo: int, hi: int, width: int) -> Expr:
 
 
 def _hex4_in(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
-    return _choice([_hex_fixed(lo, hi, 4) for lo, hi in _merge(ranges)])
+    return _choice([_hex_fixed(lo, hi, 4) for lo, hi in normalize_ranges(ranges)])
 
 
 #: Characters a JSON string holds raw: not ``"``, ``\\``, a control character or a surrogate.
 _RAW_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
 _SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_SHORT_ESCAPE_CLASS = tuple(_merge((ord(k), ord(k)) for k in _SHORT_ESCAPES))
+_SHORT_ESCAPE_CLASS = tuple(normalize_ranges((ord(k), ord(k)) for k in _SHORT_ESCAPES))
 #: After a backslash: ``u`` + high surrogate, ``\\u`` + low surrogate (one character).
 _SURROGATE_PAIR_TAIL = Seq(
     (Literal(b"u"), _hex_fixed(0xD800, 0xDBFF, 4), Literal(b"\\u"), _hex_fixed(0xDC00, 0xDFFF, 4))
@@ -236,7 +226,7 @@ def _char_not_in(excluded: FrozenSet[str]) -> Expr:
     shorts = [k for k, v in _SHORT_ESCAPES.items() if ord(v) not in cps]
     esc: List[Optional[Expr]] = []
     if shorts:
-        esc.append(CharClass(tuple(_merge((ord(k), ord(k)) for k in shorts))))
+        esc.append(CharClass(tuple(normalize_ranges((ord(k), ord(k)) for k in shorts))))
     bmp = _minus([(0, 0xD7FF), (0xE000, 0xFFFF)], [c for c in cps if c <= 0xFFFF])
     h = _hex4_in(bmp)
     if h is not None:
