@@ -18,7 +18,7 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         f"(import of agentgrammar._core failed: {exc})"
     ) from exc
 
-__all__ = ["check", "ffi", "lib", "new_error", "raise_error"]
+__all__ = ["ffi", "lib", "new_error", "raise_error"]
 
 
 def new_error():  # type: ignore[no-untyped-def]
@@ -50,9 +50,3 @@ def raise_error(
         raise MemoryError(f"agentgrammar: {message}")
     cls = _BY_STATUS.get(status, invalid)
     raise cls(message)
-
-
-def check(status: int, err, invalid: Type[AgentGrammarError] = AgentGrammarError) -> None:  # type: ignore[no-untyped-def]
-    """Raise when ``status`` is not AG_OK."""
-    if status != lib.AG_OK:
-        raise_error(status, err, invalid)
