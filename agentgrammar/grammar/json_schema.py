@@ -100,6 +100,26 @@ _ANNOTATIONS = frozenset(
 )
 _OBJECT_KW = frozenset({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})
 _ARRAY_KW = frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"})
+# Array keywords whose meaning depends on each other within one schema object.
+_POSITIONAL_KW = frozenset({"items", "prefixItems", "additionalItems"})
+
+
+def _has_positional(s: Dict[str, Any]) -> bool:
+    return any(k in s for k in _POSITIONAL_KW)
+
+
+def _positions(s: Dict[str, Any], conv: Any, path: str) -> Tuple[List[Any], Any]:
+    """(schemas of the leading positions, schema of every later element) of one schema,
+    accepting both the 2020-12 spelling and the older ``items: [...]`` + ``additionalItems``."""
+    items = s.get("items", True)
+    if isinstance(items, list):
+        return list(items), s.get("additionalItems", True)
+    prefix = s.get("prefixItems", [])
+    if not isinstance(prefix, list):
+        raise conv.fail("'prefixItems' must be an array", path, "prefixItems")
+    return list(prefix), items
+
+
 _STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format"})
 _NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
 _GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"})
@@ -813,7 +833,7 @@ class _Converter:
         out: Dict[str, Any] = {}
         keys = list(a) + [k for k in b if k not in a]
         for k in keys:
-            if k in _ANNOTATIONS:
+            if k in _ANNOTATIONS or (k in _POSITIONAL_KW and _has_positional(a) and _has_positional(b)):
                 continue
             if k not in b:
                 out[k] = a[k]
@@ -822,7 +842,7 @@ class _Converter:
                 out[k] = b[k]
                 continue
             x, y = a[k], b[k]
-            if k in ("properties", "additionalProperties"):
+            if k in ("properties", "additionalProperties") or k in _POSITIONAL_KW:
                 continue  # handled below
             if x == y:
                 out[k] = x
@@ -862,13 +882,13 @@ class _Converter:
                 if k == "oneOf":
                     self.unsupported(k, path, "appears in two allOf branches (cannot be merged exactly)")
                     out["anyOf"] = out.pop(k)
-            elif k in ("items",) and isinstance(x, (dict, bool)) and isinstance(y, (dict, bool)):
-                out[k] = self.merge(x, y, path)
             elif k == "uniqueItems":
                 out[k] = bool(x or y)
             else:
                 self.unsupported(k, path, "differs between allOf branches and cannot be merged")
                 out[k] = x  # lenient: keep one side (a superset of the intersection)
+        if _has_positional(a) and _has_positional(b):
+            out.update(self.merge_positions(a, b, path))
         if "enum" in out and "const" in out:
             out["enum"] = [v for v in out.pop("enum") if _json_equal(v, out["const"])]
             del out["const"]
@@ -890,6 +910,26 @@ class _Converter:
             add = self.merge(aa, ab, path)
             if add is not True:
                 out["additionalProperties"] = add
+        return out
+
+    def merge_positions(self, a: Dict[str, Any], b: Dict[str, Any], path: str) -> Dict[str, Any]:
+        """Merge the array keywords of two schemas position by position.
+
+        In each schema ``items`` applies only past its own ``prefixItems``, so the merged
+        schema for index i is the merge of what each side says about index i.
+        """
+        pa, ra = _positions(a, self, path)
+        pb, rb = _positions(b, self, path)
+        n = max(len(pa), len(pb))
+        prefix = [
+            self.merge(pa[i] if i < len(pa) else ra, pb[i] if i < len(pb) else rb, path) for i in range(n)
+        ]
+        out: Dict[str, Any] = {}
+        if prefix:
+            out["prefixItems"] = prefix
+        rest = self.merge(ra, rb, path)
+        if rest is not True:
+            out["items"] = rest
         return out
 
     def flatten_all_of(self, s: Dict[str, Any], path: str) -> Any:

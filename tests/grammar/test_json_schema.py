@@ -892,3 +892,18 @@ def test_accepts_iff_jsonschema_valid(schema: Any, data: Any, layout: str) -> No
         inst = data.draw(_json)
         if checker.accepts(dumps(inst, layout if layout != "flexible" else "compact")):
             assert validator.is_valid(inst), (schema, inst)
+
+
+def test_allof_merges_array_positions_not_keywords():
+    # items in the outer schema applies from index 0: prefixItems inside allOf does not shift it
+    schema = {"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}}
+    g = Grammar.from_json_schema(schema)
+    assert not g.accepts("[3, 5]")
+    assert g.accepts("[5, 5]")
+    # both sides positional: index 0 gets both constraints, later indexes both items schemas
+    schema = {
+        "allOf": [{"prefixItems": [{"type": "integer"}], "items": {"minimum": 2}}, {"items": {"maximum": 4}}]
+    }
+    g = Grammar.from_json_schema(schema)
+    assert g.accepts("[9, 3]") is False  # index 0: integer and <= 4
+    assert g.accepts("[1, 3]") and not g.accepts("[1, 5]") and not g.accepts("[1, 1]")
