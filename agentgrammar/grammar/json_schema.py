@@ -64,6 +64,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 from urllib.parse import unquote
 
 from ..errors import GrammarError, SchemaError
+from . import json_values
 from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
 from .utf8 import normalize_ranges
 
@@ -399,17 +400,6 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 def _values_key(v: Any) -> str:
     return json.dumps(v, sort_keys=True)
-
-
-def _json_values() -> Any:
-    try:
-        from . import json_values
-    except ImportError as e:  # pragma: no cover - depends on the companion module's state
-        raise SchemaError(
-            "numeric bounds, 'pattern' and 'format' need agentgrammar.grammar.json_values, "
-            f"which is not available ({e})"
-        ) from None
-    return json_values
 
 
 # --------------------------------------------------------------------------- layout
@@ -1190,7 +1180,6 @@ class _Converter:
             return None
         pattern, fmt = schema.get("pattern"), schema.get("format")
         if pattern is not None or fmt is not None:
-            jv = _json_values()
             if lo or hi is not None:
                 kw = "pattern" if pattern is not None else "format"
                 self.unsupported(
@@ -1203,7 +1192,7 @@ class _Converter:
                 if not isinstance(pattern, str):
                     raise self.fail("'pattern' must be a string", path, "pattern")
                 try:
-                    return jv.pattern_string(pattern)
+                    return json_values.pattern_string(pattern)
                 except SchemaError:
                     raise
                 except Exception as e:
@@ -1211,7 +1200,7 @@ class _Converter:
                     return self.base("json_string")
             if not isinstance(fmt, str):
                 raise self.fail("'format' must be a string", path, "format")
-            e = jv.format_string(fmt)
+            e = json_values.format_string(fmt)
             if e is None:
                 self.unsupported("format", path, f"{fmt!r} is not a supported format")
                 return self.base("json_string")
@@ -1219,7 +1208,7 @@ class _Converter:
         if lo == 0 and hi is None:
             return self.base("json_string")
         # Code points counted exactly; large bounds are nested rather than unrolled.
-        return _json_values().string_expr(lo, hi)
+        return json_values.string_expr(lo, hi)
 
     def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
         if "multipleOf" in schema:  # pragma: no cover - rejected as unknown before
@@ -1236,8 +1225,7 @@ class _Converter:
             emx, mx = (mx, None) if emx else (None, mx)
         if mn is None and mx is None and emn is None and emx is None:
             return self.base("json_integer" if integer else "json_number")
-        jv = _json_values()
-        fn = jv.integer_expr if integer else jv.number_expr
+        fn = json_values.integer_expr if integer else json_values.number_expr
         try:
             return fn(mn, mx, emn, emx)
         except SchemaError:
