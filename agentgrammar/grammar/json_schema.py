@@ -65,6 +65,7 @@ from urllib.parse import unquote
 
 from ..errors import GrammarError, SchemaError
 from . import json_values
+from .char_dfa import CharDFA
 from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
 from .utf8 import normalize_ranges
 
@@ -99,7 +100,18 @@ _ANNOTATIONS = frozenset(
         "externalDocs",
     }
 )
-_OBJECT_KW = frozenset({"properties", "required", "additionalProperties", "minProperties", "maxProperties"})
+_OBJECT_KW = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+    }
+)
+_MAX_PATTERN_PROPERTIES = 4  # keys are split by which patterns they match: 2**n classes
 _ARRAY_KW = frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"})
 # Array keywords whose meaning depends on each other within one schema object.
 _POSITIONAL_KW = frozenset({"items", "prefixItems", "additionalItems"})
@@ -121,10 +133,54 @@ def _positions(s: Dict[str, Any], conv: Any, path: str) -> Tuple[List[Any], Any]
     return list(prefix), items
 
 
-_STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format"})
+# Internal keywords that ``not`` is rewritten into: strings matching none of the patterns,
+# strings equal to none of the values.
+_NOT_PATTERNS = "$agentgrammar:notPatterns"
+_NOT_STRINGS = "$agentgrammar:notStrings"
+_STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format", _NOT_PATTERNS, _NOT_STRINGS})
 _NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-_GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"})
-_KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENERIC_KW
+_GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "not"})
+# Keywords rewritten into anyOf / allOf / not before conversion.
+_REWRITTEN_KW = frozenset({"if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"})
+_MAX_ONE_OF = 8  # oneOf branches made exclusive by negating the others (n * (n - 1) negations)
+_KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENERIC_KW | _REWRITTEN_KW
+# Validation keywords of some draft that are not (or not yet) converted here: a schema that
+# uses one raises SchemaError (or, lenient, warns). Keywords outside every draft's vocabulary
+# ("x-...", "id" of draft 4, tool-specific extensions, typos) are annotations by the spec:
+# they constrain nothing, so they are ignored.
+_UNSUPPORTED = frozenset(
+    {
+        "multipleOf",
+        "divisibleBy",
+        "contains",
+        "minContains",
+        "maxContains",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "$dynamicRef",
+        "$recursiveRef",
+        "disallow",
+        "extends",
+    }
+)
+
+
+@lru_cache(maxsize=512)
+def _pattern_dfa(pattern: str) -> CharDFA:
+    return CharDFA.from_expr(json_values.pattern_chars(pattern))
+
+
+@lru_cache(maxsize=None)
+def _format_dfa(name: str) -> CharDFA:
+    expr = json_values.format_chars(name)
+    assert expr is not None
+    return CharDFA.from_expr(expr)
+
+
+def _is_annotation(keyword: str) -> bool:
+    """Whether ``keyword`` constrains nothing: a known annotation, or outside the vocabulary."""
+    return keyword in _ANNOTATIONS or (keyword not in _KNOWN and keyword not in _UNSUPPORTED)
+
 
 _TYPES = ("null", "boolean", "object", "array", "string", "number", "integer")
 _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
@@ -823,7 +879,7 @@ class _Converter:
         out: Dict[str, Any] = {}
         keys = list(a) + [k for k in b if k not in a]
         for k in keys:
-            if k in _ANNOTATIONS or (k in _POSITIONAL_KW and _has_positional(a) and _has_positional(b)):
+            if _is_annotation(k) or (k in _POSITIONAL_KW and _has_positional(a) and _has_positional(b)):
                 continue
             if k not in b:
                 out[k] = a[k]
@@ -874,6 +930,10 @@ class _Converter:
                     out["anyOf"] = out.pop(k)
             elif k == "uniqueItems":
                 out[k] = bool(x or y)
+            elif k == "not":  # neither x nor y: not (x or y)
+                out[k] = {"anyOf": [x, y]}
+            elif k in (_NOT_PATTERNS, _NOT_STRINGS):
+                out[k] = list(dict.fromkeys([*x, *y]))
             else:
                 self.unsupported(k, path, "differs between allOf branches and cannot be merged")
                 out[k] = x  # lenient: keep one side (a superset of the intersection)
@@ -955,37 +1015,48 @@ class _Converter:
             return None
         if not isinstance(schema, dict):
             raise self.fail(f"a schema must be an object or a boolean, not {type(schema).__name__}", path)
-        unknown = [k for k in schema if k not in _KNOWN]
+        unknown = [k for k in schema if k in _UNSUPPORTED]
         if unknown:
             for k in unknown:
                 self.unsupported(k, path)
             # lenient: the constraints are ignored (an over-approximation); keys that match
             # patternProperties are not "additional", so those become unrestricted too
             loose = "patternProperties" in schema
-            schema = {k: v for k, v in schema.items() if k in _KNOWN}
+            schema = {k: v for k, v in schema.items() if k not in _UNSUPPORTED}
             if loose:
                 schema["additionalProperties"] = True
         if "$ref" in schema:
-            rest = {k: v for k, v in schema.items() if k not in _ANNOTATIONS and k != "$ref"}
+            rest = {k: v for k, v in schema.items() if not _is_annotation(k) and k != "$ref"}
             if not rest:
                 return self.ref_rule(schema["$ref"], path, depth)
             schema = self.deref(schema, path)
             return self.convert(schema, path, depth, hint)
         if "allOf" in schema:
             return self.convert(self.flatten_all_of(schema, path), path, depth, hint)
+        if _REWRITTEN_KW & set(schema):
+            return self.convert(self.rewrite(schema, path), path, depth, hint)
+        if "not" in schema and "enum" not in schema and "const" not in schema:
+            # (with enum / const, the values are filtered by a validator instead: exact)
+            rest = {k: v for k, v in schema.items() if k != "not"}
+            positive = self.negate(schema["not"], _ptr(path, "not"))
+            return self.convert(self.merge(rest, positive, path), path, depth, hint)
         for kw in ("anyOf", "oneOf"):
             if kw in schema:
                 branches = schema[kw]
                 if not isinstance(branches, list) or not branches:
                     raise self.fail(f"'{kw}' must be a non-empty array", path, kw)
-                rest = {k: v for k, v in schema.items() if k != kw and k not in _ANNOTATIONS}
+                rest = {k: v for k, v in schema.items() if k != kw and not _is_annotation(k)}
                 if kw == "oneOf" and not self.disjoint(branches, rest, path):
-                    self.unsupported(
-                        "oneOf",
-                        path,
-                        "has branches that are not provably disjoint "
-                        "(only disjoint ones are exact); use anyOf",
-                    )
+                    exclusive = self.exclusive(branches, path)
+                    if exclusive is not None:
+                        branches = exclusive
+                    else:
+                        self.unsupported(
+                            "oneOf",
+                            path,
+                            "has branches that are neither provably disjoint nor negatable "
+                            "(only those are exact); use anyOf",
+                        )
                 if rest:
                     branches = [self.merge(rest, b, _ptr(path, kw, i)) for i, b in enumerate(branches)]
                 alts = [
@@ -1007,7 +1078,7 @@ class _Converter:
             elif t == "boolean":
                 alts.append(Choice((Literal(b"true"), Literal(b"false"))))
             elif t == "string":
-                alts.append(self.string(schema, path))
+                alts.append(self.string(schema, path, hint))
             elif t == "integer":
                 alts.append(self.number(schema, path, integer=True))
             elif t == "number":
@@ -1017,6 +1088,172 @@ class _Converter:
             elif t == "array":
                 alts.append(self.array(schema, path, depth, hint))
         return _choice(alts)
+
+    def rewrite(self, schema: Dict[str, Any], path: str) -> Any:
+        """``if``/``then``/``else`` and the dependency keywords as anyOf / allOf / not."""
+        rest = {k: v for k, v in schema.items() if k not in _REWRITTEN_KW}
+        clauses: List[Any] = []
+        if "if" in schema:
+            cond = schema["if"]
+            negated = self.negate(cond, _ptr(path, "if"))
+            clauses.append(
+                {
+                    "anyOf": [
+                        {"allOf": [cond, schema.get("then", True)]},
+                        {"allOf": [negated, schema.get("else", True)]},
+                    ]
+                }
+            )
+        for kw in ("dependencies", "dependentRequired", "dependentSchemas"):
+            deps = schema.get(kw, {})
+            if not isinstance(deps, dict):
+                raise self.fail(f"'{kw}' must be an object", path, kw)
+            for name, dep in deps.items():
+                if isinstance(dep, list):
+                    dep = {"required": dep}
+                if dep is True or dep == {}:
+                    continue
+                # absent, or present and the dependency holds (objects only, as both forms say)
+                clauses.append(
+                    {"anyOf": [{"properties": {name: False}}, {"allOf": [{"required": [name]}, dep]}]}
+                )
+        return {"allOf": [rest, *clauses]} if clauses else rest
+
+    def exclusive(self, branches: List[Any], path: str) -> Optional[List[Any]]:
+        """oneOf's branches made disjoint: each branch and the negation of every other one;
+        None when some branch cannot be negated exactly."""
+        if len(branches) > _MAX_ONE_OF:
+            return None
+        lenient, self.lenient = self.lenient, False
+        try:
+            negated = [self.negate(b, _ptr(path, "oneOf", i)) for i, b in enumerate(branches)]
+        except SchemaError:
+            return None
+        finally:
+            self.lenient = lenient
+        return [{"allOf": [b, *(n for j, n in enumerate(negated) if j != i)]} for i, b in enumerate(branches)]
+
+    def negate(self, schema: Any, path: str) -> Any:
+        """A schema of exactly the instances that ``schema`` rejects, for the common forms of
+        ``not`` (type, enum / const of strings, booleans and null, required, properties,
+        string / number / array / object bounds, pattern, anyOf, nested not); otherwise
+        unsupported (lenient: ``true``, which over-approximates)."""
+        self.level += 1
+        try:
+            if self.level > _MAX_LEVEL:
+                raise self.fail(f"'not' nests more than {_MAX_LEVEL} levels (a recursive schema?)", path)
+            return self._negate(schema, path)
+        finally:
+            self.level -= 1
+
+    def _negate(self, schema: Any, path: str) -> Any:
+        if isinstance(schema, dict):
+            schema = self.deref(schema, path)
+        if isinstance(schema, dict):
+            schema = self.flatten_all_of(schema, path)
+        if schema is True or (isinstance(schema, dict) and all(_is_annotation(k) for k in schema)):
+            return False
+        if schema is False:
+            return True
+        if not isinstance(schema, dict):
+            raise self.fail("a schema must be an object or a boolean", path)
+        parts: List[Any] = []
+        for k, v in schema.items():
+            if _is_annotation(k):
+                continue
+            part = self.negate_keyword(k, v, schema, path)
+            if part is None:
+                self.unsupported(k, path, "inside 'not' cannot be negated exactly")
+                return True
+            if part is not False:
+                parts.append(part)
+        if not parts:
+            return False
+        return parts[0] if len(parts) == 1 else {"anyOf": parts}
+
+    def negate_keyword(self, k: str, v: Any, schema: Dict[str, Any], path: str) -> Any:
+        """The instances that fail keyword ``k`` alone (False: none; None: not supported)."""
+
+        def only(applies_to: str, *fails: Dict[str, Any]) -> Any:
+            # instances of other types pass the keyword: only those of its type can fail it
+            branches = [{"type": applies_to, **a} for a in fails]
+            return False if not branches else branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+        if k == "type":
+            types = self.types({"type": v}, path)
+            if "integer" in types:
+                return None  # "a number that is not an integer" has no exact grammar here
+            rest = [t for t in _ALL_TYPES if t not in types]
+            return {"type": rest} if rest else False
+        if k in ("enum", "const"):
+            vals = v if k == "enum" else [v]
+            if not isinstance(vals, list):
+                return None
+            kinds = {_type_of(x) for x in vals}
+            if kinds - {"string", "null", "boolean"}:
+                return None
+            branches: List[Any] = [
+                {"type": [t for t in _ALL_TYPES if t not in ("string", "null", "boolean")]}
+            ]
+            strings = [x for x in vals if isinstance(x, str)]
+            branches.append({"type": "string", _NOT_STRINGS: strings} if strings else {"type": "string"})
+            if None not in vals:
+                branches.append({"type": "null"})
+            bools = [b for b in (True, False) if not any(x is b for x in vals)]
+            if bools:
+                branches.append({"enum": bools})
+            return {"anyOf": branches}
+        if k == "not":
+            return v
+        if k == "anyOf" and isinstance(v, list):
+            return {"allOf": [self.negate(b, _ptr(path, "anyOf", i)) for i, b in enumerate(v)]}
+        if k == "pattern":
+            return only("string", {_NOT_PATTERNS: [v]})
+        bounds = {
+            "minLength": ("string", "maxLength", -1),
+            "maxLength": ("string", "minLength", 1),
+            "minItems": ("array", "maxItems", -1),
+            "maxItems": ("array", "minItems", 1),
+            "minProperties": ("object", "maxProperties", -1),
+            "maxProperties": ("object", "minProperties", 1),
+        }
+        if k in bounds and isinstance(v, int) and not isinstance(v, bool):
+            kind, opposite, step = bounds[k]
+            return only(kind) if v + step < 0 else only(kind, {opposite: v + step})
+        numeric = {
+            "minimum": "exclusiveMaximum",
+            "maximum": "exclusiveMinimum",
+            "exclusiveMinimum": "maximum",
+            "exclusiveMaximum": "minimum",
+        }
+        if k in numeric and isinstance(v, (int, float)) and not isinstance(v, bool):
+            if isinstance(schema.get("exclusiveMinimum"), bool) or isinstance(
+                schema.get("exclusiveMaximum"), bool
+            ):
+                return None  # draft-4 booleans change the meaning of minimum / maximum
+            return only("number", {numeric[k]: v})
+        if k in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(v, bool):
+            return False if not v else None
+        if k == "required" and isinstance(v, list):
+            if not v:
+                return False
+            return only("object", *({"properties": {name: False}} for name in v))
+        if (
+            k == "properties"
+            and isinstance(v, dict)
+            and not ({"additionalProperties", "patternProperties"} & set(schema))
+        ):
+            branches = [
+                {
+                    "type": "object",
+                    "required": [name],
+                    "properties": {name: self.negate(s, _ptr(path, "properties", name))},
+                }
+                for name, s in v.items()
+            ]
+            branches = [b for b in branches if b["properties"][b["required"][0]] is not False]
+            return False if not branches else branches[0] if len(branches) == 1 else {"anyOf": branches}
+        return None
 
     def types(self, schema: Dict[str, Any], path: str) -> List[str]:
         t = schema.get("type")
@@ -1109,7 +1346,7 @@ class _Converter:
         others = {
             k: v
             for k, v in schema.items()
-            if k not in _ANNOTATIONS and k not in ("enum", "const", "type", "nullable")
+            if not _is_annotation(k) and k not in ("enum", "const", "type", "nullable")
         }
         validator = None
         if others:
@@ -1118,10 +1355,16 @@ class _Converter:
             if self.validator is None:
                 root = self.root if isinstance(self.root, (dict, bool)) else {}
                 self.validator = jsonschema.Draft202012Validator(root)
-            validator = self.validator.evolve(schema=others)  # '$ref's resolve against the root
+            validator = self.validator.evolve(
+                schema={k: v for k, v in others.items() if k not in (_NOT_PATTERNS, _NOT_STRINGS)}
+            )  # '$ref's resolve against the root
         for v in vals:
             t = _type_of(v)
             ok = t in types or (t == "integer" and "number" in types)
+            if ok and isinstance(v, str):  # the internal keywords, which a validator ignores
+                ok = v not in others.get(_NOT_STRINGS, ()) and not any(
+                    _pattern_dfa(p).matches(v) for p in others.get(_NOT_PATTERNS, ())
+                )
             if ok and validator is not None:
                 try:
                     ok = validator.is_valid(v)
@@ -1170,7 +1413,7 @@ class _Converter:
 
     # ---- strings and numbers -------------------------------------------------------------
 
-    def string(self, schema: Dict[str, Any], path: str) -> Optional[Expr]:
+    def string(self, schema: Dict[str, Any], path: str, hint: str) -> Optional[Expr]:
         lo = schema.get("minLength", 0)
         hi = schema.get("maxLength")
         for k, x in (("minLength", lo), ("maxLength", hi)):
@@ -1179,36 +1422,55 @@ class _Converter:
         if hi is not None and lo > hi:
             return None
         pattern, fmt = schema.get("pattern"), schema.get("format")
-        if pattern is not None or fmt is not None:
-            if lo or hi is not None:
-                kw = "pattern" if pattern is not None else "format"
-                self.unsupported(
-                    "minLength" if lo else "maxLength", path, f"together with '{kw}' is not supported yet"
-                )
-            if pattern is not None and fmt is not None:
-                self.unsupported("format", path, "together with 'pattern' is not supported yet")
-                fmt = None
-            if pattern is not None:
-                if not isinstance(pattern, str):
-                    raise self.fail("'pattern' must be a string", path, "pattern")
-                try:
-                    return json_values.pattern_string(pattern)
-                except SchemaError:
-                    raise
-                except Exception as e:
-                    self.unsupported("pattern", path, f"({pattern!r}) cannot be converted: {e}")
-                    return self.base("json_string")
-            if not isinstance(fmt, str):
-                raise self.fail("'format' must be a string", path, "format")
-            e = json_values.format_string(fmt)
-            if e is None:
-                self.unsupported("format", path, f"{fmt!r} is not a supported format")
+        if pattern is not None and not isinstance(pattern, str):
+            raise self.fail("'pattern' must be a string", path, "pattern")
+        if fmt is not None and not isinstance(fmt, str):
+            raise self.fail("'format' must be a string", path, "format")
+        if fmt in json_values.UNSUPPORTED_SPEC_FORMATS:
+            self.unsupported("format", path, f"{fmt!r} is not a supported format")
+            fmt = None
+        elif fmt is not None and fmt not in json_values.SUPPORTED_FORMATS:
+            # A format the specification does not define is an annotation: it constrains nothing.
+            fmt = None
+        excluded = schema.get(_NOT_PATTERNS, []), schema.get(_NOT_STRINGS, [])
+        constraints = [c for c in (pattern, fmt) if c is not None]
+        if excluded[0] or excluded[1] or len(constraints) > 1 or (constraints and (lo or hi is not None)):
+            return self.string_by_automaton(schema, path, hint)
+        if pattern is not None:
+            try:
+                return json_values.pattern_string(pattern)
+            except SchemaError:
+                raise
+            except Exception as e:
+                self.unsupported("pattern", path, f"({pattern!r}) cannot be converted: {e}")
                 return self.base("json_string")
-            return e
+        if fmt is not None:
+            return json_values.format_string(fmt)
         if lo == 0 and hi is None:
             return self.base("json_string")
         # Code points counted exactly; large bounds are nested rather than unrolled.
         return json_values.string_expr(lo, hi)
+
+    def string_by_automaton(self, schema: Dict[str, Any], path: str, hint: str) -> Optional[Expr]:
+        """A string under several character-level constraints at once (pattern, format,
+        length, excluded patterns and values): the intersection of their automata."""
+        lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+        keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
+        try:
+            dfa = CharDFA.length(lo, hi)
+            if "pattern" in schema:
+                dfa = dfa.intersect(_pattern_dfa(schema["pattern"]))
+            if schema.get("format") in json_values.SUPPORTED_FORMATS:
+                dfa = dfa.intersect(_format_dfa(schema["format"]))
+            for p in schema.get(_NOT_PATTERNS, []):
+                dfa = dfa.minus(_pattern_dfa(p))
+            if schema.get(_NOT_STRINGS):
+                dfa = dfa.minus(CharDFA.literal_set(schema[_NOT_STRINGS]))
+        except GrammarError as e:
+            self.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
+            return self.base("json_string")
+        content = dfa.to_ir(json_values.json_char_of, self.rules, self.fresh, f"{hint}_str")
+        return None if content is None else _seq([_DQ, content, _DQ])
 
     def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
         if "multipleOf" in schema:  # pragma: no cover - rejected as unknown before
@@ -1250,10 +1512,23 @@ class _Converter:
             raise self.fail("'required' must be an array of strings", path, "required")
         req = set(required)
         addl = schema.get("additionalProperties", False if self.strict else True)
+        patterns = schema.get("patternProperties", {})
+        if not isinstance(patterns, dict):
+            raise self.fail("'patternProperties' must be an object", path, "patternProperties")
+        names_dfa = self.property_names_dfa(schema.get("propertyNames", True), _ptr(path, "propertyNames"))
         props = dict(props)
         for r in required:
             if r not in props:
-                props[r] = addl
+                props[r] = addl if not any(self.pattern_dfa(p, path).matches(r) for p in patterns) else True
+        for k in list(props):
+            if names_dfa is not None and not names_dfa.matches(k):
+                if k in req:
+                    return None
+                del props[k]
+                continue
+            for p, ps in patterns.items():
+                if self.pattern_dfa(p, path).matches(k):
+                    props[k] = self.merge(props[k], ps, _ptr(path, "patternProperties", p))
         members: List[Tuple[Optional[Expr], bool]] = []
         for k, s in props.items():
             v = self.sub(s, _ptr(path, "properties", k), depth + 1, f"{hint}_prop_{_sanitize(k)}")
@@ -1262,19 +1537,10 @@ class _Converter:
                     return None
                 continue
             members.append((_seq([_string_literal(k), lay.colon(depth), v]), k in req))
-        add: Optional[Expr] = None
-        if addl is not False:
-            v = self.sub(addl, _ptr(path, "additionalProperties"), depth + 1, f"{hint}_addl")
-            if v is not None:
-                key = _key_not_in(
-                    tuple(props),
-                    self.base("json_string_tail"),
-                    self.base("json_plain_escape"),
-                    self.base("json_any_char"),
-                )
-                name = self.fresh(f"{hint}_addl_member")
-                self.rules[name] = _seq([key, lay.colon(depth), v])
-                add = RuleRef(name)
+        if patterns or names_dfa is not None:
+            add = self.extra_members(props, patterns, addl, names_dfa, path, depth, hint)
+        else:
+            add = self.additional_members(props, addl, path, depth, hint)
         n_req = len(req)
         allow_empty = n_req == 0
         mnp, mxp = schema.get("minProperties"), schema.get("maxProperties")
@@ -1324,6 +1590,123 @@ class _Converter:
         if nonempty is not None:
             alts.append(lay.container(depth, b"{}", nonempty))
         return _choice(alts)
+
+    def additional_members(
+        self, props: Dict[str, Any], addl: Any, path: str, depth: int, hint: str
+    ) -> Optional[Expr]:
+        """A member whose key is none of ``props`` and whose value is valid against ``addl``."""
+        if addl is False:
+            return None
+        v = self.sub(addl, _ptr(path, "additionalProperties"), depth + 1, f"{hint}_addl")
+        if v is None:
+            return None
+        key = _key_not_in(
+            tuple(props),
+            self.base("json_string_tail"),
+            self.base("json_plain_escape"),
+            self.base("json_any_char"),
+        )
+        name = self.fresh(f"{hint}_addl_member")
+        self.rules[name] = _seq([key, self.layout.colon(depth), v])
+        return RuleRef(name)
+
+    def extra_members(
+        self,
+        props: Dict[str, Any],
+        patterns: Dict[str, Any],
+        addl: Any,
+        names_dfa: Optional[CharDFA],
+        path: str,
+        depth: int,
+        hint: str,
+    ) -> Optional[Expr]:
+        """A member whose key is none of ``props``, under ``patternProperties`` and
+        ``propertyNames``: keys are split by the set of patterns they match, and each class
+        gets the merge of those patterns' schemas (``additionalProperties`` when none)."""
+        if len(patterns) > _MAX_PATTERN_PROPERTIES:
+            self.unsupported(
+                "patternProperties",
+                path,
+                f"with more than {_MAX_PATTERN_PROPERTIES} patterns is not supported",
+            )
+            patterns = {}
+            addl = True
+        try:
+            keys = CharDFA.literal_set(list(props)).complement()
+            if names_dfa is not None:
+                keys = keys.intersect(names_dfa)
+            dfas = [self.pattern_dfa(p, path) for p in patterns]
+            alts: List[Expr] = []
+            for mask in range(1 << len(dfas)):
+                chosen = [i for i in range(len(dfas)) if mask >> i & 1]
+                value: Any = addl if not chosen else True
+                for i in chosen:
+                    p = list(patterns)[i]
+                    value = self.merge(value, patterns[p], _ptr(path, "patternProperties", p))
+                if value is False:
+                    continue
+                cls = keys
+                for i, d in enumerate(dfas):
+                    cls = cls.intersect(d) if mask >> i & 1 else cls.minus(d)
+                if cls.is_empty():
+                    continue
+                where = _ptr(path, "patternProperties") if chosen else _ptr(path, "additionalProperties")
+                v = self.sub(value, where, depth + 1, f"{hint}_pp{mask}")
+                if v is None:
+                    continue
+                key = cls.to_ir(json_values.json_char_of, self.rules, self.fresh, f"{hint}_key{mask}")
+                if key is not None:
+                    alts.append(_seq([_DQ, key, _DQ, self.layout.colon(depth), v]))
+        except GrammarError as e:
+            self.unsupported("patternProperties", path, f"cannot be converted: {e}")
+            return self.additional_members(props, True, path, depth, hint)
+        body = _choice(alts)
+        if body is None:
+            return None
+        name = self.fresh(f"{hint}_extra_member")
+        self.rules[name] = body
+        return RuleRef(name)
+
+    def pattern_dfa(self, pattern: Any, path: str) -> CharDFA:
+        if not isinstance(pattern, str):
+            raise self.fail("a pattern must be a string", path, "patternProperties")
+        try:
+            return _pattern_dfa(pattern)
+        except GrammarError as e:
+            raise self.fail(
+                f"the pattern {pattern!r} cannot be converted: {e}", path, "patternProperties"
+            ) from None
+
+    def property_names_dfa(self, schema: Any, path: str) -> Optional[CharDFA]:
+        """The automaton of the keys ``propertyNames`` allows; None when it allows every key."""
+        schema = self.deref(schema, path) if isinstance(schema, dict) else schema
+        if schema is True or (isinstance(schema, dict) and all(_is_annotation(k) for k in schema)):
+            return None
+        if schema is False:
+            return CharDFA.literal_set([])
+        if not isinstance(schema, dict):
+            raise self.fail("a schema must be an object or a boolean", path)
+        allowed = {"type", "enum", "const", "pattern", "format", "minLength", "maxLength"}
+        other = [k for k in schema if k not in allowed and not _is_annotation(k)]
+        if other:
+            self.unsupported(other[0], path, "inside 'propertyNames' is not supported")
+            return None
+        types = schema.get("type", "string")
+        if "string" not in ([types] if isinstance(types, str) else types):
+            return CharDFA.literal_set([])
+        try:
+            dfa = CharDFA.length(schema.get("minLength", 0), schema.get("maxLength"))
+            if "pattern" in schema:
+                dfa = dfa.intersect(self.pattern_dfa(schema["pattern"], path))
+            if schema.get("format") in json_values.SUPPORTED_FORMATS:
+                dfa = dfa.intersect(_format_dfa(schema["format"]))
+            values = schema["enum"] if "enum" in schema else [schema["const"]] if "const" in schema else None
+            if values is not None:
+                dfa = dfa.intersect(CharDFA.literal_set([v for v in values if isinstance(v, str)]))
+        except GrammarError as e:
+            self.unsupported("propertyNames", path, f"cannot be converted: {e}")
+            return None
+        return dfa
 
     # ---- arrays --------------------------------------------------------------------------
 

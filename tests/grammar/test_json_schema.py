@@ -589,10 +589,14 @@ def test_conversion_is_fast() -> None:
             "multipleOf",
             "#/properties/a~0~1b/multipleOf",
         ),
-        ({"properties": {"x": {"not": {"type": "null"}}}}, "not", "#/properties/x/not"),
-        ({"type": "object", "patternProperties": {"^a": {}}}, "patternProperties", "#/patternProperties"),
+        ({"properties": {"x": {"not": {"type": "integer"}}}}, "type", "#/properties/x/not/type"),
+        (
+            {"type": "object", "patternProperties": {c: {"type": "integer"} for c in "abcde"}},
+            "patternProperties",
+            "#/patternProperties",
+        ),
         ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
-        ({"oneOf": [{"type": "string"}, {"type": "string", "minLength": 2}]}, "oneOf", "#/oneOf"),
+        ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#/oneOf"),
         ({"type": "object", "minProperties": 3}, "minProperties", "#/minProperties"),
         (  # a discriminator without "type": "object": a non-object matches both branches
             {
@@ -604,7 +608,7 @@ def test_conversion_is_fast() -> None:
             "oneOf",
             "#/oneOf",
         ),
-        ({"$defs": {"a": {"if": {"type": "string"}}}, "$ref": "#/$defs/a"}, "if", "#/$defs/a/if"),
+        ({"$defs": {"a": {"if": {"type": "integer"}}}, "$ref": "#/$defs/a"}, "type", "#/$defs/a/if/type"),
     ],
 )
 def test_unsupported_keywords(schema: Dict[str, Any], keyword: str, pointer: str) -> None:
@@ -621,9 +625,8 @@ def test_unsupported_keywords(schema: Dict[str, Any], keyword: str, pointer: str
 @pytest.mark.parametrize(
     "schema,keyword,lenient_accepts",
     [
-        ({"type": "string", "format": "color"}, "format", '"red"'),
         ({"type": "string", "pattern": "(?=a)b"}, "pattern", '"zzz"'),
-        ({"type": "string", "pattern": "^a", "minLength": 2}, "minLength", '"a"'),
+        ({"type": "string", "pattern": "^a", "maxLength": 30000}, "pattern", '"zzz"'),
     ],
 )
 def test_unsupported_string_constraints(schema: Dict[str, Any], keyword: str, lenient_accepts: str) -> None:

@@ -28,6 +28,7 @@ from agentgrammar.grammar.json_values import (
     JSON_STRING_CHAR,
     JSON_STRING_CODE_POINT,
     SUPPORTED_FORMATS,
+    UNSUPPORTED_SPEC_FORMATS,
     format_string,
     integer_expr,
     number_expr,
@@ -365,8 +366,9 @@ def test_pattern_errors(bad):
 
 
 def test_unsupported_formats_are_none():
-    for name in ("regex", "iri", "idn-hostname", "uri-template", "nonsense"):
+    for name in ("regex", "idn-hostname", "uri-template", "nonsense"):
         assert format_string(name) is None
+    assert set(UNSUPPORTED_SPEC_FORMATS) >= {"regex", "idn-hostname", "uri-template"}
     assert set(SUPPORTED_FORMATS) >= {"date-time", "date", "time", "duration", "email", "hostname", "ipv4",
                                       "ipv6", "uuid", "uri", "uri-reference", "json-pointer"}  # fmt: skip
 
@@ -495,7 +497,8 @@ def test_formats_against_the_json_schema_test_suite(name):
             for text in dumps_both(data):
                 got = accepts(expr, text)
                 if case["valid"]:
-                    assert got or _KNOWN_UNDER.search(case["description"] + data), (name, data, case)
+                    ascii_only_iri = name.startswith("iri") and not data.isascii()  # a documented subset
+                    assert got or ascii_only_iri or _KNOWN_UNDER.search(case["description"] + data), (name, data)
                 else:
                     assert not got, (name, data, case["description"])
 

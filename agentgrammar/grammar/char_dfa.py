@@ -1,0 +1,394 @@
+"""Deterministic automata over Unicode code points, for string constraints that combine.
+
+A regex ``pattern`` with ``minLength``, a ``format`` with ``maxLength``, the keys that match
+*no* ``patternProperties`` pattern, ``not: {pattern: ...}``: each needs the intersection or the
+complement of regular languages, which grammar IR cannot say directly. ``CharDFA`` builds a
+minimal DFA from a regular IR expression over decoded characters (what ``parse_regex``
+returns), combines DFAs, and turns the result back into IR rules (right-linear: one rule per
+state, a self-loop as a repeat), each character spelled every way JSON allows.
+
+The alphabet is every Unicode scalar value (surrogates excluded: a JSON string cannot hold a
+lone one). Sizes are bounded: an automaton past ``MAX_STATES`` states raises GrammarError.
+
+Example:
+    >>> from agentgrammar.grammar.regex import parse_regex
+    >>> d = CharDFA.from_expr(parse_regex("[a-z]+")).intersect(CharDFA.length(2, 3))
+    >>> [d.matches(s) for s in ("a", "ab", "abc", "abcd", "A1")]
+    [False, True, True, False, False]
+    >>> d.complement().matches("A1")
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from ..errors import GrammarError
+from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
+from .utf8 import complement_ranges, normalize_ranges
+
+__all__ = ["ALPHABET", "MAX_STATES", "CharDFA"]
+
+#: Every code point a JSON string can hold.
+ALPHABET: Tuple[Tuple[int, int], ...] = ((0, 0xD7FF), (0xE000, 0x10FFFF))
+#: The most NFA or DFA states one automaton may have.
+MAX_STATES = 20_000
+
+Edge = Tuple[int, int, int]  # (lo, hi, target), inclusive code point range
+
+
+def _too_big() -> GrammarError:
+    return GrammarError(f"a string constraint needs an automaton of more than {MAX_STATES} states")
+
+
+class _NFA:
+    """Thompson construction: states with epsilon moves and ranged character moves."""
+
+    def __init__(self) -> None:
+        self.eps: List[List[int]] = []
+        self.moves: List[List[Edge]] = []
+
+    def state(self) -> int:
+        if len(self.eps) >= MAX_STATES * 4:
+            raise _too_big()
+        self.eps.append([])
+        self.moves.append([])
+        return len(self.eps) - 1
+
+    def build(self, e: Expr, start: int) -> int:
+        """Add ``e`` starting at ``start``; the state where it ends."""
+        if isinstance(e, CharClass):
+            ranges = complement_ranges(e.ranges) if e.negated else list(e.ranges)
+            return self._chars(start, ranges)
+        if isinstance(e, Literal):
+            at = start
+            for ch in e.value.decode("utf-8", "surrogatepass"):
+                at = self._chars(at, [(ord(ch), ord(ch))])
+            return at
+        if isinstance(e, Seq):
+            at = start
+            for item in e.items:
+                at = self.build(item, at)
+            return at
+        if isinstance(e, Choice):
+            end = self.state()
+            for item in e.items:
+                s = self.state()
+                self.eps[start].append(s)
+                self.eps[self.build(item, s)].append(end)
+            return end
+        if isinstance(e, Repeat):
+            at = start
+            for _ in range(e.min):
+                at = self.build(e.item, at)
+            if e.max is None:
+                loop = self.state()
+                self.eps[at].append(loop)
+                self.eps[self.build(e.item, loop)].append(loop)
+                return loop
+            end = self.state()
+            for _ in range(e.max - e.min):
+                self.eps[at].append(end)
+                at = self.build(e.item, at)
+            self.eps[at].append(end)
+            return end
+        if isinstance(e, (RuleRef, ByteClass)):
+            raise GrammarError(f"a {type(e).__name__} is not a regular expression over characters")
+        raise TypeError(f"not an IR expression: {e!r}")
+
+    def _chars(self, start: int, ranges: Sequence[Tuple[int, int]]) -> int:
+        end = self.state()
+        for lo, hi in _clip(ranges):
+            self.moves[start].append((lo, hi, end))
+        return end
+
+
+def _clip(ranges: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
+    """``ranges`` without surrogates."""
+    out = []
+    for lo, hi in normalize_ranges(ranges):
+        for a, b in ALPHABET:
+            if lo <= b and a <= hi:
+                out.append((max(lo, a), min(hi, b)))
+    return out
+
+
+def _partition(moves: Sequence[Edge]) -> List[Tuple[int, int, FrozenSet[int]]]:
+    """Split overlapping ranged moves into disjoint ranges, each with its set of targets."""
+    points = sorted({lo for lo, _, _ in moves} | {hi + 1 for _, hi, _ in moves})
+    out: List[Tuple[int, int, FrozenSet[int]]] = []
+    for a, b in zip(points, points[1:]):
+        targets = frozenset(t for lo, hi, t in moves if lo <= a and b - 1 <= hi)
+        if not targets:
+            continue
+        if out and out[-1][1] == a - 1 and out[-1][2] == targets:
+            out[-1] = (out[-1][0], b - 1, targets)
+        else:
+            out.append((a, b - 1, targets))
+    return out
+
+
+def _merge_edges(edges: Sequence[Edge]) -> List[Edge]:
+    """Sorted edges with adjacent ranges to the same target joined."""
+    out: List[Edge] = []
+    for lo, hi, t in sorted(edges):
+        if out and out[-1][2] == t and out[-1][1] == lo - 1:
+            out[-1] = (out[-1][0], hi, t)
+        else:
+            out.append((lo, hi, t))
+    return out
+
+
+class CharDFA:
+    """A DFA over code points; state 0 is the start; a missing move rejects."""
+
+    __slots__ = ("accepting", "edges")
+
+    def __init__(self, edges: List[List[Edge]], accepting: List[bool]) -> None:
+        self.edges = edges
+        self.accepting = accepting
+
+    # ---- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_expr(cls, e: Expr) -> "CharDFA":
+        """The minimal DFA of a regular IR expression over characters (no rule references)."""
+        nfa = _NFA()
+        start = nfa.state()
+        final = nfa.build(e, start)
+        closures: Dict[int, FrozenSet[int]] = {}
+
+        def closure(s: int) -> FrozenSet[int]:
+            found = closures.get(s)
+            if found is None:
+                seen, stack = {s}, [s]
+                while stack:
+                    for t in nfa.eps[stack.pop()]:
+                        if t not in seen:
+                            seen.add(t)
+                            stack.append(t)
+                found = closures[s] = frozenset(seen)
+            return found
+
+        ids: Dict[FrozenSet[int], int] = {}
+        sets: List[FrozenSet[int]] = []
+
+        def intern(states: FrozenSet[int]) -> int:
+            if states not in ids:
+                if len(sets) >= MAX_STATES:
+                    raise _too_big()
+                ids[states] = len(sets)
+                sets.append(states)
+            return ids[states]
+
+        intern(closure(start))
+        edges: List[List[Edge]] = []
+        i = 0
+        while i < len(sets):
+            moves = [m for s in sets[i] for m in nfa.moves[s]]
+            row = []
+            for lo, hi, targets in _partition(moves):
+                reached = frozenset().union(*(closure(t) for t in targets))
+                row.append((lo, hi, intern(reached)))
+            edges.append(_merge_edges(row))
+            i += 1
+        return cls(edges, [final in s for s in sets]).minimized()
+
+    @classmethod
+    def length(cls, lo: int, hi: Optional[int]) -> "CharDFA":
+        """Any string of ``lo..hi`` characters (``hi=None``: no upper bound)."""
+        top = lo if hi is None else hi
+        if top + 1 > MAX_STATES:
+            raise _too_big()
+        edges: List[List[Edge]] = []
+        for i in range(top + 1):
+            nxt = i + 1 if i < top else (i if hi is None else None)
+            edges.append([(a, b, nxt) for a, b in ALPHABET] if nxt is not None else [])
+        return cls(edges, [lo <= i for i in range(top + 1)])
+
+    @classmethod
+    def literal_set(cls, words: Sequence[str]) -> "CharDFA":
+        """Exactly the strings in ``words``."""
+        alts = tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words)
+        return cls.from_expr(Choice(alts) if alts else CharClass((), False))
+
+    # ---- queries ------------------------------------------------------------------------
+
+    def matches(self, text: str) -> bool:
+        """Whether the DFA accepts ``text``."""
+        s = 0
+        for ch in text:
+            cp = ord(ch)
+            for lo, hi, t in self.edges[s]:
+                if lo <= cp <= hi:
+                    s = t
+                    break
+            else:
+                return False
+        return self.accepting[s]
+
+    def is_empty(self) -> bool:
+        """Whether the DFA accepts no string at all."""
+        t = self.trimmed()  # the start survives trimming only if some string is accepted
+        return not t.accepting[0] and not t.edges[0]
+
+    @property
+    def num_states(self) -> int:
+        return len(self.edges)
+
+    # ---- operations ---------------------------------------------------------------------
+
+    def intersect(self, other: "CharDFA") -> "CharDFA":
+        """The strings both accept (product construction over reachable pairs)."""
+        ids: Dict[Tuple[int, int], int] = {(0, 0): 0}
+        pairs = [(0, 0)]
+        edges: List[List[Edge]] = []
+        i = 0
+        while i < len(pairs):
+            p, q = pairs[i]
+            row: List[Edge] = []
+            for lo, hi, t in self.edges[p]:
+                for lo2, hi2, t2 in other.edges[q]:
+                    a, b = max(lo, lo2), min(hi, hi2)
+                    if a > b:
+                        continue
+                    key = (t, t2)
+                    if key not in ids:
+                        if len(pairs) >= MAX_STATES:
+                            raise _too_big()
+                        ids[key] = len(pairs)
+                        pairs.append(key)
+                    row.append((a, b, ids[key]))
+            edges.append(_merge_edges(row))
+            i += 1
+        accepting = [self.accepting[p] and other.accepting[q] for p, q in pairs]
+        return CharDFA(edges, accepting).minimized()
+
+    def complement(self) -> "CharDFA":
+        """The strings this DFA rejects."""
+        dead = len(self.edges)
+        edges: List[List[Edge]] = []
+        for row in self.edges:
+            covered = [(lo, hi) for lo, hi, _ in row]
+            gaps = [r for r in _clip(complement_ranges(covered)) if r]
+            edges.append(_merge_edges(list(row) + [(lo, hi, dead) for lo, hi in gaps]))
+        edges.append([(a, b, dead) for a, b in ALPHABET])
+        accepting = [not a for a in self.accepting] + [True]
+        return CharDFA(edges, accepting).minimized()
+
+    def minus(self, other: "CharDFA") -> "CharDFA":
+        """The strings this DFA accepts and ``other`` rejects."""
+        return self.intersect(other.complement())
+
+    def trimmed(self) -> "CharDFA":
+        """Only the states reachable from the start that can still reach acceptance."""
+        n = len(self.edges)
+        reach = {0}
+        stack = [0]
+        while stack:
+            for _, _, t in self.edges[stack.pop()]:
+                if t not in reach:
+                    reach.add(t)
+                    stack.append(t)
+        back: List[List[int]] = [[] for _ in range(n)]
+        for s in reach:
+            for _, _, t in self.edges[s]:
+                back[t].append(s)
+        live = {s for s in reach if self.accepting[s]}
+        stack = list(live)
+        while stack:
+            for s in back[stack.pop()]:
+                if s not in live:
+                    live.add(s)
+                    stack.append(s)
+        if 0 not in live:
+            return CharDFA([[]], [False])
+        order = [0] + sorted(live - {0})
+        new = {s: i for i, s in enumerate(order)}
+        edges = [[(lo, hi, new[t]) for lo, hi, t in self.edges[s] if t in live] for s in order]
+        return CharDFA(edges, [self.accepting[s] for s in order])
+
+    def minimized(self) -> "CharDFA":
+        """The equivalent trimmed DFA with the fewest states (Moore's partition refinement)."""
+        d = self.trimmed()
+        cls = [1 if a else 0 for a in d.accepting]
+        count = len(set(cls))
+        while True:
+            signatures: Dict[Tuple[object, ...], int] = {}
+            new_cls = []
+            for s, row in enumerate(d.edges):
+                sig = (cls[s], tuple(_merge_edges([(lo, hi, cls[t]) for lo, hi, t in row])))
+                new_cls.append(signatures.setdefault(sig, len(signatures)))
+            if len(signatures) == count:
+                break
+            cls, count = new_cls, len(signatures)
+        # renumber so that the start's class is 0
+        order: Dict[int, int] = {cls[0]: 0}
+        for c in cls:
+            order.setdefault(c, len(order))
+        edges: List[List[Edge]] = [[] for _ in range(count)]
+        accepting = [False] * count
+        for s, row in enumerate(d.edges):
+            c = order[cls[s]]
+            edges[c] = _merge_edges([(lo, hi, order[cls[t]]) for lo, hi, t in row])
+            accepting[c] = d.accepting[s]
+        return CharDFA(edges, accepting)
+
+    # ---- back to grammar IR -------------------------------------------------------------
+
+    def to_ir(
+        self,
+        spell: Callable[[Sequence[Tuple[int, int]]], Optional[Expr]],
+        rules: Dict[str, Expr],
+        fresh: Callable[[str], str],
+        base_name: str,
+    ) -> Optional[Expr]:
+        """IR for the accepted strings, each character spelled by ``spell(ranges)`` (e.g. every
+        JSON spelling of one code point in ranges). A state that several others lead to becomes
+        a rule named ``fresh(base_name)`` in ``rules``; the rest are inlined. None when empty.
+
+        A self-loop becomes a repeat, so the rule nesting grows with the number of state
+        changes, not with the string's length."""
+        d = self.minimized()
+        if not d.accepting[0] and not d.edges[0]:
+            return None
+        indegree = [0] * len(d.edges)
+        for s, row in enumerate(d.edges):
+            for t in {t for _, _, t in row if t != s}:
+                indegree[t] += 1
+        names: Dict[int, str] = {}
+
+        def ref(t: int, depth: int) -> Expr:
+            if t != 0 and indegree[t] == 1 and depth < _INLINE_DEPTH:
+                return body(t, depth + 1)
+            if t not in names:
+                names[t] = fresh(base_name)
+                rules[names[t]] = body(t, 0)
+            return RuleRef(names[t])
+
+        def body(s: int, depth: int) -> Expr:
+            groups: Dict[int, List[Tuple[int, int]]] = {}
+            for lo, hi, t in d.edges[s]:
+                groups.setdefault(t, []).append((lo, hi))
+            alts: List[Expr] = []
+            for t, ranges in groups.items():
+                if t == s:
+                    continue
+                ch = spell(ranges)
+                if ch is not None:
+                    alts.append(_seq2(ch, ref(t, depth)))
+            if d.accepting[s]:
+                alts.append(EMPTY)
+            rest: Expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
+            loop = spell(groups[s]) if s in groups else None
+            return _seq2(Repeat(loop, 0, None), rest) if loop is not None else rest
+
+        return ref(0, 0)
+
+
+_INLINE_DEPTH = 48  # deeper chains of single-entry states become rules (bounded recursion)
+
+
+def _seq2(a: Expr, b: Expr) -> Expr:
+    items = [x for e in (a, b) for x in (e.items if isinstance(e, Seq) else (e,))]
+    return items[0] if len(items) == 1 else Seq(tuple(items))
