@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
 import sys
@@ -57,8 +58,9 @@ def source_of(name: str) -> str:
     """The benchmark source a file belongs to: ``Github_easy---x`` -> ``Github_easy``."""
     if "---" in name:
         return name.split("---", 1)[0]
-    head, _, tail = name.rpartition("_")
-    return head if head and tail.split(".")[0].isdigit() else name
+    stem = name[: -len(".json")] if name.endswith(".json") else name
+    head, _, tail = stem.rpartition("_")
+    return head if head and tail.isdigit() else stem
 
 
 class _Runner:
@@ -123,9 +125,12 @@ class _Runner:
             if self.masks and allowed != accepted:
                 raise RuntimeError(f"mask and accept_token disagree on token {token} at position {pos}")
             if not accepted:
-                end = "the end" if pos == len(ids) else repr(self.tokenizer.decode([token]))
-                return False, f"rejected {end} after {self.tokenizer.decode(ids[:pos])[-60:]!r}"
+                end = "the end" if pos == len(ids) else repr(self._text([token]))
+                return False, f"rejected {end} after {self._text(ids[:pos])[-60:]!r}"
         return True, ""
+
+    def _text(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), clean_up_tokenization_spaces=False)
 
 
 def _worker(conn: Connection, masks: bool) -> None:
@@ -195,7 +200,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def summarize(results: Sequence[FileResult]) -> Dict[str, Any]:

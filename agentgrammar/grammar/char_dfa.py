@@ -27,12 +27,17 @@ from ..errors import GrammarError
 from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
 from .utf8 import complement_ranges, normalize_ranges
 
-__all__ = ["ALPHABET", "MAX_STATES", "CharDFA"]
+__all__ = ["ALPHABET", "MAX_STATES", "PRODUCT_LIMIT", "CharDFA"]
 
 #: Every code point a JSON string can hold.
 ALPHABET: Tuple[Tuple[int, int], ...] = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 #: The most NFA or DFA states one automaton may have.
 MAX_STATES = 20_000
+#: Automata with more states than this are trimmed but not minimized.
+MINIMIZE_LIMIT = 1_500
+#: The most states an intersection may have: each becomes grammar rules, so products past this
+#: (a long length bound times a complex pattern) are refused rather than slow to build and match.
+PRODUCT_LIMIT = 3_000
 
 Edge = Tuple[int, int, int]  # (lo, hi, target), inclusive code point range
 
@@ -232,6 +237,13 @@ class CharDFA:
         t = self.trimmed()  # the start survives trimming only if some string is accepted
         return not t.accepting[0] and not t.edges[0]
 
+    def single_loop(self) -> Optional[List[Tuple[int, int]]]:
+        """The class C when the language is exactly C* (one accepting state looping on C)."""
+        d = self.trimmed()
+        if len(d.edges) == 1 and d.accepting[0]:
+            return [(lo, hi) for lo, hi, _ in d.edges[0]]
+        return None
+
     @property
     def num_states(self) -> int:
         return len(self.edges)
@@ -254,8 +266,10 @@ class CharDFA:
                         continue
                     key = (t, t2)
                     if key not in ids:
-                        if len(pairs) >= MAX_STATES:
-                            raise _too_big()
+                        if len(pairs) >= PRODUCT_LIMIT:
+                            raise GrammarError(
+                                f"combining the constraints needs an automaton of more than {PRODUCT_LIMIT} states"
+                            )
                         ids[key] = len(pairs)
                         pairs.append(key)
                     row.append((a, b, ids[key]))
@@ -311,6 +325,8 @@ class CharDFA:
     def minimized(self) -> "CharDFA":
         """The equivalent trimmed DFA with the fewest states (Moore's partition refinement)."""
         d = self.trimmed()
+        if len(d.edges) > MINIMIZE_LIMIT:
+            return d  # Moore's refinement is quadratic; a trimmed DFA is just as correct
         cls = [1 if a else 0 for a in d.accepting]
         count = len(set(cls))
         while True:
@@ -349,7 +365,7 @@ class CharDFA:
 
         A self-loop becomes a repeat, so the rule nesting grows with the number of state
         changes, not with the string's length."""
-        d = self.minimized()
+        d = self.trimmed()
         if not d.accepting[0] and not d.edges[0]:
             return None
         indegree = [0] * len(d.edges)

@@ -300,7 +300,7 @@ class Grammar:
     def from_json_schema(cls, schema: Any, **options: Any) -> "Grammar":
         """The JSON texts valid against ``schema`` (a dict, a JSON string or a Pydantic model
         class); ``options`` are those of ``json_schema.json_schema_rules`` (``whitespace``,
-        ``indent``, ``separators``, ``strict``, ``max_whitespace``, ``lenient``). Raises
+        ``indent``, ``separators``, ``strict``, ``any_order``, ``max_whitespace``, ``lenient``). Raises
         ``SchemaError`` for what cannot be expressed exactly (unless ``lenient=True``).
 
         Example:

@@ -6,29 +6,39 @@ wraps it. ``schema`` is a dict, a JSON string, or a Pydantic model class.
 Semantics follow draft 2020-12 (with the older spellings ``definitions``, ``items`` as an array +
 ``additionalItems`` and draft-4 boolean ``exclusiveMinimum`` / ``exclusiveMaximum``).
 
-Supported now: boolean schemas; ``type`` (a name or a list); ``enum`` / ``const`` (each value in
+Supported: boolean schemas; ``type`` (a name or a list); ``enum`` / ``const`` (each value in
 its JSON serialization with the chosen layout; strings in both their raw-UTF-8 and their
 ``ensure_ascii`` spellings); ``properties`` (in schema order), ``required``,
 ``additionalProperties`` (true / false / a schema; default true unless ``strict=True``; extra
 members come after the declared ones and their keys can never spell a declared name, escapes
-included), ``minProperties`` when it is trivially satisfied or 1, ``maxProperties`` when it is
-trivially satisfied; ``items``, ``prefixItems``, older ``items: [...]`` + ``additionalItems``,
+included), ``patternProperties`` (up to four patterns: keys are split by the set of patterns they
+match, each class an automaton), ``propertyNames`` (string constraints on keys),
+``minProperties`` when it is trivially satisfied or 1, ``maxProperties`` when it is trivially
+satisfied; ``items``, ``prefixItems``, older ``items: [...]`` + ``additionalItems``,
 ``minItems`` / ``maxItems``, ``uniqueItems: false``; ``minLength`` / ``maxLength`` (code points:
 a surrogate-pair escape counts as one, lone surrogate escapes are not generated);
-``pattern`` / ``format`` and numeric bounds through ``json_values``; ``anyOf``; ``oneOf`` when the
-branches are provably disjoint (by type, or by a required property with disjoint constants);
-``allOf`` (merged into one schema, siblings of ``$ref`` / ``anyOf`` / ``oneOf`` too);
-``$ref`` to ``#``, ``#/$defs/..``, ``#/definitions/..`` and any JSON pointer (``~0`` ``~1`` and
-%-escapes), recursion included (each referenced schema becomes one shared rule); ``nullable``.
+``pattern`` / ``format`` and numeric bounds through ``json_values``, and any combination of
+``pattern``, ``format``, lengths and negated patterns or values through ``char_dfa`` (refused
+past ``char_dfa.PRODUCT_LIMIT`` states); ``anyOf``; ``oneOf`` when the branches are provably
+disjoint (by type, or by a required property with disjoint constants) or when each branch can
+be negated (each branch and not the others); ``allOf`` (merged into one schema, siblings of
+``$ref`` / ``anyOf`` / ``oneOf`` too); ``not`` of the common forms (``type`` without
+``integer``, ``enum`` / ``const`` of strings, booleans and null, ``required``, ``properties``,
+length / item / property / numeric bounds, ``pattern``, ``anyOf``, nested ``not``);
+``if`` / ``then`` / ``else`` when ``if`` can be negated; ``dependentRequired``,
+``dependentSchemas`` and draft-7 ``dependencies``; ``$ref`` to ``#``, ``#/$defs/..``,
+``#/definitions/..`` and any JSON pointer (``~0`` ``~1`` and %-escapes), recursion included
+(each referenced schema becomes one shared rule); ``nullable``.
 
-Anything else raises ``SchemaError`` naming the keyword and its JSON pointer (``pattern`` or
-``format`` together with ``minLength`` / ``maxLength``, ``minProperties`` > 1 above the required
-count, ``maxProperties`` that is not trivially satisfied, ``uniqueItems: true``, ``multipleOf``,
-``not``, ``if``/``then``/``else``, ``patternProperties``, ``propertyNames``, ``contains``,
-``dependentRequired`` / ``dependentSchemas`` / ``dependencies``, ``unevaluated*``,
-``$dynamicRef``, external or anchor ``$ref``s, ...); with ``lenient=True`` a warning is issued
-instead and the constraint is over-approximated (ignored, or for ``oneOf`` treated as
-``anyOf``) so that no valid instance is lost. Unsatisfiable schemas raise ``SchemaError``.
+Keywords outside every draft's vocabulary (``x-...``, draft-4 ``id``, tool extensions) and
+formats the specification does not define are annotations: they constrain nothing. Anything
+else raises ``SchemaError`` naming the keyword and its JSON pointer (``minProperties`` > 1 above
+the required count, ``maxProperties`` that is not trivially satisfied, ``uniqueItems: true``,
+``multipleOf``, ``contains``, ``unevaluated*``, ``$dynamicRef``, the ``regex`` / ``idn-*`` /
+``uri-template`` formats, external or anchor ``$ref``s, negations and ``oneOf``s beyond the forms
+above, ...); with ``lenient=True`` a warning is issued instead and the constraint is
+over-approximated (ignored, or for ``oneOf`` treated as ``anyOf``) so that no valid instance is
+lost. Unsatisfiable schemas raise ``SchemaError``.
 
 Soundness comes first: no text is accepted whose value is not valid. The known
 under-approximations (valid values in spellings or orders that are rejected): declared
@@ -57,6 +67,7 @@ Example:
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from functools import lru_cache
@@ -67,9 +78,13 @@ from ..errors import GrammarError, SchemaError
 from . import json_values
 from .char_dfa import CharDFA
 from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .regex import parse_regex
 from .utf8 import normalize_ranges
 
-__all__ = ["INDENT_DEPTH_LIMIT", "json_schema_rules"]
+__all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules"]
+
+#: The most declared properties an object may have for ``any_order=True`` (2**n rules).
+ANY_ORDER_LIMIT = 8
 
 #: Nesting depth past which ``indent=`` output falls back to flexible whitespace.
 INDENT_DEPTH_LIMIT = 16
@@ -138,7 +153,8 @@ def _positions(s: Dict[str, Any], conv: Any, path: str) -> Tuple[List[Any], Any]
 _NOT_PATTERNS = "$agentgrammar:notPatterns"
 _NOT_STRINGS = "$agentgrammar:notStrings"
 _STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format", _NOT_PATTERNS, _NOT_STRINGS})
-_NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+_NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_MAX_MODULUS = 2_000  # multipleOf k for integers is a DFA of k + 3 states
 _GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "not"})
 # Keywords rewritten into anyOf / allOf / not before conversion.
 _REWRITTEN_KW = frozenset({"if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"})
@@ -150,7 +166,6 @@ _KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENE
 # they constrain nothing, so they are ignored.
 _UNSUPPORTED = frozenset(
     {
-        "multipleOf",
         "divisibleBy",
         "contains",
         "minContains",
@@ -163,6 +178,24 @@ _UNSUPPORTED = frozenset(
         "extends",
     }
 )
+
+
+@lru_cache(maxsize=64)
+def _remainder_dfa(k: int) -> CharDFA:
+    """JSON integers ``-?(0|[1-9][0-9]*)`` that ``k`` divides: one state per remainder."""
+    start, minus, zero = k, k + 1, k + 2  # remainders are states 0..k-1 (0 accepting)
+    edges: List[List[Tuple[int, int, int]]] = [[] for _ in range(k + 3)]
+    for r in range(k):
+        edges[r] = [(0x30 + d, 0x30 + d, (r * 10 + d) % k) for d in range(10)]
+    edges[start] = [(0x2D, 0x2D, minus), (0x30, 0x30, zero)] + [
+        (0x30 + d, 0x30 + d, d % k) for d in range(1, 10)
+    ]
+    edges[minus] = [(0x30, 0x30, zero)] + [(0x30 + d, 0x30 + d, d % k) for d in range(1, 10)]
+    accepting = [r == 0 for r in range(k)] + [False, False, True]
+    order = [start, *range(k), minus, zero]  # the start must be state 0
+    new = {old: i for i, old in enumerate(order)}
+    remapped = [[(lo, hi, new[t]) for lo, hi, t in edges[old]] for old in order]
+    return CharDFA(remapped, [accepting[old] for old in order]).minimized()
 
 
 @lru_cache(maxsize=512)
@@ -559,11 +592,14 @@ _BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...]]] = {}
 
 
 class _Converter:
-    def __init__(self, root: Any, layout: _Layout, *, strict: bool, lenient: bool) -> None:
+    def __init__(
+        self, root: Any, layout: _Layout, *, strict: bool, lenient: bool, any_order: bool = False
+    ) -> None:
         self.root = root
         self.layout = layout
         self.strict = strict
         self.lenient = lenient
+        self.any_order = any_order
         self.rules: Dict[str, Expr] = {}
         self.memo: Dict[Tuple[str, int], Expr] = {}
         self.ref_memo: Dict[Tuple[str, int], str] = {}
@@ -930,6 +966,10 @@ class _Converter:
                     out["anyOf"] = out.pop(k)
             elif k == "uniqueItems":
                 out[k] = bool(x or y)
+            elif k == "multipleOf" and all(
+                isinstance(z, int) and not isinstance(z, bool) and z > 0 for z in (x, y)
+            ):
+                out[k] = x * y // math.gcd(x, y)  # multiples of both: multiples of the lcm
             elif k == "not":  # neither x nor y: not (x or y)
                 out[k] = {"anyOf": [x, y]}
             elif k in (_NOT_PATTERNS, _NOT_STRINGS):
@@ -1343,6 +1383,7 @@ class _Converter:
         if schema.get("nullable") is True and "type" not in schema and "enum" in schema:
             vals = vals + [None]
         kept = []
+        seen: Set[str] = set()
         others = {
             k: v
             for k, v in schema.items()
@@ -1371,7 +1412,8 @@ class _Converter:
                 except Exception as e:  # e.g. an unresolvable $ref
                     self.unsupported("enum", path, f"cannot be checked against its sibling keywords ({e})")
                     ok = True  # lenient: keep the value
-            if ok and not any(_values_key(v) == _values_key(w) for w in kept):
+            if ok and _values_key(v) not in seen:
+                seen.add(_values_key(v))
                 kept.append(v)  # equal numbers spelled differently (1 and 1.0) are both kept
         return _choice([self.value(v, depth) for v in kept])
 
@@ -1457,7 +1499,7 @@ class _Converter:
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
         keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
         try:
-            dfa = CharDFA.length(lo, hi)
+            dfa = CharDFA.length(0, None)
             if "pattern" in schema:
                 dfa = dfa.intersect(_pattern_dfa(schema["pattern"]))
             if schema.get("format") in json_values.SUPPORTED_FORMATS:
@@ -1466,6 +1508,15 @@ class _Converter:
                 dfa = dfa.minus(_pattern_dfa(p))
             if schema.get(_NOT_STRINGS):
                 dfa = dfa.minus(CharDFA.literal_set(schema[_NOT_STRINGS]))
+            loop = dfa.single_loop()
+            if loop is not None and (lo or hi is not None):
+                # C* under a length bound is C{lo,hi}: counted, not a product automaton
+                ch = json_values.json_char_of(loop)
+                if ch is None:  # no character can be spelled: only the empty string
+                    return None if lo else _seq([_DQ, _DQ])
+                return _seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
+            if lo or hi is not None:
+                dfa = dfa.intersect(CharDFA.length(lo, hi))
         except GrammarError as e:
             self.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
             return self.base("json_string")
@@ -1473,8 +1524,31 @@ class _Converter:
         return None if content is None else _seq([_DQ, content, _DQ])
 
     def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
-        if "multipleOf" in schema:  # pragma: no cover - rejected as unknown before
-            self.unsupported("multipleOf", path)
+        expr = self.number_in_bounds(schema, path, integer=integer)
+        if "multipleOf" not in schema or expr is None:
+            return expr
+        return self.multiple_of(expr, schema["multipleOf"], path, integer=integer)
+
+    def multiple_of(self, expr: Expr, step: Any, path: str, *, integer: bool) -> Optional[Expr]:
+        """``expr`` (numbers within their bounds) restricted to multiples of an integer ``step``,
+        by a remainder automaton over the digits. Numbers are limited to the integer spelling
+        (``4.0`` and ``4e0`` are not generated): sound, and the same under exact and
+        floating-point arithmetic. A fractional step is refused: validators that divide binary
+        floats call ``3`` no multiple of ``0.1``, so no grammar can agree with them all."""
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
+            raise self.fail("'multipleOf' must be a number above 0", path, "multipleOf")
+        try:
+            if step != int(step):
+                raise GrammarError("only integer steps are supported")
+            if step > _MAX_MODULUS:
+                raise GrammarError(f"a step above {_MAX_MODULUS} needs too large an automaton")
+            dfa = CharDFA.from_expr(expr).intersect(_remainder_dfa(int(step)))
+        except GrammarError as e:
+            self.unsupported("multipleOf", path, f"({step!r}) cannot be expressed: {e}")
+            return expr
+        return dfa.to_ir(lambda ranges: CharClass(tuple(ranges)), self.rules, self.fresh, "multiple_of")
+
+    def number_in_bounds(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
         mn, mx = schema.get("minimum"), schema.get("maximum")
         emn, emx = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
         for k, x in (("minimum", mn), ("maximum", mx), ("exclusiveMinimum", emn), ("exclusiveMaximum", emx)):
@@ -1486,6 +1560,8 @@ class _Converter:
         if isinstance(emx, bool):
             emx, mx = (mx, None) if emx else (None, mx)
         if mn is None and mx is None and emn is None and emx is None:
+            if "multipleOf" in schema:  # the automaton needs the expression, not a rule
+                return parse_regex(r"-?(0|[1-9][0-9]*)")  # the spelling multiple_of keeps
             return self.base("json_integer" if integer else "json_number")
         fn = json_values.integer_expr if integer else json_values.number_expr
         try:
@@ -1584,12 +1660,42 @@ class _Converter:
             m, r = members[i]
             here = _seq([m, after[i + 1]])
             nonempty = here if r else _choice([here, nonempty])
+        if self.any_order and 2 <= n <= ANY_ORDER_LIMIT:
+            nonempty = self.members_any_order(members, add, sep, hint)
         alts: List[Optional[Expr]] = []
         if allow_empty:
             alts.append(lay.empty(depth, b"{}"))
         if nonempty is not None:
             alts.append(lay.container(depth, b"{}", nonempty))
         return _choice(alts)
+
+    def members_any_order(
+        self, members: List[Tuple[Expr, bool]], add: Optional[Expr], sep: Expr, hint: str
+    ) -> Optional[Expr]:
+        """Object content with the declared members in any order, each at most once and every
+        required one present, and extra members anywhere: one rule per set of members written."""
+        n = len(members)
+        need = sum(1 << i for i, (_, r) in enumerate(members) if r)
+        names: Dict[int, str] = {}
+
+        def rest(done: int) -> Expr:  # what may follow once the members in ``done`` are written
+            if done not in names:
+                names[done] = self.fresh(f"{hint}_any_{done}")
+                alts: List[Optional[Expr]] = [
+                    _seq([sep, members[i][0], rest(done | 1 << i)]) for i in range(n) if not done >> i & 1
+                ]
+                if add is not None:
+                    alts.append(_seq([sep, add, RuleRef(names[done])]))
+                if done & need == need:
+                    alts.append(EMPTY)
+                body = _choice(alts)
+                self.rules[names[done]] = body if body is not None else EMPTY
+            return RuleRef(names[done])
+
+        firsts: List[Optional[Expr]] = [_seq([m, rest(1 << i)]) for i, (m, _) in enumerate(members)]
+        if add is not None:
+            firsts.append(_seq([add, rest(0)]))
+        return _choice(firsts)
 
     def additional_members(
         self, props: Dict[str, Any], addl: Any, path: str, depth: int, hint: str
@@ -1809,13 +1915,16 @@ def json_schema_rules(
     indent: Optional[Union[int, str]] = None,
     separators: Optional[Tuple[str, str]] = None,
     strict: bool = False,
+    any_order: bool = False,
     max_whitespace: Optional[int] = None,
     lenient: bool = False,
 ) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for the JSON texts valid against ``schema``, and the root name.
 
     Raises ``SchemaError`` for what cannot be expressed exactly (``lenient=True``: a warning and
-    an over-approximation instead) and for malformed schemas.
+    an over-approximation instead) and for malformed schemas. ``any_order=True`` accepts the
+    declared properties of an object in any order (objects of up to ``ANY_ORDER_LIMIT`` declared
+    properties; larger ones keep schema order, a sound subset), extra members anywhere.
 
     Example:
         >>> rules, root = json_schema_rules({"enum": ["a", 1, None]})
@@ -1824,7 +1933,7 @@ def json_schema_rules(
     """
     doc = _load(schema)
     layout = _Layout(whitespace, indent, separators, max_whitespace)
-    conv = _Converter(doc, layout, strict=strict, lenient=lenient)
+    conv = _Converter(doc, layout, strict=strict, lenient=lenient, any_order=any_order)
     conv.taken.add("root")
     conv.ref_memo[("", 0)] = "root"
     conv.rules["root"] = EMPTY

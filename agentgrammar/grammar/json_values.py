@@ -53,6 +53,7 @@ __all__ = [
     "number_expr",
     "pattern_chars",
     "pattern_string",
+    "repeat",
     "string_expr",
 ]
 
@@ -133,6 +134,11 @@ def _repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
     out = _choice([first, second])
     assert out is not None
     return out
+
+
+def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
+    """``item{lo,hi}``, large bounds nested in blocks (the engine unrolls counted repeats)."""
+    return _repeat(item, lo, hi)
 
 
 def _exactly(item: Expr, n: int) -> Expr:

@@ -585,7 +585,7 @@ def test_conversion_is_fast() -> None:
     [
         ({"type": "array", "contains": {"type": "integer"}}, "contains", "#/contains"),
         (
-            {"type": "object", "properties": {"a~/b": {"type": "integer", "multipleOf": 2}}},
+            {"type": "object", "properties": {"a~/b": {"type": "number", "multipleOf": 0.5}}},
             "multipleOf",
             "#/properties/a~0~1b/multipleOf",
         ),
@@ -910,3 +910,127 @@ def test_allof_merges_array_positions_not_keywords():
     g = Grammar.from_json_schema(schema)
     assert g.accepts("[9, 3]") is False  # index 0: integer and <= 4
     assert g.accepts("[1, 3]") and not g.accepts("[1, 5]") and not g.accepts("[1, 1]")
+
+
+# --------------------------------------------------------------------------- logic keywords
+
+# Values of every type, with the shapes the schemas below tell apart.
+POOL: List[Any] = [
+    None, True, False, 0, 1, 2, 7, -3, 2.5, "", "a", "ab", "abc", "b", "ba", "foo", "a1", "A",
+    [], [1], [1, 2], [1, 2, 3], ["a"], {}, {"a": 1}, {"a": "x"}, {"b": 1}, {"a": 1, "b": 2},
+    {"a": "x", "c": 3}, {"ab": 1}, {"x-1": "v"}, {"B": [1]}, {"foo": [1, 2]}, {"foo": [1]},
+]  # fmt: skip
+
+LOGIC_SCHEMAS: List[Dict[str, Any]] = [
+    # not: the common forms
+    {"not": {"type": "string"}},
+    {"not": {"enum": ["a", None, True]}},
+    {"not": {"required": ["a"]}},
+    {"type": "object", "not": {"required": ["a", "b"]}},
+    {"not": {"minLength": 2}},
+    {"type": "string", "not": {"pattern": "^a"}},
+    {"not": {"minimum": 1}},
+    {"not": {"anyOf": [{"type": "string"}, {"maxItems": 1}]}},
+    {"not": {"properties": {"a": {"type": "string"}}}},
+    {"not": {"not": {"type": "array"}}},
+    {"enum": ["a", "b", 1], "not": {"const": "a"}},
+    {"type": "string", "not": {"enum": ["a", "ab"]}, "maxLength": 2},
+    {"allOf": [{"not": {"type": "null"}}, {"not": {"type": "boolean"}}]},
+    # if / then / else and dependencies
+    {"if": {"type": "string"}, "then": {"minLength": 2}, "else": {"type": "array"}},
+    {"if": {"properties": {"a": {"type": "string"}}}, "then": {"required": ["c"]}},
+    {"dependentRequired": {"a": ["b"]}},
+    {"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}},
+    # oneOf whose branches overlap: made exclusive by negation
+    {"type": "string", "oneOf": [{"pattern": "a"}, {"pattern": "b"}]},
+    {"type": "number", "oneOf": [{"maximum": 2}, {"maximum": 5}]},
+    {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+    # patternProperties and propertyNames
+    {"type": "object", "patternProperties": {"^[a-z]+$": {"type": "integer"}}},
+    {
+        "type": "object",
+        "properties": {"ab": {"type": "integer"}},
+        "patternProperties": {"^a": {"maximum": 1}},
+        "additionalProperties": False,
+    },
+    {"type": "object", "patternProperties": {"f.o": {"minItems": 2}, "^B": {"type": "array"}}},
+    {"type": "object", "propertyNames": {"maxLength": 1}},
+    {"type": "object", "propertyNames": {"pattern": "^[a-c]+$"}, "required": ["a"]},
+    # strings under several constraints at once
+    {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 2},
+    {"type": "string", "pattern": "b", "maxLength": 2},
+    {"type": "string", "pattern": "^[a-z]*$", "maxLength": 400},
+    # multipleOf: integer steps, by a remainder automaton
+    {"type": "integer", "multipleOf": 3, "minimum": -5, "maximum": 8},
+    {"multipleOf": 2},
+    {"allOf": [{"multipleOf": 2}, {"multipleOf": 7}]},
+    # keywords outside the vocabulary and formats outside the specification constrain nothing
+    {"type": "string", "x-kubernetes-int-or-string": True, "format": "color"},
+]
+
+
+def _validator(schema: Dict[str, Any]) -> Any:
+    if "dependencies" in schema:
+        return jsonschema.Draft7Validator(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize("schema", LOGIC_SCHEMAS, ids=lambda s: json.dumps(s)[:60])
+def test_logic_keywords_agree_with_jsonschema(schema: Dict[str, Any]) -> None:
+    checker = Checker(schema)
+    validator = _validator(schema)
+    for value in POOL:
+        assert checker.accepts(json.dumps(value)) == validator.is_valid(value), value
+
+
+def test_dependencies_draft7_spelling() -> None:
+    schema = {"dependencies": {"a": ["b"], "c": {"required": ["a"]}}}
+    checker = Checker(schema)
+    for value in [*POOL, {"c": 1}, {"a": 1, "c": 1}, {"a": 1, "b": 1, "c": 1}]:
+        assert checker.accepts(json.dumps(value)) == jsonschema.Draft7Validator(schema).is_valid(value), value
+
+
+def test_pattern_with_length_accepts_every_spelling() -> None:
+    checker = Checker({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3})
+    assert checker.accepts('"abc"') and checker.accepts('"\\u0061bc"')
+    assert not checker.accepts('"abcd"') and not checker.accepts('"ab1"')
+
+
+def test_multiple_of_large_values_and_fractional_steps() -> None:
+    checker = Checker({"type": "integer", "multipleOf": 7})
+    assert checker.accepts(str(7 * 10**30)) and not checker.accepts(str(7 * 10**30 + 1))
+    assert checker.accepts("-0") and checker.accepts("-14") and not checker.accepts("-15")
+    with pytest.raises(SchemaError, match="multipleOf"):  # float validators disagree on 0.1
+        Grammar.from_json_schema({"type": "number", "multipleOf": 0.1})
+
+
+def test_spec_formats_that_are_not_supported_still_raise() -> None:
+    with pytest.raises(SchemaError, match="regex"):
+        Grammar.from_json_schema({"type": "string", "format": "regex"})
+
+
+def test_any_order_accepts_every_order_once() -> None:
+    import itertools
+
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}},
+        "required": ["a", "c"],
+    }
+    ordered, free = Checker(schema), Checker(schema, any_order=True)
+    validator = jsonschema.Draft202012Validator(schema)
+    items = [("a", 1), ("b", "x"), ("c", True), ("z", None)]
+    for k in range(len(items) + 1):
+        for combo in itertools.permutations(items, k):
+            value = dict(combo)
+            assert free.accepts(json.dumps(value)) == validator.is_valid(value), value
+    assert not ordered.accepts('{"c": true, "a": 1}') and free.accepts('{"c": true, "a": 1}')
+    assert not free.accepts('{"a": 1, "a": 2, "c": true}')  # each declared member at most once
+
+
+def test_any_order_keeps_schema_order_past_the_limit() -> None:
+    from agentgrammar.grammar.json_schema import ANY_ORDER_LIMIT
+
+    props = {f"p{i}": {"type": "integer"} for i in range(ANY_ORDER_LIMIT + 1)}
+    checker = Checker({"type": "object", "properties": props}, any_order=True)
+    assert checker.accepts('{"p0": 1, "p1": 2}') and not checker.accepts('{"p1": 2, "p0": 1}')

@@ -498,7 +498,10 @@ def test_formats_against_the_json_schema_test_suite(name):
                 got = accepts(expr, text)
                 if case["valid"]:
                     ascii_only_iri = name.startswith("iri") and not data.isascii()  # a documented subset
-                    assert got or ascii_only_iri or _KNOWN_UNDER.search(case["description"] + data), (name, data)
+                    assert got or ascii_only_iri or _KNOWN_UNDER.search(case["description"] + data), (
+                        name,
+                        data,
+                    )
                 else:
                     assert not got, (name, data, case["description"])
 

@@ -1,0 +1,443 @@
+"""Tests for the character automata of agentgrammar/grammar/char_dfa.py.
+
+The reference for regex languages is Python's ``re.fullmatch``; for hand-built automata it is a
+small simulator written here. ``to_ir`` output is checked through the C engine
+(``Grammar.accepts``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentgrammar.errors import GrammarError
+from agentgrammar.grammar import Grammar
+from agentgrammar.grammar.char_dfa import ALPHABET, MAX_STATES, CharDFA
+from agentgrammar.grammar.ir import CharClass, Expr, Repeat, Rule, RuleRef, Seq
+from agentgrammar.grammar.regex import parse_regex
+
+PATTERNS = [
+    "[a-c]+",
+    "a(b|c)*d?",
+    "(ab){2,3}",
+    "[^a]x*",
+    "x{0,3}y",
+    "(a|b)*a(a|b){3}",
+    "(xy|x)*y?",
+    "[a-d]{2,4}|x+",
+    "x[ab]|ya|yb",
+    ".d*",
+    "",
+]
+#: Small alphabet for random strings: letters the patterns use, one they don't, a newline (not
+#: matched by ``.``) and a two-byte character (exercises negated classes and UTF-8 in to_ir).
+CHARS = "abcdxy\né"
+strings = st.text(alphabet=CHARS, max_size=10)
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+@functools.lru_cache(maxsize=None)
+def dfa(pattern: str) -> CharDFA:
+    return CharDFA.from_expr(parse_regex(pattern))
+
+
+def full(pattern: str, s: str) -> bool:
+    return re.fullmatch(pattern, s) is not None
+
+
+# --------------------------------------------------------------------------- from_expr
+
+
+@SETTINGS
+@given(pattern=st.sampled_from(PATTERNS), s=strings)
+def test_from_expr_agrees_with_re(pattern: str, s: str) -> None:
+    assert dfa(pattern).matches(s) == full(pattern, s)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_from_expr_agrees_with_re_exhaustively_on_short_strings(pattern: str) -> None:
+    d = dfa(pattern)
+    for n in range(6):
+        for chars in itertools.product("abcdxy", repeat=n):
+            s = "".join(chars)
+            assert d.matches(s) == full(pattern, s), (pattern, s)
+
+
+@st.composite
+def regexes(draw: st.DrawFn, depth: int = 3) -> str:
+    """Random small regexes over a-d that Python's ``re`` and ``parse_regex`` read alike."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(["a", "b", "c", "d", "[a-c]", "[^a]", "[bd]", "."]))
+    kind = draw(st.sampled_from(["seq", "alt", "star", "plus", "opt", "count"]))
+    a = draw(regexes(depth - 1))
+    if kind == "seq":
+        return f"(?:{a})(?:{draw(regexes(depth - 1))})"
+    if kind == "alt":
+        return f"(?:{a}|{draw(regexes(depth - 1))})"
+    if kind == "count":
+        lo = draw(st.integers(0, 2))
+        return f"(?:{a}){{{lo},{lo + draw(st.integers(0, 2))}}}"
+    suffix = {"star": "*", "plus": "+", "opt": "?"}[kind]
+    return f"(?:{a}){suffix}"
+
+
+@settings(max_examples=80, deadline=None)
+@given(pattern=regexes(), data=st.data())
+def test_random_regexes_agree_with_re(pattern: str, data: st.DataObject) -> None:
+    d = CharDFA.from_expr(parse_regex(pattern))
+    for s in data.draw(st.lists(st.text(alphabet="abcde\n", max_size=8), min_size=5, max_size=5)):
+        assert d.matches(s) == full(pattern, s), (pattern, s)
+
+
+def test_from_expr_is_minimal() -> None:
+    assert dfa("[a-c]+").num_states == 2
+    # the classic: "the fourth character from the end is an a" needs 2**4 states
+    assert dfa("(a|b)*a(a|b){3}").num_states == 16
+    # different spellings of one language give the same automaton size
+    assert dfa("a(b|c)*d?").num_states == CharDFA.from_expr(parse_regex("a[bc]*(d|)")).num_states
+
+
+def test_from_expr_is_minimal_when_ranges_are_split_differently() -> None:
+    # start, after x|y, accept: 3 states; after "x" the move is [ab], after "y" it is a | b
+    d = dfa("x[ab]|ya|yb")
+    assert d.num_states == 3
+    assert d.minimized().num_states == d.num_states
+
+
+def test_from_expr_rejects_non_regular_ir() -> None:
+    with pytest.raises(GrammarError):
+        CharDFA.from_expr(Seq((CharClass(((97, 97),)), RuleRef("x"))))
+
+
+# --------------------------------------------------------------------------- boolean operations
+
+
+@SETTINGS
+@given(p=st.sampled_from(PATTERNS), q=st.sampled_from(PATTERNS), s=strings)
+def test_intersect_complement_minus(p: str, q: str, s: str) -> None:
+    a, b = dfa(p), dfa(q)
+    in_a, in_b = full(p, s), full(q, s)
+    assert a.intersect(b).matches(s) == (in_a and in_b)
+    assert a.complement().matches(s) == (not in_a)
+    assert a.minus(b).matches(s) == (in_a and not in_b)
+    # union by De Morgan
+    assert a.complement().intersect(b.complement()).complement().matches(s) == (in_a or in_b)
+
+
+@SETTINGS
+@given(p=st.sampled_from(PATTERNS), s=st.text(max_size=6))
+def test_complement_over_all_of_unicode(p: str, s: str) -> None:
+    assert dfa(p).complement().matches(s) == (not full(p, s))
+    assert dfa(p).complement().complement().matches(s) == full(p, s)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_complement_twice_is_no_bigger(pattern: str) -> None:
+    d = dfa(pattern)
+    assert d.complement().complement().num_states <= d.num_states
+
+
+@pytest.mark.parametrize(
+    "p, q, empty",
+    [
+        ("[a-c]+", "x+", True),
+        ("(ab){2,3}", "(ab){4}", True),
+        ("x{0,3}y", "[^y]*", True),
+        ("a*", "b*", False),  # both hold ""
+        ("[a-c]+", "b", False),
+        ("(a|b)*a(a|b){3}", "b*ab*", False),
+    ],
+)
+def test_is_empty_of_intersection(p: str, q: str, empty: bool) -> None:
+    assert dfa(p).intersect(dfa(q)).is_empty() is empty
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_is_empty_of_self_minus_self(pattern: str) -> None:
+    d = dfa(pattern)
+    assert not d.is_empty()
+    assert d.minus(d).is_empty()
+    assert d.intersect(d.complement()).is_empty()
+    assert not d.complement().is_empty()
+
+
+def test_empty_and_universal_languages() -> None:
+    nothing = CharDFA.literal_set([])
+    everything = nothing.complement()
+    assert nothing.is_empty()
+    assert not nothing.matches("")
+    assert everything.num_states == 1
+    for s in ("", "a", "é😀", "\x00", "\U0010ffff" * 3):
+        assert everything.matches(s)
+    assert CharDFA.length(0, None).complement().is_empty()
+
+
+# --------------------------------------------------------------------------- length, literal_set
+
+
+@SETTINGS
+@given(lo=st.integers(0, 5), extra=st.one_of(st.none(), st.integers(0, 5)), s=st.text(max_size=12))
+def test_length(lo: int, extra: Optional[int], s: str) -> None:
+    hi = None if extra is None else lo + extra
+    expected = lo <= len(s) and (hi is None or len(s) <= hi)
+    assert CharDFA.length(lo, hi).matches(s) == expected
+
+
+@SETTINGS
+@given(p=st.sampled_from(PATTERNS), lo=st.integers(0, 3), extra=st.integers(0, 3), s=strings)
+def test_pattern_with_length_bounds(p: str, lo: int, extra: int, s: str) -> None:
+    d = dfa(p).intersect(CharDFA.length(lo, lo + extra))
+    assert d.matches(s) == (full(p, s) and lo <= len(s) <= lo + extra)
+
+
+@SETTINGS
+@given(words=st.lists(st.text(alphabet="abc", max_size=4), max_size=6), data=st.data())
+def test_literal_set(words: List[str], data: st.DataObject) -> None:
+    d = CharDFA.literal_set(words)
+    probes = data.draw(st.lists(st.text(alphabet="abc", max_size=5), min_size=10, max_size=10))
+    for s in probes + words:
+        assert d.matches(s) == (s in words), (words, s)
+    assert d.is_empty() == (not words)
+
+
+def test_literal_set_non_ascii() -> None:
+    d = CharDFA.literal_set(["é", "😀x", ""])
+    assert [d.matches(s) for s in ("é", "😀x", "", "e", "😀", "éé")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+# --------------------------------------------------------------------------- minimized
+
+
+def _reference_matches(table: List[Dict[str, int]], accepting: List[bool], s: str) -> bool:
+    state = 0
+    for ch in s:
+        if ch not in table[state]:
+            return False
+        state = table[state][ch]
+    return accepting[state]
+
+
+@st.composite
+def random_dfas(draw: st.DrawFn) -> Tuple[List[Dict[str, int]], List[bool]]:
+    """Random complete-or-partial DFAs over "abc", as {char: target} tables."""
+    n = draw(st.integers(1, 7))
+    table = [
+        {ch: t for ch in "abc" if (t := draw(st.one_of(st.none(), st.integers(0, n - 1)))) is not None}
+        for _ in range(n)
+    ]
+    accepting = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return table, accepting
+
+
+def _build(table: List[Dict[str, int]], accepting: List[bool]) -> CharDFA:
+    edges = [sorted((ord(ch), ord(ch), t) for ch, t in row.items()) for row in table]
+    return CharDFA(edges, list(accepting))
+
+
+@settings(max_examples=100, deadline=None)
+@given(machine=random_dfas(), data=st.data())
+def test_minimized_preserves_language_and_shrinks(
+    machine: Tuple[List[Dict[str, int]], List[bool]], data: st.DataObject
+) -> None:
+    table, accepting = machine
+    raw = _build(table, accepting)
+    small = raw.minimized()
+    assert small.num_states <= raw.num_states
+    assert small.minimized().num_states == small.num_states  # already minimal
+    # also the language seen by the other operations
+    comp = raw.complement()
+    for s in data.draw(st.lists(st.text(alphabet="abcd", max_size=8), min_size=10, max_size=10)):
+        expected = _reference_matches(table, accepting, s)
+        assert small.matches(s) == expected, s
+        assert raw.trimmed().matches(s) == expected, s
+        assert comp.matches(s) == (not expected), s
+
+
+def test_minimized_merges_equivalent_states() -> None:
+    # states 1 and 2 accept the same language (b*), so a{1}b* | a{2}b* needs 3 states, not 4
+    a, b = ord("a"), ord("b")
+    raw = CharDFA([[(a, a, 1)], [(a, a, 2), (b, b, 3)], [(b, b, 2)], [(b, b, 3)]], [False, True, True, True])
+    small = raw.minimized()
+    assert raw.num_states == 4
+    assert small.num_states == 3
+    for s in ("a", "ab", "aa", "aab", "abbb", "aabb"):
+        assert small.matches(s)
+    for s in ("", "b", "aaa", "aba", "abab"):
+        assert not small.matches(s)
+
+
+# --------------------------------------------------------------------------- surrogates, size bound
+
+
+SURROGATE_STRINGS = ["\ud800", "\udfff", "a\udc00", "\udbff\udfff"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_complement_never_matches_a_surrogate(pattern: str) -> None:
+    comp = dfa(pattern).complement()
+    assert comp.matches("é😀")  # none of the patterns matches this
+    for s in SURROGATE_STRINGS:
+        assert not comp.matches(s)
+        assert not dfa(pattern).matches(s)
+    assert all(not (lo <= 0xD800 <= hi or lo <= 0xDFFF <= hi) for row in comp.edges for lo, hi, _ in row)
+
+
+def test_nothing_matches_a_surrogate() -> None:
+    for d in (CharDFA.literal_set([]).complement(), CharDFA.length(0, None), dfa("[^a]*"), dfa(".*")):
+        assert d.matches("xyz")
+        for s in SURROGATE_STRINGS:
+            assert not d.matches(s)
+    assert ALPHABET == ((0, 0xD7FF), (0xE000, 0x10FFFF))
+
+
+def test_size_bound() -> None:
+    CharDFA.length(0, MAX_STATES - 1)  # exactly MAX_STATES states: fine
+    with pytest.raises(GrammarError, match="states"):
+        CharDFA.length(0, MAX_STATES + 5)
+    with pytest.raises(GrammarError, match="states"):
+        CharDFA.length(MAX_STATES, None)
+
+
+def test_size_bound_of_intersection() -> None:
+    # 128 states times 251 lengths: a product past any limit on automaton size
+    last_seven = dfa("(a|b)*a(a|b){6}")
+    assert last_seven.num_states == 128
+    with pytest.raises(GrammarError, match="states"):
+        last_seven.intersect(CharDFA.length(0, 250))
+
+
+def test_size_bound_from_regex() -> None:
+    with pytest.raises(GrammarError, match="states"):
+        CharDFA.from_expr(Repeat(CharClass(((97, 98),)), MAX_STATES + 1, MAX_STATES + 1))
+
+
+# --------------------------------------------------------------------------- to_ir
+
+
+def spell(ranges) -> Expr:  # type: ignore[no-untyped-def]
+    return CharClass(tuple(ranges))
+
+
+def ir_grammar(d: CharDFA, base: str = "s") -> Tuple[Optional[Grammar], Dict[str, Expr]]:
+    rules: Dict[str, Expr] = {}
+    counter = itertools.count()
+
+    def fresh(name: str) -> str:
+        return f"{name}_{next(counter)}"
+
+    expr = d.to_ir(spell, rules, fresh, base)
+    if expr is None:
+        return None, rules
+    assert "root" not in rules
+    return Grammar.from_rules([Rule("root", expr), *[Rule(n, b) for n, b in rules.items()]]), rules
+
+
+COMBINED: Dict[str, CharDFA] = {}
+
+
+def combined(key: str) -> CharDFA:
+    """Automata for to_ir: plain patterns and a few combinations."""
+    if key not in COMBINED:
+        if key.startswith("not "):
+            COMBINED[key] = dfa(key[4:]).complement()
+        elif " & len" in key:
+            p, n = key.split(" & len")
+            COMBINED[key] = dfa(p).intersect(CharDFA.length(int(n), int(n) + 2))
+        elif " - " in key:
+            p, q = key.split(" - ")
+            COMBINED[key] = dfa(p).minus(dfa(q))
+        else:
+            COMBINED[key] = dfa(key)
+    return COMBINED[key]
+
+
+IR_KEYS = [
+    *PATTERNS,
+    "not a(b|c)*d?",
+    "not x{0,3}y",
+    "[a-d]{2,4}|x+ & len3",
+    "[^a]x* & len2",
+    "(xy|x)*y? - x*",
+    "[a-c]+ - (ab){2,3}",
+]
+
+
+@functools.lru_cache(maxsize=None)
+def ir_grammar_for(key: str) -> Grammar:
+    g, _ = ir_grammar(combined(key))
+    assert g is not None
+    return g
+
+
+@settings(max_examples=120, deadline=None)
+@given(key=st.sampled_from(IR_KEYS), s=strings)
+def test_to_ir_accepts_what_the_dfa_accepts(key: str, s: str) -> None:
+    assert ir_grammar_for(key).accepts(s) == combined(key).matches(s)
+
+
+@pytest.mark.parametrize("key", IR_KEYS)
+def test_to_ir_exhaustively_on_short_strings(key: str) -> None:
+    g, d = ir_grammar_for(key), combined(key)
+    for n in range(4):
+        for chars in itertools.product("abxy", repeat=n):
+            s = "".join(chars)
+            assert g.accepts(s) == d.matches(s), (key, s)
+
+
+def test_to_ir_of_empty_language_is_none() -> None:
+    rules: Dict[str, Expr] = {}
+    assert dfa("[a-c]+").intersect(dfa("x+")).to_ir(spell, rules, lambda b: b + "_0", "s") is None
+    assert rules == {}
+
+
+def test_to_ir_names_rules_with_fresh() -> None:
+    _, rules = ir_grammar(dfa("(a|b)*a(a|b){3}"), base="my_base")
+    assert rules
+    assert all(name.startswith("my_base_") for name in rules)
+
+
+def test_to_ir_self_loops_do_not_nest() -> None:
+    g, rules = ir_grammar(dfa("[a-z]+"))
+    assert g is not None
+    assert len(rules) == 1  # the start state; its self-loop is a repeat inside it
+    (body,) = rules.values()
+    assert any(
+        isinstance(x, Repeat) and x.max is None for x in (body.items if isinstance(body, Seq) else (body,))
+    )
+    long = "abcdefghijklmnopqrstuvwxyz" * 77  # 2002 characters
+    assert g.accepts(long)
+    assert not g.accepts(long + "A")
+    assert not g.accepts("")
+
+
+def test_to_ir_long_chain_of_states() -> None:
+    # a chain of 301 single-entry states: inlined up to a depth, then split into rules
+    word = "ab" * 150
+    g, rules = ir_grammar(CharDFA.literal_set([word, "x"]))
+    assert g is not None
+    assert g.accepts(word)
+    assert g.accepts("x")
+    assert not g.accepts(word[:-1])
+    assert not g.accepts(word + "a")
+    assert 1 < len(rules) < 50
+
+
+def test_to_ir_spells_non_ascii_and_huge_ranges() -> None:
+    g, _ = ir_grammar(dfa("abc").complement())
+    assert g is not None
+    for s in ("", "ab", "abcd", "é", "😀" * 3, "\U0010ffff", "abé"):
+        assert g.accepts(s), s
+    assert not g.accepts("abc")
