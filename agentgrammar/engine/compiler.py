@@ -134,7 +134,7 @@ class Compiler:
         """Compile a JSON Schema (dict, JSON text or Pydantic model class).
 
         ``options`` are those of :meth:`Grammar.from_json_schema` (``whitespace``, ``indent``,
-        ``separators``, ``strict``, ``max_whitespace``, ``lenient``).
+        ``separators``, ``strict``, ``any_order``, ``max_whitespace``, ``lenient``).
         """
         return self.compile(Grammar.from_json_schema(schema, **options))
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from ..errors import GrammarError
-from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
+from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq, seq
 from .utf8 import complement_ranges, normalize_ranges
 
 __all__ = ["ALPHABET", "MAX_STATES", "PRODUCT_LIMIT", "CharDFA"]
@@ -392,19 +392,14 @@ class CharDFA:
                     continue
                 ch = spell(ranges)
                 if ch is not None:
-                    alts.append(_seq2(ch, ref(t, depth)))
+                    alts.append(seq((ch, ref(t, depth))))
             if d.accepting[s]:
                 alts.append(EMPTY)
             rest: Expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
             loop = spell(groups[s]) if s in groups else None
-            return _seq2(Repeat(loop, 0, None), rest) if loop is not None else rest
+            return seq((Repeat(loop, 0, None), rest)) if loop is not None else rest
 
         return ref(0, 0)
 
 
 _INLINE_DEPTH = 48  # deeper chains of single-entry states become rules (bounded recursion)
-
-
-def _seq2(a: Expr, b: Expr) -> Expr:
-    items = [x for e in (a, b) for x in (e.items if isinstance(e, Seq) else (e,))]
-    return items[0] if len(items) == 1 else Seq(tuple(items))

@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 #: The largest Unicode code point.
 MAX_CODE_POINT = 0x10FFFF
@@ -88,3 +88,43 @@ class Rule:
 
     name: str
     body: Expr
+
+
+def seq(items: Sequence[Expr]) -> Expr:
+    """A sequence, flattened, with adjacent literals merged and empty ones dropped.
+
+    Example:
+        >>> seq([Literal(b"a"), Seq((Literal(b"b"), RuleRef("x"))), Literal(b"")])
+        Seq(items=(Literal(value=b'ab'), RuleRef(name='x')))
+    """
+    merged: List[Expr] = []
+    for x in items:
+        for y in x.items if type(x) is Seq else (x,):
+            if type(y) is Literal:
+                if not y.value:
+                    continue
+                if merged and type(merged[-1]) is Literal:
+                    merged[-1] = Literal(merged[-1].value + y.value)  # type: ignore[union-attr]
+                    continue
+            merged.append(y)
+    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
+
+
+def choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
+    """A choice of the items that are not None, flattened; None when there are none. Equal
+    leaves are dropped (comparing deep trees would cost more than the duplicate does).
+
+    Example:
+        >>> choice([Literal(b"a"), None, Choice((Literal(b"a"), Literal(b"b")))])
+        Choice(items=(Literal(value=b'a'), Literal(value=b'b')))
+    """
+    alts: List[Expr] = []
+    for x in items:
+        if x is None:
+            continue
+        for y in x.items if type(x) is Choice else (x,):
+            if not (type(y) in (Literal, CharClass) and y in alts):
+                alts.append(y)
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else Choice(tuple(alts))

@@ -77,7 +77,7 @@ from urllib.parse import unquote
 from ..errors import GrammarError, SchemaError
 from . import json_values
 from .char_dfa import CharDFA
-from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, choice, seq
 from .regex import parse_regex
 from .utf8 import normalize_ranges
 
@@ -250,35 +250,6 @@ def _minus(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tup
     return out
 
 
-def _seq(items: Sequence[Expr]) -> Expr:
-    """A sequence, flattened, with adjacent literals merged and empty ones dropped."""
-    merged: List[Expr] = []
-    for x in items:
-        for y in x.items if type(x) is Seq else (x,):
-            if type(y) is Literal:
-                if not y.value:
-                    continue
-                if merged and type(merged[-1]) is Literal:
-                    merged[-1] = Literal(merged[-1].value + y.value)  # type: ignore[union-attr]
-                    continue
-            merged.append(y)
-    return merged[0] if len(merged) == 1 else Seq(tuple(merged))
-
-
-def _choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
-    alts: List[Expr] = []
-    for x in items:
-        if x is None:
-            continue
-        for y in x.items if isinstance(x, Choice) else (x,):
-            # structural equality of deep trees is costly: only leaves are de-duplicated
-            if not (isinstance(y, (Literal, CharClass)) and y in alts):
-                alts.append(y)
-    if not alts:
-        return None
-    return alts[0] if len(alts) == 1 else Choice(tuple(alts))
-
-
 def _opt(e: Expr) -> Expr:
     return Repeat(e, 0, 1)
 
@@ -291,26 +262,26 @@ def _hex_fixed(lo: int, hi: int, width: int) -> Expr:
     p = 16 ** (width - 1)
     lo_d, hi_d = divmod(lo, p)[0], divmod(hi, p)[0]
     if lo_d == hi_d:
-        return _seq([_hex_digits(lo_d, lo_d), _hex_fixed(lo % p, hi % p, width - 1)])
+        return seq([_hex_digits(lo_d, lo_d), _hex_fixed(lo % p, hi % p, width - 1)])
     alts: List[Optional[Expr]] = []
     first_full, last_full = lo_d, hi_d
     if lo % p:
-        alts.append(_seq([_hex_digits(lo_d, lo_d), _hex_fixed(lo % p, p - 1, width - 1)]))
+        alts.append(seq([_hex_digits(lo_d, lo_d), _hex_fixed(lo % p, p - 1, width - 1)]))
         first_full += 1
     last = None
     if hi % p != p - 1:
-        last = _seq([_hex_digits(hi_d, hi_d), _hex_fixed(0, hi % p, width - 1)])
+        last = seq([_hex_digits(hi_d, hi_d), _hex_fixed(0, hi % p, width - 1)])
         last_full -= 1
     if first_full <= last_full:
-        alts.append(_seq([_hex_digits(first_full, last_full), _hex_fixed(0, p - 1, width - 1)]))
+        alts.append(seq([_hex_digits(first_full, last_full), _hex_fixed(0, p - 1, width - 1)]))
     alts.append(last)
-    out = _choice(alts)
+    out = choice(alts)
     assert out is not None
     return out
 
 
 def _hex4_in(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
-    return _choice([_hex_fixed(lo, hi, 4) for lo, hi in normalize_ranges(ranges)])
+    return choice([_hex_fixed(lo, hi, 4) for lo, hi in normalize_ranges(ranges)])
 
 
 #: Characters a JSON string holds raw: not ``"``, ``\\``, a control character or a surrogate.
@@ -340,13 +311,13 @@ def _char_not_in(excluded: FrozenSet[str]) -> Expr:
     bmp = _minus([(0, 0xD7FF), (0xE000, 0xFFFF)], [c for c in cps if c <= 0xFFFF])
     h = _hex4_in(bmp)
     if h is not None:
-        esc.append(_seq([Literal(b"u"), h]))
+        esc.append(seq([Literal(b"u"), h]))
     if not any(c > 0xFFFF for c in cps):
         esc.append(_SURROGATE_PAIR_TAIL)
-    e = _choice(esc)
+    e = choice(esc)
     if e is not None:
-        alts.append(_seq([Literal(b"\\"), e]))
-    out = _choice(alts)
+        alts.append(seq([Literal(b"\\"), e]))
+    out = choice(alts)
     assert out is not None
     return out
 
@@ -361,12 +332,12 @@ def _char_is(c: str) -> Expr:
         if v == c:
             alts.append(Literal(b"\\" + k.encode()))
     if cp <= 0xFFFF:
-        alts.append(_seq([Literal(b"\\u"), _hex_fixed(cp, cp, 4)]))
+        alts.append(seq([Literal(b"\\u"), _hex_fixed(cp, cp, 4)]))
     else:
         v = cp - 0x10000
         hi, lo = 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF)
-        alts.append(_seq([Literal(b"\\u"), _hex_fixed(hi, hi, 4), Literal(b"\\u"), _hex_fixed(lo, lo, 4)]))
-    out = _choice(alts)
+        alts.append(seq([Literal(b"\\u"), _hex_fixed(hi, hi, 4), Literal(b"\\u"), _hex_fixed(lo, lo, 4)]))
+    out = choice(alts)
     assert out is not None
     return out
 
@@ -435,7 +406,7 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
             alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))
         return alts[0] if len(alts) == 1 else Choice(tuple(alts))
 
-    return _seq([_DQ, walk(root)])
+    return seq([_DQ, walk(root)])
 
 
 # --------------------------------------------------------------------------- helpers
@@ -563,23 +534,23 @@ class _Layout:
 
     def sep(self, depth: int) -> Expr:
         if self.flexible_at(depth):
-            return _seq([self.ws_ref, Literal(b","), self.ws_ref])
+            return seq([self.ws_ref, Literal(b","), self.ws_ref])
         if self.mode == "indent":
-            return _seq([Literal(self.item_sep), self._nl(depth + 1)])
+            return seq([Literal(self.item_sep), self._nl(depth + 1)])
         return Literal(self.item_sep)
 
     def colon(self, depth: int) -> Expr:
         if self.flexible_at(depth):
-            return _seq([self.ws_ref, Literal(b":"), self.ws_ref])
+            return seq([self.ws_ref, Literal(b":"), self.ws_ref])
         return Literal(self.key_sep)
 
     def empty(self, depth: int, brackets: bytes) -> Expr:
         if self.flexible_at(depth):
-            return _seq([Literal(brackets[:1]), self.ws_ref, Literal(brackets[1:])])
+            return seq([Literal(brackets[:1]), self.ws_ref, Literal(brackets[1:])])
         return Literal(brackets)
 
     def container(self, depth: int, brackets: bytes, content: Expr) -> Expr:
-        return _seq(
+        return seq(
             [Literal(brackets[:1]), self.open(depth), content, self.close(depth), Literal(brackets[1:])]
         )
 
@@ -677,13 +648,13 @@ class _Converter:
                 body = Choice(
                     (
                         CharClass(_RAW_RANGES),
-                        _seq(
+                        seq(
                             [
                                 Literal(b"\\"),
-                                _choice(
+                                choice(
                                     [
                                         CharClass(_SHORT_ESCAPE_CLASS),
-                                        _seq([Literal(b"u"), _hex_fixed(0, 0xFFFF, 4)]),
+                                        seq([Literal(b"u"), _hex_fixed(0, 0xFFFF, 4)]),
                                     ]
                                 ),
                             ]
@@ -691,34 +662,32 @@ class _Converter:
                     )
                 )
             elif name == "json_string_tail":
-                body = _seq([Repeat(self.base("json_any_char"), 0, None), _DQ])
+                body = seq([Repeat(self.base("json_any_char"), 0, None), _DQ])
             elif name == "json_plain_escape":
                 # an escape spelling one character that is not printable ASCII (a short escape,
                 # a control character, or anything from U+0080 on, surrogate pairs included)
-                body = _seq(
+                body = seq(
                     [
                         Literal(b"\\"),
-                        _choice(
+                        choice(
                             [
                                 CharClass(_SHORT_ESCAPE_CLASS),
-                                _seq(
-                                    [Literal(b"u"), _hex4_in([(0, 0x1F), (0x80, 0xD7FF), (0xE000, 0xFFFF)])]
-                                ),
+                                seq([Literal(b"u"), _hex4_in([(0, 0x1F), (0x80, 0xD7FF), (0xE000, 0xFFFF)])]),
                                 _SURROGATE_PAIR_TAIL,
                             ]
                         ),
                     ]
                 )
             elif name == "json_string":
-                body = _seq([_DQ, Repeat(self.base("json_any_char"), 0, None), _DQ])
+                body = seq([_DQ, Repeat(self.base("json_any_char"), 0, None), _DQ])
             elif name == "json_integer":
-                body = _seq(
+                body = seq(
                     [
                         _opt(Literal(b"-")),
                         Choice(
                             (
                                 Literal(b"0"),
-                                _seq(
+                                seq(
                                     [CharClass(((0x31, 0x39),)), Repeat(CharClass(((0x30, 0x39),)), 0, None)]
                                 ),
                             )
@@ -727,12 +696,12 @@ class _Converter:
                 )
             elif name == "json_number":
                 digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
-                body = _seq(
+                body = seq(
                     [
                         self.base("json_integer"),
-                        _opt(_seq([Literal(b"."), digits])),
+                        _opt(seq([Literal(b"."), digits])),
                         _opt(
-                            _seq(
+                            seq(
                                 [
                                     CharClass(((0x45, 0x45), (0x65, 0x65))),
                                     _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
@@ -758,20 +727,20 @@ class _Converter:
         self.base_rules[name] = EMPTY  # placeholder for recursion
         lay = self.layout
         nxt = self.any_value(depth + 1)
-        member = _seq([self.base("json_string"), lay.colon(depth), nxt])
-        obj = _choice(
+        member = seq([self.base("json_string"), lay.colon(depth), nxt])
+        obj = choice(
             [
                 lay.empty(depth, b"{}"),
-                lay.container(depth, b"{}", _seq([member, Repeat(_seq([lay.sep(depth), member]), 0, None)])),
+                lay.container(depth, b"{}", seq([member, Repeat(seq([lay.sep(depth), member]), 0, None)])),
             ]
         )
-        arr = _choice(
+        arr = choice(
             [
                 lay.empty(depth, b"[]"),
-                lay.container(depth, b"[]", _seq([nxt, Repeat(_seq([lay.sep(depth), nxt]), 0, None)])),
+                lay.container(depth, b"[]", seq([nxt, Repeat(seq([lay.sep(depth), nxt]), 0, None)])),
             ]
         )
-        body = _choice(
+        body = choice(
             [
                 Literal(b"null"),
                 Literal(b"true"),
@@ -1103,7 +1072,7 @@ class _Converter:
                     self.sub(b, _ptr(path, kw, i), depth, f"{hint}_{kw.lower()}_{i}")
                     for i, b in enumerate(branches)
                 ]
-                return _choice(alts)
+                return choice(alts)
 
         types = self.types(schema, path)
         if schema.get("nullable") is True and "null" not in types and "type" in schema:
@@ -1127,7 +1096,7 @@ class _Converter:
                 alts.append(self.object(schema, path, depth, hint))
             elif t == "array":
                 alts.append(self.array(schema, path, depth, hint))
-        return _choice(alts)
+        return choice(alts)
 
     def rewrite(self, schema: Dict[str, Any], path: str) -> Any:
         """``if``/``then``/``else`` and the dependency keywords as anyOf / allOf / not."""
@@ -1415,7 +1384,7 @@ class _Converter:
             if ok and _values_key(v) not in seen:
                 seen.add(_values_key(v))
                 kept.append(v)  # equal numbers spelled differently (1 and 1.0) are both kept
-        return _choice([self.value(v, depth) for v in kept])
+        return choice([self.value(v, depth) for v in kept])
 
     def value(self, v: Any, depth: int) -> Expr:
         """One JSON value, spelled with the layout at ``depth``."""
@@ -1428,7 +1397,7 @@ class _Converter:
             forms = [json.dumps(v)]
             if v.is_integer() and abs(v) < 1e16:
                 forms.append(str(int(v)))
-            out = _choice([Literal(f.encode()) for f in forms])
+            out = choice([Literal(f.encode()) for f in forms])
             assert out is not None
             return out
         if isinstance(v, str):
@@ -1441,7 +1410,7 @@ class _Converter:
                 if i:
                     items.append(lay.sep(depth))
                 items.append(self.value(x, depth + 1))
-            return lay.container(depth, b"[]", _seq(items))
+            return lay.container(depth, b"[]", seq(items))
         if isinstance(v, dict):
             if not v:
                 return lay.empty(depth, b"{}")
@@ -1450,7 +1419,7 @@ class _Converter:
                 if i:
                     items.append(lay.sep(depth))
                 items += [_string_literal(str(k)), lay.colon(depth), self.value(x, depth + 1)]
-            return lay.container(depth, b"{}", _seq(items))
+            return lay.container(depth, b"{}", seq(items))
         raise SchemaError(f"not a JSON value: {v!r}")
 
     # ---- strings and numbers -------------------------------------------------------------
@@ -1513,15 +1482,15 @@ class _Converter:
                 # C* under a length bound is C{lo,hi}: counted, not a product automaton
                 ch = json_values.json_char_of(loop)
                 if ch is None:  # no character can be spelled: only the empty string
-                    return None if lo else _seq([_DQ, _DQ])
-                return _seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
+                    return None if lo else seq([_DQ, _DQ])
+                return seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
             if lo or hi is not None:
                 dfa = dfa.intersect(CharDFA.length(lo, hi))
         except GrammarError as e:
             self.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
             return self.base("json_string")
         content = dfa.to_ir(json_values.json_char_of, self.rules, self.fresh, f"{hint}_str")
-        return None if content is None else _seq([_DQ, content, _DQ])
+        return None if content is None else seq([_DQ, content, _DQ])
 
     def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
         expr = self.number_in_bounds(schema, path, integer=integer)
@@ -1612,7 +1581,7 @@ class _Converter:
                 if k in req:
                     return None
                 continue
-            members.append((_seq([_string_literal(k), lay.colon(depth), v]), k in req))
+            members.append((seq([_string_literal(k), lay.colon(depth), v]), k in req))
         if patterns or names_dfa is not None:
             add = self.extra_members(props, patterns, addl, names_dfa, path, depth, hint)
         else:
@@ -1641,13 +1610,13 @@ class _Converter:
         # first(i - 1) and after[i - 1] both use after[i] for i <= first_req + 1 (the members up
         # to the first required one); from 2 on those are rules, so the size stays linear.
         n = len(members)
-        tail: Expr = Repeat(_seq([sep, add]), 0, None) if add is not None else EMPTY
+        tail: Expr = Repeat(seq([sep, add]), 0, None) if add is not None else EMPTY
         first_req = next((i for i, (_, r) in enumerate(members) if r), n)
-        pieces = [_seq([sep, m]) if r else _opt(_seq([sep, m])) for m, r in members]
+        pieces = [seq([sep, m]) if r else _opt(seq([sep, m])) for m, r in members]
         after: List[Expr] = [EMPTY] * (n + 1)
         shared = min(first_req + 1, n)
         for i in range(shared, 0, -1):
-            body = _seq(pieces[i:] + [tail]) if i == shared else _seq([pieces[i], after[i + 1]])
+            body = seq(pieces[i:] + [tail]) if i == shared else seq([pieces[i], after[i + 1]])
             if i >= 2 and body != EMPTY and type(body) not in (RuleRef, Literal):
                 name = self.fresh(f"{hint}_rest_{i}")
                 self.rules[name] = body
@@ -1655,11 +1624,11 @@ class _Converter:
             else:
                 after[i] = body
         # first(i): nothing written yet; members from i on, at least one member in total.
-        nonempty: Optional[Expr] = _seq([add, tail]) if add is not None else None
+        nonempty: Optional[Expr] = seq([add, tail]) if add is not None else None
         for i in range(min(first_req, n - 1) if n else -1, -1, -1):
             m, r = members[i]
-            here = _seq([m, after[i + 1]])
-            nonempty = here if r else _choice([here, nonempty])
+            here = seq([m, after[i + 1]])
+            nonempty = here if r else choice([here, nonempty])
         if self.any_order and 2 <= n <= ANY_ORDER_LIMIT:
             nonempty = self.members_any_order(members, add, sep, hint)
         alts: List[Optional[Expr]] = []
@@ -1667,7 +1636,7 @@ class _Converter:
             alts.append(lay.empty(depth, b"{}"))
         if nonempty is not None:
             alts.append(lay.container(depth, b"{}", nonempty))
-        return _choice(alts)
+        return choice(alts)
 
     def members_any_order(
         self, members: List[Tuple[Expr, bool]], add: Optional[Expr], sep: Expr, hint: str
@@ -1682,20 +1651,20 @@ class _Converter:
             if done not in names:
                 names[done] = self.fresh(f"{hint}_any_{done}")
                 alts: List[Optional[Expr]] = [
-                    _seq([sep, members[i][0], rest(done | 1 << i)]) for i in range(n) if not done >> i & 1
+                    seq([sep, members[i][0], rest(done | 1 << i)]) for i in range(n) if not done >> i & 1
                 ]
                 if add is not None:
-                    alts.append(_seq([sep, add, RuleRef(names[done])]))
+                    alts.append(seq([sep, add, RuleRef(names[done])]))
                 if done & need == need:
                     alts.append(EMPTY)
-                body = _choice(alts)
+                body = choice(alts)
                 self.rules[names[done]] = body if body is not None else EMPTY
             return RuleRef(names[done])
 
-        firsts: List[Optional[Expr]] = [_seq([m, rest(1 << i)]) for i, (m, _) in enumerate(members)]
+        firsts: List[Optional[Expr]] = [seq([m, rest(1 << i)]) for i, (m, _) in enumerate(members)]
         if add is not None:
-            firsts.append(_seq([add, rest(0)]))
-        return _choice(firsts)
+            firsts.append(seq([add, rest(0)]))
+        return choice(firsts)
 
     def additional_members(
         self, props: Dict[str, Any], addl: Any, path: str, depth: int, hint: str
@@ -1713,7 +1682,7 @@ class _Converter:
             self.base("json_any_char"),
         )
         name = self.fresh(f"{hint}_addl_member")
-        self.rules[name] = _seq([key, self.layout.colon(depth), v])
+        self.rules[name] = seq([key, self.layout.colon(depth), v])
         return RuleRef(name)
 
     def extra_members(
@@ -1762,11 +1731,11 @@ class _Converter:
                     continue
                 key = cls.to_ir(json_values.json_char_of, self.rules, self.fresh, f"{hint}_key{mask}")
                 if key is not None:
-                    alts.append(_seq([_DQ, key, _DQ, self.layout.colon(depth), v]))
+                    alts.append(seq([_DQ, key, _DQ, self.layout.colon(depth), v]))
         except GrammarError as e:
             self.unsupported("patternProperties", path, f"cannot be converted: {e}")
             return self.additional_members(props, True, path, depth, hint)
-        body = _choice(alts)
+        body = choice(alts)
         if body is None:
             return None
         name = self.fresh(f"{hint}_extra_member")
@@ -1871,12 +1840,12 @@ class _Converter:
                 assert p is not None
                 nxt = tail(i + 1)
                 assert nxt is not None
-                piece = _seq([sep, p, nxt])
+                piece = seq([sep, p, nxt])
                 return piece if i < lo else _opt(piece)
             assert rexpr is not None
             rmin = max(lo - i, 0)
             rmax = None if limit is None else limit - i
-            return Repeat(_seq([sep, rexpr]), rmin, rmax)
+            return Repeat(seq([sep, rexpr]), rmin, rmax)
 
         alts: List[Optional[Expr]] = []
         if lo == 0:
@@ -1886,8 +1855,8 @@ class _Converter:
             assert first is not None
             t = tail(1)
             assert t is not None
-            alts.append(lay.container(depth, b"[]", _seq([first, t])))
-        return _choice(alts)
+            alts.append(lay.container(depth, b"[]", seq([first, t])))
+        return choice(alts)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -36,7 +36,20 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError
-from .ir import EMPTY, MAX_CODE_POINT, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
+from .ir import (
+    EMPTY,
+    MAX_CODE_POINT,
+    ByteClass,
+    CharClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+    choice,
+    seq,
+)
 from .regex import parse_regex
 from .utf8 import complement_ranges, normalize_ranges
 
@@ -79,37 +92,6 @@ _NONZERO = _cc((0x31, 0x39))
 _HEXDIG = _cc((0x30, 0x39), (0x41, 0x46), (0x61, 0x66))
 
 
-def _seq(items: Sequence[Expr]) -> Expr:
-    """A Seq with nested Seqs flattened, empty items dropped and adjacent Literals merged."""
-    out: List[Expr] = []
-    for item in items:
-        parts = item.items if isinstance(item, Seq) else (item,)
-        for p in parts:
-            if isinstance(p, Literal) and not p.value:
-                continue
-            if isinstance(p, Literal) and out and isinstance(out[-1], Literal):
-                out[-1] = Literal(out[-1].value + p.value)
-            else:
-                out.append(p)
-    if not out:
-        return EMPTY
-    return out[0] if len(out) == 1 else Seq(tuple(out))
-
-
-def _choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
-    """A Choice of the non-None items (None when there are none)."""
-    alts: List[Expr] = []
-    for item in items:
-        if item is None:
-            continue
-        for p in item.items if isinstance(item, Choice) else (item,):
-            if p not in alts:
-                alts.append(p)
-    if not alts:
-        return None
-    return alts[0] if len(alts) == 1 else Choice(tuple(alts))
-
-
 def _opt(e: Expr) -> Expr:
     return Repeat(e, 0, 1)
 
@@ -123,15 +105,15 @@ def _repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
             return item
         return Repeat(item, lo, hi)
     if hi is None:  # item{lo} item*
-        return _seq([_exactly(item, lo), Repeat(item, 0, None)])
+        return seq([_exactly(item, lo), Repeat(item, 0, None)])
     if lo > 0:  # item{lo} item{0,hi-lo}
-        return _seq([_exactly(item, lo), _repeat(item, 0, hi - lo)])
+        return seq([_exactly(item, lo), _repeat(item, 0, hi - lo)])
     # item{0,hi}, hi = q*B + r: (B-blocks){0,q-1} item{0,B-1} | (B-blocks){q} item{0,r}
     q, r = divmod(hi, _BLOCK)
     block = Repeat(item, _BLOCK, _BLOCK)
-    first = _seq([_repeat(block, 0, q - 1), Repeat(item, 0, _BLOCK - 1)])
-    second = _seq([_exactly(block, q), Repeat(item, 0, r)])
-    out = _choice([first, second])
+    first = seq([_repeat(block, 0, q - 1), Repeat(item, 0, _BLOCK - 1)])
+    second = seq([_exactly(block, q), Repeat(item, 0, r)])
+    out = choice([first, second])
     assert out is not None
     return out
 
@@ -145,7 +127,7 @@ def _exactly(item: Expr, n: int) -> Expr:
     if n <= _BLOCK:
         return EMPTY if n == 0 else item if n == 1 else Repeat(item, n, n)
     q, r = divmod(n, _BLOCK)
-    return _seq([_exactly(Repeat(item, _BLOCK, _BLOCK), q), _exactly(item, r)])
+    return seq([_exactly(Repeat(item, _BLOCK, _BLOCK), q), _exactly(item, r)])
 
 
 # --------------------------------------------------------------------------- JSON string characters
@@ -198,12 +180,12 @@ def _positions(pos: Sequence[Tuple[int, int]], cls) -> Expr:  # type: ignore[no-
             j += 1
         items.append(_exactly(cls(*pos[i]), j - i))
         i = j
-    return _seq(items)
+    return seq(items)
 
 
 def _hex4(lo: int, hi: int) -> Expr:
     """Four hex digits (either case) with value in [lo, hi]."""
-    out = _choice([_positions(p, _hex_class) for p in _fixed_width(lo, hi, 4, 16)])
+    out = choice([_positions(p, _hex_class) for p in _fixed_width(lo, hi, 4, 16)])
     assert out is not None
     return out
 
@@ -230,13 +212,13 @@ def _unicode_escapes(ranges: Ranges) -> Optional[Expr]:
     (surrogate code points themselves are skipped)."""
     alts: List[Optional[Expr]] = []
     for lo, hi in _intersect(ranges, complement_ranges([_SURROGATES], 0xFFFF)):
-        alts.append(_seq([Literal(b"\\u"), _hex4(lo, hi)]))
+        alts.append(seq([Literal(b"\\u"), _hex4(lo, hi)]))
     for lo, hi in _intersect(ranges, [(0x10000, MAX_CODE_POINT)]):
         hl, ll = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
         hh, lh = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
 
         def pair(h1: int, h2: int, l1: int, l2: int) -> Expr:
-            return _seq([Literal(b"\\u"), _hex4(h1, h2), Literal(b"\\u"), _hex4(l1, l2)])
+            return seq([Literal(b"\\u"), _hex4(h1, h2), Literal(b"\\u"), _hex4(l1, l2)])
 
         if hl == hh:
             alts.append(pair(hl, hl, ll, lh))
@@ -245,7 +227,7 @@ def _unicode_escapes(ranges: Ranges) -> Optional[Expr]:
         if hl + 1 <= hh - 1:
             alts.append(pair(hl + 1, hh - 1, 0xDC00, 0xDFFF))
         alts.append(pair(hh, hh, 0xDC00, lh))
-    return _choice(alts)
+    return choice(alts)
 
 
 def _json_char_of(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
@@ -265,9 +247,9 @@ def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr
     if len(short) == 1:
         alts.append(Literal(short[0]))
     elif short:  # "\\" followed by a class of the escape letters
-        alts.append(_seq([Literal(b"\\"), _cc(*[(e[1], e[1]) for e in short])]))
+        alts.append(seq([Literal(b"\\"), _cc(*[(e[1], e[1]) for e in short])]))
     alts.append(_unicode_escapes(ranges))
-    return _choice(alts)
+    return choice(alts)
 
 
 #: One character inside a JSON string, exactly as xgrammar's built-in JSON grammar has it
@@ -330,7 +312,7 @@ def string_expr(min_length: int = 0, max_length: Optional[int] = None) -> Expr:
         raise GrammarError(f"string length range is empty: minLength {min_length} > maxLength {max_length}")
     if min_length == 0 and max_length is None:
         return Seq((_QUOTE, Repeat(JSON_STRING_CHAR, 0, None), _QUOTE))
-    return _seq([_QUOTE, _repeat(JSON_STRING_CODE_POINT, min_length, max_length), _QUOTE])
+    return seq([_QUOTE, _repeat(JSON_STRING_CODE_POINT, min_length, max_length), _QUOTE])
 
 
 # --------------------------------------------------------------------------- numbers: bounds
@@ -463,15 +445,15 @@ def _nat(a: int, b: Optional[int]) -> Optional[Expr]:
 
     if b is None:
         width(na)
-        alts.append(_seq([_NONZERO, _repeat(_DIGIT, na, None)]))  # every longer integer
+        alts.append(seq([_NONZERO, _repeat(_DIGIT, na, None)]))  # every longer integer
     else:
         nb = len(str(b))
         width(na)
         if nb - 1 >= na + 1:  # full widths na+1 .. nb-1
-            alts.append(_seq([_NONZERO, _repeat(_DIGIT, na, nb - 2)]))
+            alts.append(seq([_NONZERO, _repeat(_DIGIT, na, nb - 2)]))
         if nb > na:
             width(nb)
-    return _choice(alts)
+    return choice(alts)
 
 
 @_cache
@@ -510,10 +492,10 @@ def integer_expr(
     if ilo is None or ilo < 0:
         mag = _nat(max(-ihi, 1) if ihi is not None else 1, -ilo if ilo is not None else None)
         if mag is not None:
-            alts.append(_seq([Literal(b"-"), mag]))
+            alts.append(seq([Literal(b"-"), mag]))
     if (ilo is None or ilo <= 0) and (ihi is None or ihi >= 0):
         alts.append(Literal(b"-0"))
-    out = _choice(alts)
+    out = choice(alts)
     assert out is not None
     return out
 
@@ -557,16 +539,16 @@ def _frac_ge(alpha: str, incl: bool) -> _FracLang:
     if not alpha:
         if incl:
             return [_DIGITS], True
-        return [_seq([Repeat(Literal(b"0"), 0, None), _NONZERO, any_digits])], False
+        return [seq([Repeat(Literal(b"0"), 0, None), _NONZERO, any_digits])], False
     alts: List[Expr] = []
     for k, ch in enumerate(alpha):
         cls = _digit_cls(int(ch) + 1, 9)
         if cls is not None:
-            alts.append(_seq([Literal(alpha[:k].encode()), cls, any_digits]))
+            alts.append(seq([Literal(alpha[:k].encode()), cls, any_digits]))
     if incl:
-        alts.append(_seq([Literal(alpha.encode()), any_digits]))
+        alts.append(seq([Literal(alpha.encode()), any_digits]))
     else:
-        alts.append(_seq([Literal(alpha.encode()), Repeat(Literal(b"0"), 0, None), _NONZERO, any_digits]))
+        alts.append(seq([Literal(alpha.encode()), Repeat(Literal(b"0"), 0, None), _NONZERO, any_digits]))
     return alts, False
 
 
@@ -579,9 +561,9 @@ def _frac_le(beta: str, incl: bool) -> _FracLang:
     for k, ch in enumerate(beta):
         cls = _digit_cls(0, int(ch) - 1)
         if cls is not None:
-            alts.append(_seq([Literal(beta[:k].encode()), cls, any_digits]))
+            alts.append(seq([Literal(beta[:k].encode()), cls, any_digits]))
     if incl:
-        alts.append(_seq([Literal(beta.encode()), Repeat(Literal(b"0"), 0, None)]))
+        alts.append(seq([Literal(beta.encode()), Repeat(Literal(b"0"), 0, None)]))
     return alts, True
 
 
@@ -592,7 +574,7 @@ def _frac_between(alpha: str, incl_a: bool, beta: str, incl_b: bool) -> _FracLan
             return [], False
         if not alpha:
             return [_ZEROS], True
-        return [_seq([Literal(alpha.encode()), Repeat(Literal(b"0"), 0, None)])], False
+        return [seq([Literal(alpha.encode()), Repeat(Literal(b"0"), 0, None)])], False
     i = 0
     while i < len(beta) and (alpha[i] if i < len(alpha) else "0") == beta[i]:
         i += 1
@@ -606,16 +588,16 @@ def _frac_between(alpha: str, incl_a: bool, beta: str, incl_b: bool) -> _FracLan
 
     def cont(prefix: str, lang: _FracLang) -> None:
         rest, empty_ok = lang
-        tail = _choice(rest)
+        tail = choice(rest)
         if tail is not None:
-            alts.append(_seq([Literal(prefix.encode()), _opt(tail) if empty_ok else tail]))
+            alts.append(seq([Literal(prefix.encode()), _opt(tail) if empty_ok else tail]))
         elif empty_ok:
             alts.append(Literal(prefix.encode()))
 
     cont(common + str(a_p), _frac_ge(alpha[i + 1 :], incl_a))
     mid = _digit_cls(a_p + 1, b_p - 1)
     if mid is not None:
-        alts.append(_seq([Literal(common.encode()), mid, Repeat(_DIGIT, 0, None)]))
+        alts.append(seq([Literal(common.encode()), mid, Repeat(_DIGIT, 0, None)]))
     cont(common + str(b_p), _frac_le(beta[i + 1 :], incl_b))
     return alts, not alpha and incl_a
 
@@ -623,13 +605,13 @@ def _frac_between(alpha: str, incl_a: bool, beta: str, incl_b: bool) -> _FracLan
 def _fraction_part(lang: _FracLang) -> Optional[Expr]:
     """``(("." s)?`` for the digit strings s of lang; None when nothing is allowed."""
     alts, empty_ok = lang
-    body = _choice(alts)
+    body = choice(alts)
     parts: List[Optional[Expr]] = []
     if empty_ok:
         parts.append(EMPTY)
     if body is not None:
-        parts.append(_seq([Literal(b"."), body]))
-    return _choice(parts)
+        parts.append(seq([Literal(b"."), body]))
+    return choice(parts)
 
 
 def _magnitude(lo: Fraction, lo_incl: bool, hi: Optional[Fraction], hi_incl: bool) -> Optional[Expr]:
@@ -639,24 +621,24 @@ def _magnitude(lo: Fraction, lo_incl: bool, hi: Optional[Fraction], hi_incl: boo
 
     def with_int(ip: int, frac: Optional[Expr]) -> None:
         if frac is not None:
-            alts.append(_seq([Literal(str(ip).encode()), frac]))
+            alts.append(seq([Literal(str(ip).encode()), frac]))
 
     if hi is None:
         with_int(big_a, _fraction_part(_frac_ge(alpha, lo_incl)))
         rest = _nat(big_a + 1, None)
         assert rest is not None
-        alts.append(_seq([rest, _ANY_FRACTION]))
-        return _choice(alts)
+        alts.append(seq([rest, _ANY_FRACTION]))
+        return choice(alts)
     big_b, beta = _split(hi)
     if big_a == big_b:
         with_int(big_a, _fraction_part(_frac_between(alpha, lo_incl, beta, hi_incl)))
-        return _choice(alts)
+        return choice(alts)
     with_int(big_a, _fraction_part(_frac_ge(alpha, lo_incl)))
     middle = _nat(big_a + 1, big_b - 1)
     if middle is not None:
-        alts.append(_seq([middle, _ANY_FRACTION]))
+        alts.append(seq([middle, _ANY_FRACTION]))
     with_int(big_b, _fraction_part(_frac_le(beta, hi_incl)))
-    return _choice(alts)
+    return choice(alts)
 
 
 def _exponent(grow: bool, shrink: bool) -> Expr:
@@ -714,20 +696,20 @@ def number_expr(
 
     alts: List[Optional[Expr]] = []
     if contains(zero):
-        alts.append(_seq([_opt(Literal(b"-")), _ZERO_MANTISSA, _opt(_EXP_ANY)]))
+        alts.append(seq([_opt(Literal(b"-")), _ZERO_MANTISSA, _opt(_EXP_ANY)]))
     if hi is None or hi[0] > 0:  # positive values
         plo, plo_incl = lo if lo is not None and lo[0] > 0 else (zero, False)
         mag = _magnitude(plo, plo_incl, None if hi is None else hi[0], hi is not None and hi[1])
         if mag is not None:
             exp = _exponent(grow=hi is None, shrink=lo is None or lo[0] <= 0)
-            alts.append(_seq([mag, _opt(exp)]))
+            alts.append(seq([mag, _opt(exp)]))
     if lo is None or lo[0] < 0:  # negative values, as magnitudes
         nlo, nlo_incl = (-hi[0], hi[1]) if hi is not None and hi[0] < 0 else (zero, False)
         mag = _magnitude(nlo, nlo_incl, None if lo is None else -lo[0], lo is not None and lo[1])
         if mag is not None:
             exp = _exponent(grow=lo is None, shrink=hi is None or hi[0] >= 0)
-            alts.append(_seq([Literal(b"-"), mag, _opt(exp)]))
-    out = _choice(alts)
+            alts.append(seq([Literal(b"-"), mag, _opt(exp)]))
+    out = choice(alts)
     if out is None:
         raise GrammarError(f"no number lies in the range {_describe(lo, hi)}")
     return out
@@ -750,7 +732,7 @@ def _to_json_content(e: Expr) -> Optional[Expr]:
             if spelled is None:
                 return None
             items.append(spelled)
-        return _seq(items)
+        return seq(items)
     if isinstance(e, Seq):
         parts = []
         for item in e.items:
@@ -758,9 +740,9 @@ def _to_json_content(e: Expr) -> Optional[Expr]:
             if p is None:
                 return None
             parts.append(p)
-        return _seq(parts)
+        return seq(parts)
     if isinstance(e, Choice):
-        return _choice([_to_json_content(x) for x in e.items])
+        return choice([_to_json_content(x) for x in e.items])
     if isinstance(e, Repeat):
         body = _to_json_content(e.item)
         if body is None:
@@ -996,13 +978,13 @@ def pattern_string(pattern: str) -> Expr:
         >>> [g.accepts(s) for s in (b'"aa"', b'"xbx"', b'"ax"', b'"\\\\u0061"')]
         [True, True, False, True]
     """
-    return _seq([_QUOTE, _pattern_content(pattern), _QUOTE])
+    return seq([_QUOTE, _pattern_content(pattern), _QUOTE])
 
 
 def _anchored_string(regex: str) -> Expr:
     ir = _to_json_content(parse_regex(regex))
     assert ir is not None
-    return _seq([_QUOTE, ir, _QUOTE])
+    return seq([_QUOTE, ir, _QUOTE])
 
 
 # --------------------------------------------------------------------------- formats
