@@ -5,7 +5,9 @@ against the Llama-3.2 vocabulary with the default (spec) semantics; every test i
 serialized with ``json.dumps``, is tokenized and fed token by token. With masks on (the
 default) the mask is filled before each token, timed, and the token must be in it.
 
-A file *passes* when every valid instance is accepted to completion and every invalid one is
+Defaults follow the spec (``Grammar.from_json_schema`` defaults: properties in schema order,
+additional properties allowed); ``--any-order`` accepts properties in any order. A file with
+no test instances passes when its schema compiles. A file *passes* when every valid instance is accepted to completion and every invalid one is
 rejected. Otherwise it is a *compile error* (the schema raised, e.g. an unsupported keyword),
 a *validation error* (a valid instance was rejected), an *invalidation error* (an invalid
 instance was accepted: a soundness bug), a *crash* (any other exception, or the worker died)
@@ -13,8 +15,8 @@ or a *timeout* (the file took longer than ``--timeout`` seconds).
 
     python tools/maskbench.py ../shared/data/maskbench
     python tools/maskbench.py FOLDER --no-masks --jobs 2 --limit 500
-    python tools/maskbench.py FOLDER --write-ratchet tests/grammar/maskbench_ratchet.json
-    python tools/maskbench.py FOLDER --ratchet tests/grammar/maskbench_ratchet.json
+    python tools/maskbench.py FOLDER --write-ratchet tools/maskbench_ratchet.json
+    python tools/maskbench.py FOLDER --ratchet tools/maskbench_ratchet.json
 
 Prints a table per source (the part of the file name before ``---`` or the last ``_``), a
 table per schema feature (``meta.features``), and the timing distributions: time to first
@@ -66,7 +68,7 @@ def source_of(name: str) -> str:
 class _Runner:
     """Compiles and checks files inside one worker process; holds the vocabulary."""
 
-    def __init__(self, masks: bool) -> None:
+    def __init__(self, masks: bool, any_order: bool = False) -> None:
         from agentgrammar import Compiler, allocate_token_bitmask
         from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_hf_tokenizer
         from agentgrammar.engine.vocabulary import Vocabulary
@@ -80,6 +82,7 @@ class _Runner:
         self.vocab = Vocabulary.from_huggingface(self.tokenizer)
         self.compiler = Compiler(self.vocab)
         self.masks = masks
+        self.options = {"any_order": True} if any_order else {}
         self.bitmask = allocate_token_bitmask(1, self.vocab.vocab_size, backend="numpy")
 
     def run(self, path: Path) -> FileResult:
@@ -92,7 +95,7 @@ class _Runner:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                compiled = self.compiler.compile(Grammar.from_json_schema(data["schema"]))
+                compiled = self.compiler.compile(Grammar.from_json_schema(data["schema"], **self.options))
         except (AgentGrammarError, RecursionError) as e:
             result.outcome, result.detail = "compile_error", f"{type(e).__name__}: {e}"[:300]
             return result
@@ -133,8 +136,8 @@ class _Runner:
         return self.tokenizer.decode(list(ids), clean_up_tokenization_spaces=False)
 
 
-def _worker(conn: Connection, masks: bool) -> None:
-    runner = _Runner(masks)
+def _worker(conn: Connection, masks: bool, any_order: bool) -> None:
+    runner = _Runner(masks, any_order)
     conn.send("ready")
     while True:
         path = conn.recv()
@@ -151,14 +154,14 @@ def _worker(conn: Connection, masks: bool) -> None:
 class _Pool:
     """Worker processes fed one file at a time, so one that hangs or dies can be replaced."""
 
-    def __init__(self, jobs: int, masks: bool, timeout: float) -> None:
+    def __init__(self, jobs: int, masks: bool, timeout: float, any_order: bool = False) -> None:
         self.ctx = mp.get_context("spawn")
-        self.masks, self.timeout = masks, timeout
+        self.masks, self.timeout, self.any_order = masks, timeout, any_order
         self.workers = [self._spawn() for _ in range(jobs)]
 
     def _spawn(self) -> Dict[str, Any]:
         parent, child = self.ctx.Pipe()
-        proc = self.ctx.Process(target=_worker, args=(child, self.masks), daemon=True)
+        proc = self.ctx.Process(target=_worker, args=(child, self.masks, self.any_order), daemon=True)
         proc.start()
         child.close()
         parent.recv()  # "ready": the tokenizer load is not charged to the first file
@@ -281,6 +284,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--limit", type=int, help="run only the first N files (sorted by name)")
     parser.add_argument("--match", help="run only files whose name contains this")
     parser.add_argument("--no-masks", action="store_true", help="only accept tokens; no mask timing")
+    parser.add_argument(
+        "--any-order", action="store_true", help="compile with any_order=True (properties in any order)"
+    )
     parser.add_argument("--json", type=Path, help="write the summary and per-file results here")
     parser.add_argument("--ratchet", type=Path, help="fail if a file this ratchet lists no longer passes")
     parser.add_argument("--write-ratchet", type=Path, help="write the passing file names here")
@@ -300,7 +306,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     paths = paths[: args.limit] if args.limit else paths
     console = Console(width=150, stderr=False)
     results: List[FileResult] = []
-    pool = _Pool(max(1, args.jobs), not args.no_masks, args.timeout)
+    pool = _Pool(max(1, args.jobs), not args.no_masks, args.timeout, args.any_order)
     columns = (
         TextColumn("maskbench"),
         BarColumn(),

