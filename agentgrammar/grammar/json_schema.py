@@ -152,7 +152,9 @@ def _positions(s: Dict[str, Any], conv: Any, path: str) -> Tuple[List[Any], Any]
 # strings equal to none of the values.
 _NOT_PATTERNS = "$agentgrammar:notPatterns"
 _NOT_STRINGS = "$agentgrammar:notStrings"
-_STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format", _NOT_PATTERNS, _NOT_STRINGS})
+_AND_PATTERNS = "$agentgrammar:patterns"  # more patterns that must all match (from allOf merges)
+_INTERNAL_KW = (_NOT_PATTERNS, _NOT_STRINGS, _AND_PATTERNS)
+_STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format", *_INTERNAL_KW})
 _NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
 _MAX_MODULUS = 2_000  # multipleOf k for integers is a DFA of k + 3 states
 _GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "not"})
@@ -941,8 +943,11 @@ class _Converter:
                 out[k] = x * y // math.gcd(x, y)  # multiples of both: multiples of the lcm
             elif k == "not":  # neither x nor y: not (x or y)
                 out[k] = {"anyOf": [x, y]}
-            elif k in (_NOT_PATTERNS, _NOT_STRINGS):
+            elif k in _INTERNAL_KW:
                 out[k] = list(dict.fromkeys([*x, *y]))
+            elif k == "pattern" and isinstance(x, str) and isinstance(y, str):
+                out[k] = x  # both must match: the other joins the patterns intersected
+                out[_AND_PATTERNS] = list(dict.fromkeys([*out.get(_AND_PATTERNS, []), y]))
             else:
                 self.unsupported(k, path, "differs between allOf branches and cannot be merged")
                 out[k] = x  # lenient: keep one side (a superset of the intersection)
@@ -1366,14 +1371,16 @@ class _Converter:
                 root = self.root if isinstance(self.root, (dict, bool)) else {}
                 self.validator = jsonschema.Draft202012Validator(root)
             validator = self.validator.evolve(
-                schema={k: v for k, v in others.items() if k not in (_NOT_PATTERNS, _NOT_STRINGS)}
+                schema={k: v for k, v in others.items() if k not in _INTERNAL_KW}
             )  # '$ref's resolve against the root
         for v in vals:
             t = _type_of(v)
             ok = t in types or (t == "integer" and "number" in types)
             if ok and isinstance(v, str):  # the internal keywords, which a validator ignores
-                ok = v not in others.get(_NOT_STRINGS, ()) and not any(
-                    _pattern_dfa(p).matches(v) for p in others.get(_NOT_PATTERNS, ())
+                ok = (
+                    v not in others.get(_NOT_STRINGS, ())
+                    and not any(_pattern_dfa(p).matches(v) for p in others.get(_NOT_PATTERNS, ()))
+                    and all(_pattern_dfa(p).matches(v) for p in others.get(_AND_PATTERNS, ()))
                 )
             if ok and validator is not None:
                 try:
@@ -1443,9 +1450,9 @@ class _Converter:
         elif fmt is not None and fmt not in json_values.SUPPORTED_FORMATS:
             # A format the specification does not define is an annotation: it constrains nothing.
             fmt = None
-        excluded = schema.get(_NOT_PATTERNS, []), schema.get(_NOT_STRINGS, [])
+        internal = any(schema.get(k) for k in _INTERNAL_KW)
         constraints = [c for c in (pattern, fmt) if c is not None]
-        if excluded[0] or excluded[1] or len(constraints) > 1 or (constraints and (lo or hi is not None)):
+        if internal or len(constraints) > 1 or (constraints and (lo or hi is not None)):
             return self.string_by_automaton(schema, path, hint)
         if pattern is not None:
             try:
@@ -1469,8 +1476,8 @@ class _Converter:
         keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
         try:
             dfa = CharDFA.length(0, None)
-            if "pattern" in schema:
-                dfa = dfa.intersect(_pattern_dfa(schema["pattern"]))
+            for p in [*([schema["pattern"]] if "pattern" in schema else []), *schema.get(_AND_PATTERNS, [])]:
+                dfa = dfa.intersect(_pattern_dfa(p))
             if schema.get("format") in json_values.SUPPORTED_FORMATS:
                 dfa = dfa.intersect(_format_dfa(schema["format"]))
             for p in schema.get(_NOT_PATTERNS, []):
