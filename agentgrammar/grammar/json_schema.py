@@ -15,15 +15,15 @@ included), ``patternProperties`` (up to four patterns: keys are split by the set
 match, each class an automaton), ``propertyNames`` (string constraints on keys),
 ``minProperties`` when it is trivially satisfied or 1, ``maxProperties`` when it is trivially
 satisfied; ``items``, ``prefixItems``, older ``items: [...]`` + ``additionalItems``,
-``minItems`` / ``maxItems``, ``uniqueItems: false``; ``minLength`` / ``maxLength`` (code points:
+``minItems`` / ``maxItems``, ``uniqueItems: false``, ``contains`` with ``minContains`` /
+``maxContains`` (without ``prefixItems`` or item counts; ``contains`` must be negatable); ``minLength`` / ``maxLength`` (code points:
 a surrogate-pair escape counts as one, lone surrogate escapes are not generated);
 ``pattern`` / ``format`` and numeric bounds through ``json_values``, and any combination of
 ``pattern``, ``format``, lengths and negated patterns or values through ``char_dfa`` (refused
 past ``char_dfa.PRODUCT_LIMIT`` states); ``anyOf``; ``oneOf`` when the branches are provably
 disjoint (by type, or by a required property with disjoint constants) or when each branch can
 be negated (each branch and not the others); ``allOf`` (merged into one schema, siblings of
-``$ref`` / ``anyOf`` / ``oneOf`` too); ``not`` of the common forms (``type`` without
-``integer``, ``enum`` / ``const`` of strings, booleans and null, ``required``, ``properties``,
+``$ref`` / ``anyOf`` / ``oneOf`` too); ``not`` of the common forms (``type``, ``enum`` / ``const`` of scalars, ``required``, ``properties``,
 length / item / property / numeric bounds, ``pattern``, ``anyOf``, nested ``not``);
 ``if`` / ``then`` / ``else`` when ``if`` can be negated; ``dependentRequired``,
 ``dependentSchemas`` and draft-7 ``dependencies``; ``$ref`` to ``#``, ``#/$defs/..``,
@@ -34,7 +34,7 @@ Keywords outside every draft's vocabulary (``x-...``, draft-4 ``id``, tool exten
 formats the specification does not define are annotations: they constrain nothing. Anything
 else raises ``SchemaError`` naming the keyword and its JSON pointer (``minProperties`` > 1 above
 the required count, ``maxProperties`` that is not trivially satisfied, ``uniqueItems: true``,
-``multipleOf``, ``contains``, ``unevaluated*``, ``$dynamicRef``, the ``regex`` / ``idn-*`` /
+fractional ``multipleOf``, ``unevaluated*``, ``$dynamicRef``, the ``regex`` / ``idn-*`` /
 ``uri-template`` formats, external or anchor ``$ref``s, negations and ``oneOf``s beyond the forms
 above, ...); with ``lenient=True`` a warning is issued instead and the constraint is
 over-approximated (ignored, or for ``oneOf`` treated as ``anyOf``) so that no valid instance is
@@ -45,7 +45,9 @@ under-approximations (valid values in spellings or orders that are rejected): de
 property names and string constants only in their raw-UTF-8 and ``ensure_ascii`` spellings;
 additional members only after the declared ones (declared ones in schema order); where an
 additional key could still spell a declared name, ``\\u`` escapes of printable ASCII are not
-generated; integers only as ``-?(0|[1-9][0-9]*)`` (not ``1.0``); numeric constants in their
+generated; integers only as ``-?(0|[1-9][0-9]*)`` (not ``1.0``); numbers under ``multipleOf``
+only in that integer spelling, and numbers under a negated ``integer`` type or a negated numeric
+``enum`` / ``const`` only without exponent or trailing fraction zeros; numeric constants in their
 ``json.dumps`` spelling (and ``2`` for ``2.0``); lone surrogate escapes only in strings without
 length constraints. ``format`` is asserted (the spec makes it an annotation by default).
 
@@ -70,6 +72,7 @@ import json
 import math
 import re
 import warnings
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote
@@ -127,7 +130,20 @@ _OBJECT_KW = frozenset(
     }
 )
 _MAX_PATTERN_PROPERTIES = 4  # keys are split by which patterns they match: 2**n classes
-_ARRAY_KW = frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"})
+_ARRAY_KW = frozenset(
+    {
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+        "minContains",
+        "maxContains",
+    }
+)
+_MAX_CONTAINS = 256  # minContains / maxContains are counted with one rule per count
 # Array keywords whose meaning depends on each other within one schema object.
 _POSITIONAL_KW = frozenset({"items", "prefixItems", "additionalItems"})
 
@@ -153,9 +169,13 @@ def _positions(s: Dict[str, Any], conv: Any, path: str) -> Tuple[List[Any], Any]
 _NOT_PATTERNS = "$agentgrammar:notPatterns"
 _NOT_STRINGS = "$agentgrammar:notStrings"
 _AND_PATTERNS = "$agentgrammar:patterns"  # more patterns that must all match (from allOf merges)
-_INTERNAL_KW = (_NOT_PATTERNS, _NOT_STRINGS, _AND_PATTERNS)
+_NOT_INTEGER = "$agentgrammar:notInteger"  # a number with a non-zero fraction (no exponent)
+_NOT_NUMBERS = "$agentgrammar:notNumbers"  # numbers equal to none of these
+_INTERNAL_KW = (_NOT_PATTERNS, _NOT_STRINGS, _AND_PATTERNS, _NOT_NUMBERS)
 _STRING_KW = frozenset({"minLength", "maxLength", "pattern", "format", *_INTERNAL_KW})
-_NUMBER_KW = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+_NUMBER_KW = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", _NOT_INTEGER, _NOT_NUMBERS}
+)
 _MAX_MODULUS = 2_000  # multipleOf k for integers is a DFA of k + 3 states
 _GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "not"})
 # Keywords rewritten into anyOf / allOf / not before conversion.
@@ -169,9 +189,6 @@ _KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENE
 _UNSUPPORTED = frozenset(
     {
         "divisibleBy",
-        "contains",
-        "minContains",
-        "maxContains",
         "unevaluatedProperties",
         "unevaluatedItems",
         "$dynamicRef",
@@ -180,6 +197,25 @@ _UNSUPPORTED = frozenset(
         "extends",
     }
 )
+
+
+@lru_cache(maxsize=1)
+def _canonical_number_dfa() -> CharDFA:
+    return CharDFA.from_expr(parse_regex(r"-?(0|[1-9][0-9]*)(\.[0-9]*[1-9])?"))
+
+
+def _number_spellings(v: Any) -> List[str]:
+    """The spellings of number ``v`` in the canonical language (two for zero: ``0``, ``-0``)."""
+    d = Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+    if d == 0:
+        return ["0", "-0"]
+    text = format(d.normalize(), "f")
+    return [text.rstrip("0").rstrip(".") if "." in text else text]
+
+
+@lru_cache(maxsize=1)
+def _fraction_dfa() -> CharDFA:
+    return CharDFA.from_expr(parse_regex(r"-?(0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*"))
 
 
 @lru_cache(maxsize=64)
@@ -1195,22 +1231,24 @@ class _Converter:
 
         if k == "type":
             types = self.types({"type": v}, path)
-            if "integer" in types:
-                return None  # "a number that is not an integer" has no exact grammar here
-            rest = [t for t in _ALL_TYPES if t not in types]
-            return {"type": rest} if rest else False
+            rest = [t for t in _ALL_TYPES if t not in types and not (t == "number" and "integer" in types)]
+            branches: List[Any] = [{"type": rest}] if rest else []
+            if "integer" in types:  # numbers that are not integers (those written with a fraction)
+                branches.append({"type": "number", _NOT_INTEGER: True})
+            return False if not branches else branches[0] if len(branches) == 1 else {"anyOf": branches}
         if k in ("enum", "const"):
             vals = v if k == "enum" else [v]
             if not isinstance(vals, list):
                 return None
-            kinds = {_type_of(x) for x in vals}
-            if kinds - {"string", "null", "boolean"}:
-                return None
-            branches: List[Any] = [
-                {"type": [t for t in _ALL_TYPES if t not in ("string", "null", "boolean")]}
-            ]
+            if {_type_of(x) for x in vals} - {"string", "null", "boolean", "integer", "number"}:
+                return None  # objects and arrays have too many spellings to leave out
             strings = [x for x in vals if isinstance(x, str)]
-            branches.append({"type": "string", _NOT_STRINGS: strings} if strings else {"type": "string"})
+            numbers = [x for x in vals if isinstance(x, (int, float)) and not isinstance(x, bool)]
+            branches: List[Any] = [
+                {"type": ["object", "array"]},
+                {"type": "string", _NOT_STRINGS: strings} if strings else {"type": "string"},
+                {"type": "number", _NOT_NUMBERS: numbers} if numbers else {"type": "number"},
+            ]
             if None not in vals:
                 branches.append({"type": "null"})
             bools = [b for b in (True, False) if not any(x is b for x in vals)]
@@ -1371,11 +1409,16 @@ class _Converter:
                 root = self.root if isinstance(self.root, (dict, bool)) else {}
                 self.validator = jsonschema.Draft202012Validator(root)
             validator = self.validator.evolve(
-                schema={k: v for k, v in others.items() if k not in _INTERNAL_KW}
+                schema={k: v for k, v in others.items() if k not in (*_INTERNAL_KW, _NOT_INTEGER)}
             )  # '$ref's resolve against the root
         for v in vals:
             t = _type_of(v)
             ok = t in types or (t == "integer" and "number" in types)
+            if ok and isinstance(v, (int, float)) and not isinstance(v, bool):
+                if others.get(_NOT_INTEGER) and float(v).is_integer():
+                    ok = False
+                if any(_json_equal(v, w) for w in others.get(_NOT_NUMBERS, ())):
+                    ok = False
             if ok and isinstance(v, str):  # the internal keywords, which a validator ignores
                 ok = (
                     v not in others.get(_NOT_STRINGS, ())
@@ -1500,29 +1543,44 @@ class _Converter:
         return None if content is None else seq([_DQ, content, _DQ])
 
     def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
+        if integer and schema.get(_NOT_INTEGER):
+            return None
         expr = self.number_in_bounds(schema, path, integer=integer)
-        if "multipleOf" not in schema or expr is None:
+        if expr is None or not (
+            "multipleOf" in schema or schema.get(_NOT_INTEGER) or schema.get(_NOT_NUMBERS)
+        ):
             return expr
-        return self.multiple_of(expr, schema["multipleOf"], path, integer=integer)
+        keyword = "multipleOf" if "multipleOf" in schema else "not"
+        try:
+            dfa = CharDFA.from_expr(expr)
+            if "multipleOf" in schema:
+                dfa = dfa.intersect(self.multiples(schema["multipleOf"], path))
+            if schema.get(_NOT_INTEGER):
+                dfa = dfa.intersect(_fraction_dfa())
+            if schema.get(_NOT_NUMBERS):
+                # one spelling per value (no exponent, no trailing fraction zeros): then leaving
+                # out the values' spellings leaves out the values
+                dfa = dfa.intersect(_canonical_number_dfa()).minus(
+                    CharDFA.literal_set([sp for v in schema[_NOT_NUMBERS] for sp in _number_spellings(v)])
+                )
+        except GrammarError as e:
+            self.unsupported(keyword, path, f"cannot be expressed: {e}")
+            return expr
+        return dfa.to_ir(lambda ranges: CharClass(tuple(ranges)), self.rules, self.fresh, "number")
 
-    def multiple_of(self, expr: Expr, step: Any, path: str, *, integer: bool) -> Optional[Expr]:
-        """``expr`` (numbers within their bounds) restricted to multiples of an integer ``step``,
-        by a remainder automaton over the digits. Numbers are limited to the integer spelling
-        (``4.0`` and ``4e0`` are not generated): sound, and the same under exact and
-        floating-point arithmetic. A fractional step is refused: validators that divide binary
-        floats call ``3`` no multiple of ``0.1``, so no grammar can agree with them all."""
+    def multiples(self, step: Any, path: str) -> CharDFA:
+        """JSON integers that an integer ``step`` divides, by a remainder automaton over the
+        digits. Numbers are limited to the integer spelling (``4.0`` and ``4e0`` are not
+        generated): sound, and the same under exact and floating-point arithmetic. A fractional
+        step is refused: validators that divide binary floats call ``3`` no multiple of ``0.1``,
+        so no grammar can agree with them all."""
         if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
             raise self.fail("'multipleOf' must be a number above 0", path, "multipleOf")
-        try:
-            if step != int(step):
-                raise GrammarError("only integer steps are supported")
-            if step > _MAX_MODULUS:
-                raise GrammarError(f"a step above {_MAX_MODULUS} needs too large an automaton")
-            dfa = CharDFA.from_expr(expr).intersect(_remainder_dfa(int(step)))
-        except GrammarError as e:
-            self.unsupported("multipleOf", path, f"({step!r}) cannot be expressed: {e}")
-            return expr
-        return dfa.to_ir(lambda ranges: CharClass(tuple(ranges)), self.rules, self.fresh, "multiple_of")
+        if step != int(step):
+            raise GrammarError(f"only integer steps are supported, not {step!r}")
+        if step > _MAX_MODULUS:
+            raise GrammarError(f"a step above {_MAX_MODULUS} needs too large an automaton")
+        return _remainder_dfa(int(step))
 
     def number_in_bounds(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
         mn, mx = schema.get("minimum"), schema.get("maximum")
@@ -1536,8 +1594,9 @@ class _Converter:
         if isinstance(emx, bool):
             emx, mx = (mx, None) if emx else (None, mx)
         if mn is None and mx is None and emn is None and emx is None:
-            if "multipleOf" in schema:  # the automaton needs the expression, not a rule
-                return parse_regex(r"-?(0|[1-9][0-9]*)")  # the spelling multiple_of keeps
+            if "multipleOf" in schema or _NOT_INTEGER in schema or _NOT_NUMBERS in schema:
+                # automata need the expression, not a rule
+                return parse_regex(r"-?(0|[1-9][0-9]*)") if integer else json_values.ANY_NUMBER
             return self.base("json_integer" if integer else "json_number")
         fn = json_values.integer_expr if integer else json_values.number_expr
         try:
@@ -1814,6 +1873,8 @@ class _Converter:
             prefix_kw = "items"
         if schema.get("uniqueItems") not in (None, False):
             self.unsupported("uniqueItems", path)
+        if "contains" in schema and not (schema.get("minContains") == 0 and "maxContains" not in schema):
+            return self.array_contains(schema, rest, path, depth, hint, positional=bool(prefix))
         lo = schema.get("minItems", 0)
         hi = schema.get("maxItems")
         for k, x in (("minItems", lo), ("maxItems", hi)):
@@ -1864,6 +1925,74 @@ class _Converter:
             assert t is not None
             alts.append(lay.container(depth, b"[]", seq([first, t])))
         return choice(alts)
+
+    def array_contains(
+        self, schema: Dict[str, Any], items: Any, path: str, depth: int, hint: str, *, positional: bool
+    ) -> Optional[Expr]:
+        """Arrays with ``minContains..maxContains`` items valid against ``contains``: every item
+        is either a *yes* item (items and contains) or a *no* item (items and not contains),
+        so counting the yes items is exact. One rule per count; needs ``contains`` negatable."""
+        lo_c, hi_c = schema.get("minContains", 1), schema.get("maxContains")
+        for k, x in (("minContains", lo_c), ("maxContains", hi_c)):
+            if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+                raise self.fail(f"'{k}' must be a non-negative integer", path, k)
+        if hi_c is not None and lo_c > hi_c:
+            return None
+        if positional or "minItems" in schema or "maxItems" in schema:
+            self.unsupported(
+                "contains", path, "together with prefixItems, minItems or maxItems is not supported"
+            )
+            return self.array(
+                {k: v for k, v in schema.items() if k not in ("contains", "minContains", "maxContains")},
+                path,
+                depth,
+                hint,
+            )
+        if max(lo_c, hi_c or 0) > _MAX_CONTAINS:
+            self.unsupported(
+                "minContains" if lo_c > _MAX_CONTAINS else "maxContains",
+                path,
+                f"above {_MAX_CONTAINS} is not supported",
+            )
+            return self.base_array(depth)
+        contains = schema["contains"]
+        yes = self.sub(self.merge(items, contains, path), _ptr(path, "contains"), depth + 1, f"{hint}_yes")
+        no = self.sub(
+            self.merge(items, self.negate(contains, _ptr(path, "contains")), path),
+            _ptr(path, "items"),
+            depth + 1,
+            f"{hint}_no",
+        )
+        if yes is None and lo_c > 0:
+            return None
+        lay = self.layout
+        sep = lay.sep(depth)
+        top = hi_c if hi_c is not None else lo_c  # counts past lo_c are all alike when unbounded
+        names = [self.fresh(f"{hint}_contains_{n}") for n in range(top + 1)]
+        for n in range(top + 1):  # after(n): what may follow once n yes items are written
+            more_yes = n + 1 if n < top else (n if hi_c is None else None)
+            alts: List[Optional[Expr]] = [
+                seq([sep, no, RuleRef(names[n])]) if no is not None else None,
+                seq([sep, yes, RuleRef(names[more_yes])])
+                if yes is not None and more_yes is not None
+                else None,
+                EMPTY if n >= lo_c else None,
+            ]
+            self.rules[names[n]] = choice(alts) or EMPTY  # (None only once n >= lo_c: see below)
+        first: List[Optional[Expr]] = []
+        if no is not None:
+            first.append(seq([no, RuleRef(names[0])]))
+        if yes is not None and top >= 1:
+            first.append(seq([yes, RuleRef(names[min(1, top)])]))
+        out: List[Optional[Expr]] = [lay.empty(depth, b"[]")] if lo_c == 0 else []
+        body = choice(first)
+        if body is not None:
+            out.append(lay.container(depth, b"[]", body))
+        return choice(out)
+
+    def base_array(self, depth: int) -> Optional[Expr]:
+        """Any array (the lenient fallback)."""
+        return self.array({"type": "array"}, "", depth, "any_array")
 
 
 # --------------------------------------------------------------------------- entry point

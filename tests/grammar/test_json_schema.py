@@ -502,12 +502,17 @@ def test_composition_matches_jsonschema(schema: Dict[str, Any], instances: List[
 
 
 def test_oneof_lenient_is_anyof() -> None:
-    schema = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
-    with pytest.raises(SchemaError, match="oneOf"):
+    schema = {"oneOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "array", "minItems": 1}]}
+    with pytest.raises(SchemaError, match="oneOf"):  # 'items' cannot be negated: not exclusive
         Grammar.from_json_schema(schema)
     with pytest.warns(UserWarning, match="oneOf"):
         c = Checker(schema, lenient=True)
-    assert c.accepts("1") and c.accepts("1.5") and not c.accepts('"1"')
+    assert c.accepts("[1]") and c.accepts("[]") and c.accepts('["a"]') and not c.accepts("1")
+
+
+def test_oneof_of_overlapping_types_is_exact() -> None:
+    c = Checker({"oneOf": [{"type": "integer"}, {"type": "number"}]})  # 1 matches both branches
+    assert c.accepts("1.5") and not c.accepts("1") and not c.accepts('"1"')
 
 
 def test_nullable() -> None:
@@ -583,32 +588,36 @@ def test_conversion_is_fast() -> None:
 @pytest.mark.parametrize(
     "schema,keyword,pointer",
     [
-        ({"type": "array", "contains": {"type": "integer"}}, "contains", "#/contains"),
+        ({"type": "array", "contains": {"type": "integer"}, "minItems": 2}, "contains", "#/contains"),
         (
             {"type": "object", "properties": {"a~/b": {"type": "number", "multipleOf": 0.5}}},
             "multipleOf",
             "#/properties/a~0~1b/multipleOf",
         ),
-        ({"properties": {"x": {"not": {"type": "integer"}}}}, "type", "#/properties/x/not/type"),
+        ({"properties": {"x": {"not": {"items": {"type": "string"}}}}}, "items", "#/properties/x/not/items"),
         (
             {"type": "object", "patternProperties": {c: {"type": "integer"} for c in "abcde"}},
             "patternProperties",
             "#/patternProperties",
         ),
         ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
-        ({"oneOf": [{"type": "integer"}, {"minimum": 2}]}, "oneOf", "#/oneOf"),
+        ({"oneOf": [{"items": {"type": "string"}}, {"minItems": 2}]}, "oneOf", "#/oneOf"),
         ({"type": "object", "minProperties": 3}, "minProperties", "#/minProperties"),
         (  # a discriminator without "type": "object": a non-object matches both branches
             {
                 "oneOf": [
-                    {"properties": {"k": {"const": 1}}, "required": ["k"]},
-                    {"properties": {"k": {"const": 2}}},
+                    {"properties": {"k": {"const": {"a": 1}}}, "required": ["k"]},
+                    {"properties": {"k": {"const": {"a": 2}}}},
                 ]
             },
             "oneOf",
             "#/oneOf",
         ),
-        ({"$defs": {"a": {"if": {"type": "integer"}}}, "$ref": "#/$defs/a"}, "type", "#/$defs/a/if/type"),
+        (
+            {"$defs": {"a": {"if": {"items": {"type": "integer"}}}}, "$ref": "#/$defs/a"},
+            "items",
+            "#/$defs/a/if/items",
+        ),
     ],
 )
 def test_unsupported_keywords(schema: Dict[str, Any], keyword: str, pointer: str) -> None:
@@ -930,8 +939,9 @@ def test_allof_merges_array_positions_not_keywords():
 
 # Values of every type, with the shapes the schemas below tell apart.
 POOL: List[Any] = [
-    None, True, False, 0, 1, 2, 7, -3, 2.5, "", "a", "ab", "abc", "b", "ba", "foo", "a1", "A",
-    [], [1], [1, 2], [1, 2, 3], ["a"], {}, {"a": 1}, {"a": "x"}, {"b": 1}, {"a": 1, "b": 2},
+    None, True, False, 0, 1, 2, 6, 7, -3, 2.5, -0.5, "", "a", "ab", "abc", "b", "ba", "foo", "a1", "A",
+    [], [1], [1, 2], [1, 2, 3], [2, 2], [5, "a", 5], ["a"], ["a", "b"], ["a", "b", "c", "d"], [2.5],
+    {}, {"a": 1}, {"a": "x"}, {"b": 1}, {"a": 1, "b": 2},
     {"a": "x", "c": 3}, {"ab": 1}, {"x-1": "v"}, {"B": [1]}, {"foo": [1, 2]}, {"foo": [1]},
 ]  # fmt: skip
 
@@ -974,8 +984,18 @@ LOGIC_SCHEMAS: List[Dict[str, Any]] = [
     {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 2},
     {"type": "string", "pattern": "b", "maxLength": 2},
     {"type": "string", "pattern": "^[a-z]*$", "maxLength": 400},
+    # contains / minContains / maxContains: items split into those that match and those that do not
+    {"contains": {"type": "integer", "minimum": 2}},
+    {"type": "array", "contains": {"const": 2}, "maxContains": 1},
+    {"contains": {"type": "string"}, "minContains": 2, "maxContains": 3},
+    {"items": {"type": "integer"}, "contains": {"minimum": 5}},
+    # negations of integer and of numeric constants
+    {"not": {"type": "integer"}},
+    {"not": {"enum": [2, 2.5, 0]}},
+    {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
     # multipleOf: integer steps, by a remainder automaton
     {"type": "integer", "multipleOf": 3, "minimum": -5, "maximum": 8},
+    {"type": "integer", "not": {"const": 6}, "multipleOf": 2},
     {"multipleOf": 2},
     {"allOf": [{"multipleOf": 2}, {"multipleOf": 7}]},
     # keywords outside the vocabulary and formats outside the specification constrain nothing
