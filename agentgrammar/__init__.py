@@ -22,10 +22,13 @@ from .errors import (
     GrammarError,
     MatcherError,
     SchemaError,
+    StructuralTagError,
     TokenIdError,
+    ToolError,
     VocabularyError,
 )
 from .grammar import Grammar
+from .registry import Tool, ToolCall, ToolRegistry
 
 __version__ = "0.1.0"
 
@@ -39,7 +42,12 @@ __all__ = [
     "Matcher",
     "MatcherError",
     "SchemaError",
+    "StructuralTagError",
     "TokenIdError",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolRegistry",
     "Vocabulary",
     "VocabularyError",
     "__version__",

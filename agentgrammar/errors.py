@@ -58,3 +58,45 @@ class SchemaError(GrammarError):
         super().__init__(message)
         self.keyword = keyword
         self.pointer = pointer
+
+
+class ToolError(AgentGrammarError):
+    """A tool cannot be registered, found, validated or run: a duplicate or malformed name, an
+    unknown tool, a function or schema that cannot define a tool, arguments that fail
+    validation, a tool without a handler, a schema that cannot be compiled, or a handler that
+    raised (the handler's exception is ``__cause__``).
+
+    ``tool`` is the name of the tool at fault and ``field`` the argument at fault (a dotted
+    path such as ``"address.zip"``), when known.
+
+    Example:
+        >>> err = ToolError("tool 'add': argument 'a': field required", tool="add", field="a")
+        >>> (err.tool, err.field)
+        ('add', 'a')
+    """
+
+    def __init__(self, message: str, *, tool: Optional[str] = None, field: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.field = field
+
+
+class StructuralTagError(AgentGrammarError, ValueError):
+    """A structural tag is malformed: an unknown ``type``, a missing or ill-typed field, a
+    trigger that begins no tag, a tag that two triggers open, ...
+
+    ``path`` is the JSON path of the offending element (``"$.format.tags[2].begin"``) when
+    known; it is part of the message.
+
+    Example:
+        >>> err = StructuralTagError("unknown type 'tagg'", path="$.format.tags[2]")
+        >>> str(err)
+        "$.format.tags[2]: unknown type 'tagg'"
+        >>> err.path
+        '$.format.tags[2]'
+    """
+
+    def __init__(self, message: str, *, path: Optional[str] = None) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.message = message
+        self.path = path
