@@ -8,6 +8,7 @@ Example:
     [b'{']
 """
 
+from . import structural_tag
 from .engine import (
     CompiledGrammar,
     Compiler,
@@ -53,4 +54,5 @@ __all__ = [
     "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "structural_tag",
 ]

@@ -21,16 +21,19 @@ Example:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError
 from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq, seq
 from .utf8 import complement_ranges, normalize_ranges
 
-__all__ = ["ALPHABET", "MAX_STATES", "PRODUCT_LIMIT", "CharDFA"]
+__all__ = ["ALPHABET", "BYTES", "MAX_STATES", "PRODUCT_LIMIT", "CharDFA"]
 
-#: Every code point a JSON string can hold.
-ALPHABET: Tuple[Tuple[int, int], ...] = ((0, 0xD7FF), (0xE000, 0x10FFFF))
+Alphabet = Tuple[Tuple[int, int], ...]
+#: Every code point a JSON string can hold (the default alphabet).
+ALPHABET: Alphabet = ((0, 0xD7FF), (0xE000, 0x10FFFF))
+#: Raw bytes: for free text that, as in xgrammar, may be any byte sequence.
+BYTES: Alphabet = ((0, 0xFF),)
 #: The most NFA or DFA states one automaton may have.
 MAX_STATES = 20_000
 #: Automata with more states than this are trimmed but not minimized.
@@ -49,7 +52,8 @@ def _too_big() -> GrammarError:
 class _NFA:
     """Thompson construction: states with epsilon moves and ranged character moves."""
 
-    def __init__(self) -> None:
+    def __init__(self, alphabet: Alphabet) -> None:
+        self.alphabet = alphabet
         self.eps: List[List[int]] = []
         self.moves: List[List[Edge]] = []
 
@@ -63,13 +67,22 @@ class _NFA:
     def build(self, e: Expr, start: int) -> int:
         """Add ``e`` starting at ``start``; the state where it ends."""
         if isinstance(e, CharClass):
+            if self.alphabet == BYTES:
+                raise GrammarError("a character class in a byte automaton")
             ranges = complement_ranges(e.ranges) if e.negated else list(e.ranges)
             return self._chars(start, ranges)
         if isinstance(e, Literal):
             at = start
-            for ch in e.value.decode("utf-8", "surrogatepass"):
-                at = self._chars(at, [(ord(ch), ord(ch))])
+            units = (
+                list(e.value)
+                if self.alphabet == BYTES
+                else [ord(c) for c in e.value.decode("utf-8", "surrogatepass")]
+            )
+            for u in units:
+                at = self._chars(at, [(u, u)])
             return at
+        if isinstance(e, ByteClass) and self.alphabet == BYTES:
+            return self._chars(start, list(e.ranges))
         if isinstance(e, Seq):
             at = start
             for item in e.items:
@@ -103,16 +116,16 @@ class _NFA:
 
     def _chars(self, start: int, ranges: Sequence[Tuple[int, int]]) -> int:
         end = self.state()
-        for lo, hi in _clip(ranges):
+        for lo, hi in _clip(ranges, self.alphabet):
             self.moves[start].append((lo, hi, end))
         return end
 
 
-def _clip(ranges: Sequence[Tuple[int, int]]) -> List[Tuple[int, int]]:
-    """``ranges`` without surrogates."""
+def _clip(ranges: Sequence[Tuple[int, int]], alphabet: Alphabet) -> List[Tuple[int, int]]:
+    """``ranges`` within the alphabet (for code points: without surrogates)."""
     out = []
     for lo, hi in normalize_ranges(ranges):
-        for a, b in ALPHABET:
+        for a, b in alphabet:
             if lo <= b and a <= hi:
                 out.append((max(lo, a), min(hi, b)))
     return out
@@ -147,18 +160,20 @@ def _merge_edges(edges: Sequence[Edge]) -> List[Edge]:
 class CharDFA:
     """A DFA over code points; state 0 is the start; a missing move rejects."""
 
-    __slots__ = ("accepting", "edges")
+    __slots__ = ("accepting", "alphabet", "edges")
 
-    def __init__(self, edges: List[List[Edge]], accepting: List[bool]) -> None:
+    def __init__(self, edges: List[List[Edge]], accepting: List[bool], alphabet: Alphabet = ALPHABET) -> None:
         self.edges = edges
         self.accepting = accepting
+        self.alphabet = alphabet
 
     # ---- construction -------------------------------------------------------------------
 
     @classmethod
-    def from_expr(cls, e: Expr) -> "CharDFA":
-        """The minimal DFA of a regular IR expression over characters (no rule references)."""
-        nfa = _NFA()
+    def from_expr(cls, e: Expr, alphabet: Alphabet = ALPHABET) -> "CharDFA":
+        """The minimal DFA of a regular IR expression over characters (no rule references); over
+        ``BYTES``, literals are their UTF-8 bytes and ``ByteClass`` is allowed."""
+        nfa = _NFA(alphabet)
         start = nfa.state()
         final = nfa.build(e, start)
         closures: Dict[int, FrozenSet[int]] = {}
@@ -197,10 +212,10 @@ class CharDFA:
                 row.append((lo, hi, intern(reached)))
             edges.append(_merge_edges(row))
             i += 1
-        return cls(edges, [final in s for s in sets]).minimized()
+        return cls(edges, [final in s for s in sets], alphabet).minimized()
 
     @classmethod
-    def length(cls, lo: int, hi: Optional[int]) -> "CharDFA":
+    def length(cls, lo: int, hi: Optional[int], alphabet: Alphabet = ALPHABET) -> "CharDFA":
         """Any string of ``lo..hi`` characters (``hi=None``: no upper bound)."""
         top = lo if hi is None else hi
         if top + 1 > MAX_STATES:
@@ -208,22 +223,47 @@ class CharDFA:
         edges: List[List[Edge]] = []
         for i in range(top + 1):
             nxt = i + 1 if i < top else (i if hi is None else None)
-            edges.append([(a, b, nxt) for a, b in ALPHABET] if nxt is not None else [])
-        return cls(edges, [lo <= i for i in range(top + 1)])
+            edges.append([(a, b, nxt) for a, b in alphabet] if nxt is not None else [])
+        return cls(edges, [lo <= i for i in range(top + 1)], alphabet)
 
     @classmethod
-    def literal_set(cls, words: Sequence[str]) -> "CharDFA":
+    def literal_set(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
         """Exactly the strings in ``words``."""
         alts = tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words)
-        return cls.from_expr(Choice(alts) if alts else CharClass((), False))
+        if not alts:
+            return cls([[]], [False], alphabet)
+        return cls.from_expr(Choice(alts), alphabet)
+
+    @classmethod
+    def containing(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
+        """The strings in which one of ``words`` occurs (an Aho–Corasick automaton)."""
+        if not words:
+            return cls.literal_set([], alphabet)
+        anything = _anything(alphabet)
+        alts = Choice(tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words))
+        return cls.from_expr(Seq((anything, alts, anything)), alphabet)
+
+    @classmethod
+    def ending_with(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
+        """The strings that end with one of ``words``."""
+        alts = Choice(tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words))
+        return cls.from_expr(Seq((_anything(alphabet), alts)), alphabet)
+
+    @classmethod
+    def until_first(
+        cls, words: Sequence[str], ends: Sequence[str], alphabet: Alphabet = ALPHABET
+    ) -> "CharDFA":
+        """The strings whose first occurrence of any of ``words`` is at their very end and is
+        one of ``ends`` (a subset of ``words``): text up to and including the first trigger."""
+        first = cls.containing(words, alphabet).stopped_at_accept()
+        return first.intersect(cls.ending_with(ends, alphabet))
 
     # ---- queries ------------------------------------------------------------------------
 
-    def matches(self, text: str) -> bool:
-        """Whether the DFA accepts ``text``."""
+    def matches(self, text: Union[str, bytes]) -> bool:
+        """Whether the DFA accepts ``text`` (code points of a str, or bytes over ``BYTES``)."""
         s = 0
-        for ch in text:
-            cp = ord(ch)
+        for cp in text if isinstance(text, bytes) else map(ord, text):
             for lo, hi, t in self.edges[s]:
                 if lo <= cp <= hi:
                     s = t
@@ -276,7 +316,7 @@ class CharDFA:
             edges.append(_merge_edges(row))
             i += 1
         accepting = [self.accepting[p] and other.accepting[q] for p, q in pairs]
-        return CharDFA(edges, accepting).minimized()
+        return CharDFA(edges, accepting, self.alphabet).minimized()
 
     def complement(self) -> "CharDFA":
         """The strings this DFA rejects."""
@@ -284,11 +324,17 @@ class CharDFA:
         edges: List[List[Edge]] = []
         for row in self.edges:
             covered = [(lo, hi) for lo, hi, _ in row]
-            gaps = [r for r in _clip(complement_ranges(covered)) if r]
+            top = self.alphabet[-1][1]
+            gaps = [r for r in _clip(complement_ranges(covered, top), self.alphabet) if r]
             edges.append(_merge_edges(list(row) + [(lo, hi, dead) for lo, hi in gaps]))
-        edges.append([(a, b, dead) for a, b in ALPHABET])
+        edges.append([(a, b, dead) for a, b in self.alphabet])
         accepting = [not a for a in self.accepting] + [True]
-        return CharDFA(edges, accepting).minimized()
+        return CharDFA(edges, accepting, self.alphabet).minimized()
+
+    def stopped_at_accept(self) -> "CharDFA":
+        """The accepted strings none of whose proper prefixes is accepted."""
+        edges = [[] if self.accepting[s] else list(row) for s, row in enumerate(self.edges)]
+        return CharDFA(edges, list(self.accepting), self.alphabet).minimized()
 
     def minus(self, other: "CharDFA") -> "CharDFA":
         """The strings this DFA accepts and ``other`` rejects."""
@@ -316,11 +362,11 @@ class CharDFA:
                     live.add(s)
                     stack.append(s)
         if 0 not in live:
-            return CharDFA([[]], [False])
+            return CharDFA([[]], [False], self.alphabet)
         order = [0] + sorted(live - {0})
         new = {s: i for i, s in enumerate(order)}
         edges = [[(lo, hi, new[t]) for lo, hi, t in self.edges[s] if t in live] for s in order]
-        return CharDFA(edges, [self.accepting[s] for s in order])
+        return CharDFA(edges, [self.accepting[s] for s in order], self.alphabet)
 
     def minimized(self) -> "CharDFA":
         """The equivalent trimmed DFA with the fewest states (Moore's partition refinement)."""
@@ -348,7 +394,7 @@ class CharDFA:
             c = order[cls[s]]
             edges[c] = _merge_edges([(lo, hi, order[cls[t]]) for lo, hi, t in row])
             accepting[c] = d.accepting[s]
-        return CharDFA(edges, accepting)
+        return CharDFA(edges, accepting, d.alphabet)
 
     # ---- back to grammar IR -------------------------------------------------------------
 
@@ -400,6 +446,11 @@ class CharDFA:
             return seq((Repeat(loop, 0, None), rest)) if loop is not None else rest
 
         return ref(0, 0)
+
+
+def _anything(alphabet: Alphabet) -> Expr:
+    cls = ByteClass(alphabet) if alphabet == BYTES else CharClass(alphabet)
+    return Repeat(cls, 0, None)
 
 
 _INLINE_DEPTH = 48  # deeper chains of single-entry states become rules (bounded recursion)

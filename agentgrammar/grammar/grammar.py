@@ -318,6 +318,24 @@ class Grammar:
             raise SchemaError(f"the schema accepts no finite JSON value: {e}") from None
 
     @classmethod
+    def from_structural_tag(cls, tag: Any) -> "Grammar":
+        """The texts a structural tag allows: ``tag`` is an ``agentgrammar.structural_tag`` model,
+        the same as a dict, or JSON text, in xgrammar's format (``{"type": "structural_tag",
+        "format": ...}``, or a bare format). Raises ``StructuralTagError`` with the JSON path of
+        what is wrong.
+
+        Example:
+            >>> g = Grammar.from_structural_tag({"type": "tag", "begin": "<a>",
+            ...     "content": {"type": "any_text"}, "end": "</a>"})
+            >>> g.accepts("<a>x</a>"), g.accepts("<a>x</a>y</a>")
+            (True, False)
+        """
+        from .structural_tag import structural_tag_rules  # imports the pydantic models
+
+        rules, root = structural_tag_rules(tag)
+        return cls(rules, root)
+
+    @classmethod
     def builtin_json(cls, *, any_value: bool = False) -> "Grammar":
         """JSON text: the same language as xgrammar's built-in JSON grammar (an object or array
         at the top); ``any_value=True`` also allows a scalar at the top.

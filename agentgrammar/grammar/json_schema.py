@@ -220,7 +220,7 @@ def _fraction_dfa() -> CharDFA:
 
 @lru_cache(maxsize=64)
 def _remainder_dfa(k: int) -> CharDFA:
-    """JSON integers ``-?(0|[1-9][0-9]*)`` that ``k`` divides: one state per remainder."""
+    """JSON integers ``0|-?[1-9][0-9]*`` that ``k`` divides: one state per remainder."""
     start, minus, zero = k, k + 1, k + 2  # remainders are states 0..k-1 (0 accepting)
     edges: List[List[Tuple[int, int, int]]] = [[] for _ in range(k + 3)]
     for r in range(k):
@@ -228,7 +228,7 @@ def _remainder_dfa(k: int) -> CharDFA:
     edges[start] = [(0x2D, 0x2D, minus), (0x30, 0x30, zero)] + [
         (0x30 + d, 0x30 + d, d % k) for d in range(1, 10)
     ]
-    edges[minus] = [(0x30, 0x30, zero)] + [(0x30 + d, 0x30 + d, d % k) for d in range(1, 10)]
+    edges[minus] = [(0x30 + d, 0x30 + d, d % k) for d in range(1, 10)]
     accepting = [r == 0 for r in range(k)] + [False, False, True]
     order = [start, *range(k), minus, zero]  # the start must be state 0
     new = {old: i for i, old in enumerate(order)}
@@ -602,13 +602,21 @@ _BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...]]] = {}
 
 class _Converter:
     def __init__(
-        self, root: Any, layout: _Layout, *, strict: bool, lenient: bool, any_order: bool = False
+        self,
+        root: Any,
+        layout: _Layout,
+        *,
+        strict: bool,
+        lenient: bool,
+        any_order: bool = False,
+        xgrammar: bool = False,
     ) -> None:
         self.root = root
         self.layout = layout
         self.strict = strict
         self.lenient = lenient
         self.any_order = any_order
+        self.xgrammar = xgrammar
         self.rules: Dict[str, Expr] = {}
         self.memo: Dict[Tuple[str, int], Expr] = {}
         self.ref_memo: Dict[Tuple[str, int], str] = {}
@@ -718,10 +726,24 @@ class _Converter:
                 )
             elif name == "json_string":
                 body = seq([_DQ, Repeat(self.base("json_any_char"), 0, None), _DQ])
-            elif name == "json_integer":
+            elif name == "json_integer":  # as xgrammar's: no "-0"
+                body = Choice(
+                    (
+                        Literal(b"0"),
+                        seq(
+                            [
+                                _opt(Literal(b"-")),
+                                CharClass(((0x31, 0x39),)),
+                                Repeat(CharClass(((0x30, 0x39),)), 0, None),
+                            ]
+                        ),
+                    )
+                )
+            elif name == "json_number":
+                digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
                 body = seq(
                     [
-                        _opt(Literal(b"-")),
+                        _opt(Literal(b"-")),  # "-0" and "-0.5" are numbers (not integers)
                         Choice(
                             (
                                 Literal(b"0"),
@@ -730,13 +752,6 @@ class _Converter:
                                 ),
                             )
                         ),
-                    ]
-                )
-            elif name == "json_number":
-                digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
-                body = seq(
-                    [
-                        self.base("json_integer"),
                         _opt(seq([Literal(b"."), digits])),
                         _opt(
                             seq(
@@ -1309,6 +1324,11 @@ class _Converter:
 
     def types(self, schema: Dict[str, Any], path: str) -> List[str]:
         t = schema.get("type")
+        if t is None and self.xgrammar:  # xgrammar reads object / array keywords as the type
+            if any(k in schema for k in _OBJECT_KW):
+                return ["object"]
+            if any(k in schema for k in ("items", "prefixItems", "additionalItems")):
+                return ["array"]
         if t is None:
             return list(_ALL_TYPES)
         ts = [t] if isinstance(t, str) else t
@@ -1596,7 +1616,7 @@ class _Converter:
         if mn is None and mx is None and emn is None and emx is None:
             if "multipleOf" in schema or _NOT_INTEGER in schema or _NOT_NUMBERS in schema:
                 # automata need the expression, not a rule
-                return parse_regex(r"-?(0|[1-9][0-9]*)") if integer else json_values.ANY_NUMBER
+                return parse_regex(r"0|-?[1-9][0-9]*") if integer else json_values.ANY_NUMBER
             return self.base("json_integer" if integer else "json_number")
         fn = json_values.integer_expr if integer else json_values.number_expr
         try:
@@ -1622,10 +1642,12 @@ class _Converter:
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise self.fail("'required' must be an array of strings", path, "required")
         req = set(required)
-        addl = schema.get("additionalProperties", False if self.strict else True)
         patterns = schema.get("patternProperties", {})
         if not isinstance(patterns, dict):
             raise self.fail("'patternProperties' must be an object", path, "patternProperties")
+        # strict closes the objects that declare members; {"type": "object"} stays any object
+        declared = bool(props or required or patterns)
+        addl = schema.get("additionalProperties", False if self.strict and declared else True)
         names_dfa = self.property_names_dfa(schema.get("propertyNames", True), _ptr(path, "propertyNames"))
         props = dict(props)
         for r in required:
@@ -2023,6 +2045,7 @@ def json_schema_rules(
     any_order: bool = False,
     max_whitespace: Optional[int] = None,
     lenient: bool = False,
+    xgrammar_types: bool = False,
 ) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for the JSON texts valid against ``schema``, and the root name.
 
@@ -2030,6 +2053,10 @@ def json_schema_rules(
     an over-approximation instead) and for malformed schemas. ``any_order=True`` accepts the
     declared properties of an object in any order (objects of up to ``ANY_ORDER_LIMIT`` declared
     properties; larger ones keep schema order, a sound subset), extra members anywhere.
+    ``strict=True`` forbids undeclared members in objects that declare ``properties``,
+    ``required`` or ``patternProperties`` (a bare ``{"type": "object"}`` is any object).
+    ``xgrammar_types=True`` reads a schema without ``type`` but with object (or array) keywords
+    as an object (or array) schema, as xgrammar does inside structural tags.
 
     Example:
         >>> rules, root = json_schema_rules({"enum": ["a", 1, None]})
@@ -2038,7 +2065,9 @@ def json_schema_rules(
     """
     doc = _load(schema)
     layout = _Layout(whitespace, indent, separators, max_whitespace)
-    conv = _Converter(doc, layout, strict=strict, lenient=lenient, any_order=any_order)
+    conv = _Converter(
+        doc, layout, strict=strict, lenient=lenient, any_order=any_order, xgrammar=xgrammar_types
+    )
     conv.taken.add("root")
     conv.ref_memo[("", 0)] = "root"
     conv.rules["root"] = EMPTY

@@ -23,8 +23,8 @@ Example:
     >>> from agentgrammar import Grammar
     >>> from agentgrammar.grammar.ir import Rule
     >>> g = Grammar.from_rules([Rule("root", integer_expr(minimum=-3, maximum=12))])
-    >>> [g.accepts(s) for s in (b"-3", b"12", b"13", b"012", b"-0")]
-    [True, True, False, False, True]
+    >>> [g.accepts(s) for s in (b"-3", b"12", b"13", b"012", b"0", b"-0")]
+    [True, True, False, False, True, False]
 """
 
 from __future__ import annotations
@@ -466,8 +466,8 @@ def integer_expr(
     """Exactly the JSON integer literals (``-?(0|[1-9][0-9]*)``) whose value is in the range.
 
     Bounds may be int, float, Decimal, Fraction (finite decimal) or numeric strings, of any
-    size; a fractional bound rounds inward (``minimum=1.5`` -> integers >= 2). ``-0`` is
-    accepted iff 0 is in the range. Spellings of integral values with a fraction or exponent
+    size; a fractional bound rounds inward (``minimum=1.5`` -> integers >= 2). ``-0`` is not
+    generated (nor by xgrammar; ``json.dumps`` never writes it for an int). Spellings of integral values with a fraction or exponent
     (``1.0``, ``1e2``), which JSON Schema also counts as integers, are not accepted
     (an under-approximation). An empty range raises GrammarError.
 
@@ -493,8 +493,6 @@ def integer_expr(
         mag = _nat(max(-ihi, 1) if ihi is not None else 1, -ilo if ilo is not None else None)
         if mag is not None:
             alts.append(seq([Literal(b"-"), mag]))
-    if (ilo is None or ilo <= 0) and (ihi is None or ihi >= 0):
-        alts.append(Literal(b"-0"))
     out = choice(alts)
     assert out is not None
     return out

@@ -1,0 +1,365 @@
+"""Convert a structural tag (``agentgrammar.structural_tag``) into grammar IR.
+
+The semantics are xgrammar's, so that a structural tag written for xgrammar accepts the same
+texts here (``tests/grammar/test_structural_tag.py`` checks both engines side by side):
+
+* ``triggered_tags``: free text in which no trigger (and no exclude) occurs; the first
+  occurrence of a trigger commits to one of the tags whose ``begin`` starts with it; after the
+  tag's end, free text again. ``at_least_one``: the output *starts* with a tag;
+  ``stop_after_first``: nothing may follow the first tag. ``dispatch`` is the same with a format
+  in place of the rest of a tag.
+* ``tag`` whose content is ``any_text``: the content runs up to the first occurrence of an end
+  string (it cannot contain one); any other content is followed by one of the ends.
+* ``any_text`` elsewhere: any text without the excludes. ``json_schema``: the JSON Schema
+  grammar with flexible whitespace and no additional properties (``strict=True``).
+
+Free text is any bytes, as in xgrammar; with triggers it is a byte automaton (``char_dfa``): the text up to and including
+the first trigger is one automaton per trigger, so every token is checked exactly, including
+tokens that run across the start of a trigger.
+
+Example:
+    >>> rules, root = structural_tag_rules({"type": "structural_tag",
+    ...     "format": {"type": "const_string", "value": "hi"}})
+    >>> rules[0]
+    Rule(name='root', body=Literal(value=b'hi'))
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
+
+from pydantic import BaseModel, ValidationError
+
+from .. import structural_tag as st
+from ..errors import GrammarError, StructuralTagError
+from .char_dfa import BYTES, CharDFA
+from .ebnf import parse_ebnf
+from .ir import EMPTY, ByteClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, choice, seq
+from .json_schema import json_schema_rules
+from .regex import parse_regex
+
+__all__ = ["parse_structural_tag", "structural_tag_rules"]
+
+_FORMAT_TYPES = frozenset(
+    {
+        "const_string",
+        "json_schema",
+        "any_text",
+        "regex",
+        "grammar",
+        "sequence",
+        "or",
+        "optional",
+        "plus",
+        "star",
+        "repeat",
+        "tag",
+        "triggered_tags",
+        "tags_with_separator",
+        "dispatch",
+    }
+)
+
+
+def _json_path(loc: Sequence[Union[str, int]]) -> str:
+    """A pydantic error location as a JSON path (the union's tag names left out)."""
+    out = "$"
+    prev: Union[str, int, None] = None
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _FORMAT_TYPES and (prev in ("format", "content") or isinstance(prev, int)):
+            pass  # the discriminator pydantic inserts, not a key of the input
+        else:
+            out += f".{part}"
+        prev = part
+    return out
+
+
+def parse_structural_tag(obj: Any) -> st.StructuralTag:
+    """A ``StructuralTag`` from a model, a dict or JSON text; ``StructuralTagError`` (with the JSON
+    path of the first problem) when it is malformed."""
+    if isinstance(obj, st.StructuralTag):
+        return obj
+    if isinstance(obj, BaseModel):  # a bare format
+        obj = {"type": "structural_tag", "format": obj.model_dump()}
+    if isinstance(obj, (str, bytes)):
+        try:
+            obj = json.loads(obj)
+        except ValueError as e:
+            raise StructuralTagError(f"not valid JSON: {e}") from None
+    if (
+        isinstance(obj, dict)
+        and obj.get("type") != "structural_tag"
+        and "format" not in obj
+        and "type" in obj
+    ):
+        obj = {"type": "structural_tag", "format": obj}  # a bare format dict
+    try:
+        return st.StructuralTag.model_validate(obj)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise StructuralTagError(err["msg"], path=_json_path(err["loc"])) from None
+
+
+class _Builder:
+    """Collects rules while walking the format tree."""
+
+    def __init__(self) -> None:
+        self.rules: Dict[str, Expr] = {}
+        self.taken: Set[str] = {"root"}
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 1
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+    def rule(self, base: str, body: Expr) -> RuleRef:
+        name = self.fresh(base)
+        self.rules[name] = body
+        return RuleRef(name)
+
+    def embed(self, rules: Sequence[Rule], root: str, prefix: str) -> RuleRef:
+        """Add another grammar's rules, renamed apart; helper rules equal to ones already here
+        (the JSON Schema grammars' shared ``ws``, ``json_string``, ...) are shared instead."""
+        bodies = {r.name: r.body for r in rules}
+        shared = {n for n, b in bodies.items() if n != root and self.rules.get(n) == b}
+        changed = True
+        while changed:  # a shared rule must only reference shared rules
+            changed = False
+            for n in list(shared):
+                if any(ref not in shared for ref in _refs(bodies[n])):
+                    shared.discard(n)
+                    changed = True
+        names = {n: n if n in shared else self.fresh(f"{prefix}_{n}") for n in bodies}
+        for n, body in bodies.items():
+            if n not in shared:
+                self.rules[names[n]] = _rename(body, names)
+        return RuleRef(names[root])
+
+    def text(self, dfa: CharDFA, base: str) -> Optional[Expr]:
+        """The byte strings of ``dfa`` (free text is bytes, as in xgrammar: a token may end
+        inside a multi-byte character)."""
+        return dfa.to_ir(lambda ranges: ByteClass(tuple(ranges)), self.rules, self.fresh, base)
+
+    # ---- formats ----------------------------------------------------------------------------
+
+    def convert(self, f: Any, path: str) -> Optional[Expr]:
+        """IR for format ``f`` at JSON path ``path``; None when it accepts nothing."""
+        method = getattr(self, "fmt_" + f.type)
+        return method(f, path)
+
+    def fmt_const_string(self, f: st.ConstString, path: str) -> Optional[Expr]:
+        return Literal(f.value.encode("utf-8"))
+
+    def fmt_json_schema(self, f: st.JSONSchema, path: str) -> Optional[Expr]:
+        try:
+            rules, root = json_schema_rules(
+                f.json_schema,
+                strict=True,
+                any_order=f.any_order,
+                max_whitespace=f.max_whitespace_cnt,
+                xgrammar_types=True,
+            )
+        except GrammarError as e:
+            raise StructuralTagError(str(e), path=path + ".json_schema") from None
+        return self.embed(rules, root, "json")
+
+    def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
+        return self.text(CharDFA.containing(f.excludes, BYTES).complement(), "any_text")
+
+    def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
+        try:
+            return self.rule("regex", parse_regex(f.pattern))
+        except GrammarError as e:
+            raise StructuralTagError(str(e), path=path + ".pattern") from None
+
+    def fmt_grammar(self, f: st.GrammarText, path: str) -> Optional[Expr]:
+        try:
+            rules = parse_ebnf(f.grammar)
+        except GrammarError as e:
+            raise StructuralTagError(str(e), path=path + ".grammar") from None
+        return self.embed(rules, "root", "grammar")
+
+    def fmt_sequence(self, f: st.Sequence, path: str) -> Optional[Expr]:
+        parts = [self.convert(e, f"{path}.elements[{i}]") for i, e in enumerate(f.elements)]
+        return None if any(p is None for p in parts) else seq([p for p in parts if p is not None])
+
+    def fmt_or(self, f: st.Or, path: str) -> Optional[Expr]:
+        return choice([self.convert(e, f"{path}.elements[{i}]") for i, e in enumerate(f.elements)])
+
+    def fmt_optional(self, f: st.OptionalFormat, path: str) -> Optional[Expr]:
+        inner = self.convert(f.content, path + ".content")
+        return EMPTY if inner is None else Repeat(inner, 0, 1)
+
+    def fmt_plus(self, f: st.Plus, path: str) -> Optional[Expr]:
+        inner = self.convert(f.content, path + ".content")
+        return None if inner is None else Repeat(inner, 1, None)
+
+    def fmt_star(self, f: st.Star, path: str) -> Optional[Expr]:
+        inner = self.convert(f.content, path + ".content")
+        return EMPTY if inner is None else Repeat(inner, 0, None)
+
+    def fmt_repeat(self, f: st.Repeat, path: str) -> Optional[Expr]:
+        if f.min > f.max:
+            raise StructuralTagError(f"min {f.min} is larger than max {f.max}", path=path)
+        inner = self.convert(f.content, path + ".content")
+        if inner is None:
+            return EMPTY if f.min == 0 else None
+        return Repeat(inner, f.min, f.max)
+
+    def fmt_tag(self, f: st.Tag, path: str) -> Optional[Expr]:
+        return self.tag_after(f, "", path)
+
+    def tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
+        """Tag ``f`` once the first ``len(opened)`` characters of its begin are written."""
+        ends = [f.end] if isinstance(f.end, str) else list(f.end)
+        if not ends or (isinstance(f.content, st.AnyText) and any(not e for e in ends)):
+            raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
+        begin = Literal(f.begin[len(opened) :].encode("utf-8"))
+        if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
+            body = self.text(CharDFA.until_first([*ends, *f.content.excludes], ends, BYTES), "tag_text")
+            return None if body is None else seq([begin, body])
+        content = self.convert(f.content, path + ".content")
+        if content is None:
+            return None
+        end = choice([Literal(e.encode("utf-8")) for e in ends])
+        assert end is not None
+        return seq([begin, content, end])
+
+    def free_text_loop(
+        self,
+        triggers: Sequence[str],
+        rests: Dict[str, Optional[Expr]],
+        excludes: Sequence[str],
+        *,
+        loop: bool,
+    ) -> Optional[Expr]:
+        """Free text, where each trigger's first occurrence continues with ``rests[trigger]``;
+        then free text again (``loop``) or the end."""
+        free = self.text(CharDFA.containing([*triggers, *excludes], BYTES).complement(), "free_text")
+        name = self.fresh("dispatch") if loop else ""
+        alts: List[Optional[Expr]] = [free]
+        for t in triggers:
+            rest = rests.get(t)
+            if rest is None:
+                continue
+            upto = self.text(CharDFA.until_first([*triggers, *excludes], [t], BYTES), "until_trigger")
+            if upto is not None:
+                alts.append(seq([upto, rest, RuleRef(name)]) if loop else seq([upto, rest]))
+        body = choice(alts)
+        if not loop:
+            return body
+        self.rules[name] = body if body is not None else EMPTY
+        return RuleRef(name)
+
+    def trigger_groups(
+        self, triggers: Sequence[str], tags: Sequence[st.Tag], path: str
+    ) -> Dict[str, List[int]]:
+        """The tags each trigger opens; every tag must start with exactly one trigger."""
+        if not triggers:
+            raise StructuralTagError("triggered_tags needs at least one trigger", path=path + ".triggers")
+        groups: Dict[str, List[int]] = {t: [] for t in triggers}
+        for i, tag in enumerate(tags):
+            hits = [t for t in triggers if t and tag.begin.startswith(t)]
+            if not hits:
+                raise StructuralTagError(
+                    f"the tag's begin {tag.begin!r} starts with none of the triggers {list(triggers)!r}",
+                    path=f"{path}.tags[{i}].begin",
+                )
+            if len(hits) > 1:
+                raise StructuralTagError(
+                    f"the tag's begin {tag.begin!r} starts with two triggers ({hits[0]!r} and {hits[1]!r})",
+                    path=f"{path}.tags[{i}].begin",
+                )
+            groups[hits[0]].append(i)
+        return groups
+
+    def fmt_triggered_tags(self, f: st.TriggeredTags, path: str) -> Optional[Expr]:
+        if not f.tags:
+            raise StructuralTagError("triggered_tags needs at least one tag", path=path + ".tags")
+        groups = self.trigger_groups(f.triggers, f.tags, path)
+        any_tag = choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+        if f.at_least_one:
+            if any_tag is None:
+                return None
+            if f.stop_after_first:
+                return any_tag
+            rests = self.rests(f, groups, path)
+            return seq([any_tag, self.free_text_loop(f.triggers, rests, f.excludes, loop=True)])
+        rests = self.rests(f, groups, path)
+        return self.free_text_loop(f.triggers, rests, f.excludes, loop=not f.stop_after_first)
+
+    def rests(
+        self, f: st.TriggeredTags, groups: Dict[str, List[int]], path: str
+    ) -> Dict[str, Optional[Expr]]:
+        out: Dict[str, Optional[Expr]] = {}
+        for t, idx in groups.items():
+            alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
+            body = choice(alts)
+            out[t] = None if body is None else self.rule("tag", body)
+        return out
+
+    def fmt_tags_with_separator(self, f: st.TagsWithSeparator, path: str) -> Optional[Expr]:
+        any_tag = choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+        if any_tag is None:
+            return None if f.at_least_one else EMPTY
+        one = self.rule("tag", any_tag)
+        body: Expr = (
+            one
+            if f.stop_after_first
+            else seq([one, Repeat(seq([Literal(f.separator.encode()), one]), 0, None)])
+        )
+        return body if f.at_least_one else Repeat(body, 0, 1)
+
+    def fmt_dispatch(self, f: st.Dispatch, path: str) -> Optional[Expr]:
+        triggers = [t for t, _ in f.rules]
+        if not triggers or any(not t for t in triggers) or len(set(triggers)) != len(triggers):
+            raise StructuralTagError(
+                "dispatch needs distinct, non-empty trigger strings", path=path + ".rules"
+            )
+        rests: Dict[str, Optional[Expr]] = {}
+        for i, (t, fmt) in enumerate(f.rules):
+            inner = self.convert(fmt, f"{path}.rules[{i}][1]")
+            rests[t] = None if inner is None else self.rule("dispatch_rule", inner)
+        return self.free_text_loop(triggers, rests, f.excludes, loop=f.loop)
+
+
+def _refs(e: Expr) -> List[str]:
+    out: List[str] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if type(x) is RuleRef:
+            out.append(x.name)
+        elif type(x) in (Seq, Choice):
+            stack.extend(x.items)  # type: ignore[union-attr]
+        elif type(x) is Repeat:
+            stack.append(x.item)  # type: ignore[union-attr]
+    return out
+
+
+def _rename(e: Expr, names: Dict[str, str]) -> Expr:
+    if type(e) is RuleRef:
+        return RuleRef(names[e.name])
+    if type(e) is Seq:
+        return Seq(tuple(_rename(x, names) for x in e.items))
+    if type(e) is Choice:
+        return Choice(tuple(_rename(x, names) for x in e.items))
+    if type(e) is Repeat:
+        return Repeat(_rename(e.item, names), e.min, e.max)
+    return e
+
+
+def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
+    """Grammar rules (root first) for a structural tag given as a model, a dict or JSON text."""
+    tag = parse_structural_tag(obj)
+    b = _Builder()
+    body = b.convert(tag.format, "$.format")
+    if body is None:
+        raise StructuralTagError("the structural tag accepts no text", path="$.format")
+    return [Rule("root", body), *(Rule(n, x) for n, x in b.rules.items())], "root"

@@ -1,0 +1,155 @@
+"""Structural tags: the same texts as xgrammar accepts, bit-identical masks along walks, and
+clear errors with JSON paths."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import pytest
+
+from agentgrammar import Grammar, StructuralTagError
+from agentgrammar import structural_tag as st
+
+xgr = pytest.importorskip("xgrammar")
+from xgrammar.testing import _is_grammar_accept_string as xgr_accepts  # noqa: E402
+
+from tests.engine.test_xgrammar_differential import differential_walk, env  # noqa: E402, F401
+
+
+def tag(begin: str, content: Dict[str, Any], end: Any) -> Dict[str, Any]:
+    return {"type": "tag", "begin": begin, "content": content, "end": end}
+
+
+def const(value: str) -> Dict[str, Any]:
+    return {"type": "const_string", "value": value}
+
+
+def schema(properties: Dict[str, Any], required: List[str]) -> Dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"type": "object", "properties": properties, "required": required},
+    }
+
+
+WEATHER = schema({"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}, ["city"])
+ADD = schema({"a": {"type": "integer"}, "b": {"type": "number"}}, ["a", "b"])
+T = [tag("<t>", const("X"), "</t>")]
+CALLS = [
+    tag('<tool_call>{"name": "weather", "arguments": ', WEATHER, "}</tool_call>"),
+    tag('<tool_call>{"name": "add", "arguments": ', ADD, "}</tool_call>"),
+]
+
+CASES: List[Any] = [
+    ({"type": "triggered_tags", "triggers": ["<t>"], "tags": T, "at_least_one": True},
+     ["", "a", "<t>X</t>", "a<t>X</t>", "<t>X</t>b", "<t>X</t><t>X</t>"]),
+    ({"type": "triggered_tags", "triggers": ["<t>"], "tags": T, "stop_after_first": True},
+     ["", "a", "<t>X</t>", "a<t>X</t>", "<t>X</t>b", "<t>X</t><t>X</t>"]),
+    ({"type": "triggered_tags", "triggers": ["<t>"], "tags": T, "stop_after_first": True, "at_least_one": True},
+     ["", "a", "<t>X</t>", "a<t>X</t>", "<t>X</t>b"]),
+    ({"type": "triggered_tags", "triggers": ["<t>"], "tags": T, "excludes": ["</s>"]},
+     ["a</s>", "a</s", "<t>X</t></s>", "<t>X</s></t>", "x<t>X</t>y<t", "<t<t>X</t>"]),
+    (tag("<think>", {"type": "any_text"}, "</think>"),
+     ["<think></think>", "<think>a</think>", "<think>a</think>b</think>", "<think>a</thin</think>", "<think>"]),
+    ({"type": "any_text", "excludes": ["ab"]}, ["", "a", "ab", "xaby", "b a", "aab"]),
+    ({"type": "sequence", "elements": [{"type": "any_text"}, const("END")]}, ["END", "aEND", "aENDbEND", "aEN"]),
+    ({"type": "tags_with_separator", "tags": T, "separator": ","},
+     ["", "<t>X</t>", "<t>X</t>,<t>X</t>", "<t>X</t>,"]),
+    ({"type": "tags_with_separator", "tags": T, "separator": ",", "at_least_one": True}, ["", "<t>X</t>"]),
+    ({"type": "tags_with_separator", "tags": T, "separator": ",", "stop_after_first": True},
+     ["", "<t>X</t>", "<t>X</t>,<t>X</t>"]),
+    ({"type": "dispatch", "rules": [["<a>", const("1")], ["<b>", const("2")]]},
+     ["", "x<a>1y", "<a>2", "<b>2<a>1", "x<a", "<a>1<a>"]),
+    ({"type": "dispatch", "rules": [["<a>", const("1")]], "loop": False}, ["", "x<a>1", "x<a>1y", "x<a>1<a>1"]),
+    ({"type": "triggered_tags", "triggers": ["<t"], "tags": [tag("<ta>", const("1"), "</ta>"), tag("<tb>", const("2"), "</tb>")]},
+     ["<ta>1</ta>", "<tb>2</tb>", "<tc>", "x<t", "x<ta>1</ta>y"]),
+    ({"type": "regex", "pattern": "a+b"}, ["ab", "aab", "b"]),
+    ({"type": "grammar", "grammar": 'root ::= "x" "y"*'}, ["x", "xyy", "y"]),
+    ({"type": "repeat", "min": 1, "max": 2, "content": const("a")}, ["", "a", "aa", "aaa"]),
+    ({"type": "or", "elements": [const("a"), const("b")]}, ["a", "b", "ab", ""]),
+    ({"type": "optional", "content": const("a")}, ["", "a", "aa"]),
+    ({"type": "plus", "content": const("ab")}, ["", "ab", "abab", "aba"]),
+    ({"type": "star", "content": const("ab")}, ["", "ab", "abab", "aba"]),
+    (tag("<t>", {"type": "any_text"}, ["</t>", "<end>"]), ["<t>a</t>", "<t>a<end>", "<t>a", "<t>a</t>b<end>"]),
+    ({"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": CALLS},
+     ['Hi <tool_call>{"name": "weather", "arguments": {"city": "Oslo"}}</tool_call> ok',
+      '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2.5}}</tool_call>',
+      '<tool_call>{"name": "add", "arguments": {"a": 1.5, "b": 2}}</tool_call>',
+      '<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2, "c": 3}}</tool_call>',
+      '<tool_call>{"name": "weather", "arguments": {"unit": "c"}}</tool_call>',
+      '<tool_call>{"name": "nope", "arguments": {}}</tool_call>']),
+    (schema({"a": {"type": "integer"}}, []), ['{"a": 1}', '{"a": -0}', '{}', '{"b": 1}', " {}", '{ "a" :1 }']),
+    ({"type": "json_schema", "json_schema": {"type": "object"}}, ['{"q": 1}', "{}", "[]"]),
+    ({"type": "json_schema", "json_schema": {"properties": {"a": {"type": "integer"}}}}, ['{"a": 1}', "3"]),
+]  # fmt: skip
+
+
+def _xgrammar(fmt: Dict[str, Any]) -> Any:
+    return xgr.Grammar.from_structural_tag(json.dumps({"type": "structural_tag", "format": fmt}))
+
+
+@pytest.mark.parametrize("fmt, texts", CASES, ids=[f"{c[0]['type']}-{i}" for i, c in enumerate(CASES)])
+def test_accepts_what_xgrammar_accepts(fmt: Dict[str, Any], texts: List[str]) -> None:
+    ours, theirs = Grammar.from_structural_tag(fmt), _xgrammar(fmt)
+    for text in texts:
+        assert ours.accepts(text) == xgr_accepts(theirs, text), text
+
+
+def test_models_dicts_and_json_text_are_the_same() -> None:
+    model = st.StructuralTag(
+        format=st.TriggeredTags(
+            triggers=["<t>"], tags=[st.Tag(begin="<t>", content=st.ConstString(value="X"), end="</t>")]
+        )
+    )
+    as_dict = model.model_dump()
+    for form in (model, as_dict, json.dumps(as_dict), as_dict["format"]):
+        g = Grammar.from_structural_tag(form)
+        assert g.accepts("a<t>X</t>b") and not g.accepts("a<t>Y</t>")
+
+
+@pytest.mark.parametrize(
+    "fmt, path, words",
+    [
+        ({"type": "tagg"}, "$.format", "does not match"),
+        ({"type": "sequence", "elements": [const("a"), {"type": "const_string"}]}, "$.format.elements[1].value", "required"),
+        ({"type": "triggered_tags", "triggers": ["<a>"], "tags": [tag("<b>", const("x"), "</b>")]},
+         "$.format.tags[0].begin", "none of the triggers"),
+        ({"type": "triggered_tags", "triggers": ["<a", "<ab"], "tags": [tag("<ab>", const("x"), "</ab>")]},
+         "$.format.tags[0].begin", "two triggers"),
+        ({"type": "regex", "pattern": "(a"}, "$.format.pattern", ""),
+        ({"type": "repeat", "min": 3, "max": 1, "content": const("a")}, "$.format", "larger than max"),
+        ({"type": "sequence", "elements": [{"type": "json_schema", "json_schema": {"type": "string", "format": "regex"}}]},
+         "$.format.elements[0].json_schema", "format"),
+    ],
+)  # fmt: skip
+def test_errors_name_the_json_path(fmt: Dict[str, Any], path: str, words: str) -> None:
+    with pytest.raises(StructuralTagError) as info:
+        Grammar.from_structural_tag({"type": "structural_tag", "format": fmt})
+    assert info.value.path == path and words in str(info.value)
+
+
+def test_not_json_is_an_error() -> None:
+    with pytest.raises(StructuralTagError, match="not valid JSON"):
+        Grammar.from_structural_tag("{oops")
+
+
+# ---- masks, bit for bit ----------------------------------------------------------------------
+
+MASK_TAGS = [
+    ("tool_calls", {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": CALLS}),
+    ("think_then_calls", {"type": "sequence", "elements": [
+        tag("<think>", {"type": "any_text"}, "</think>"),
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": CALLS, "excludes": ["<think>"]}]}),
+    ("separated", {"type": "tags_with_separator", "tags": CALLS, "separator": "\n", "at_least_one": True}),
+    ("dispatch", {"type": "dispatch", "rules": [["<a>", ADD], ["<b>", const("done")]], "excludes": ["<c>"]}),
+    ("nested", tag("<x>", {"type": "or", "elements": [{"type": "repeat", "min": 0, "max": 3, "content": const("ab")},
+                                                     {"type": "optional", "content": WEATHER}]}, "</x>")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, fmt", MASK_TAGS, ids=[n for n, _ in MASK_TAGS])
+def test_masks_equal_xgrammar(env, name: str, fmt: Dict[str, Any]) -> None:  # noqa: F811
+    ours = env.compiler.compile(Grammar.from_structural_tag(fmt))
+    theirs = env.xcompiler.compile_grammar(_xgrammar(fmt))
+    for seed in (0, 1):
+        differential_walk(env, ours, theirs, seed, steps=40, label=name)
