@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from pydantic import BaseModel, ValidationError
@@ -158,19 +159,17 @@ class _Builder:
 
     def fmt_json_schema(self, f: st.JSONSchema, path: str) -> Optional[Expr]:
         try:
-            rules, root = json_schema_rules(
-                f.json_schema,
-                strict=True,
-                any_order=f.any_order,
-                max_whitespace=f.max_whitespace_cnt,
-                xgrammar_types=True,
-            )
+            key = json.dumps(f.json_schema)  # key order is property order: not sorted
+        except (TypeError, ValueError) as e:
+            raise StructuralTagError(f"the schema is not JSON: {e}", path=path + ".json_schema") from None
+        try:
+            rules, root = _schema_rules(key, f.any_order, f.max_whitespace_cnt)
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".json_schema") from None
         return self.embed(rules, root, "json")
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
-        return self.text(CharDFA.containing(f.excludes, BYTES).complement(), "any_text")
+        return self.text(_free_text(tuple(f.excludes)), "any_text")
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
         try:
@@ -222,7 +221,7 @@ class _Builder:
             raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
         begin = Literal(f.begin[len(opened) :].encode("utf-8"))
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
-            body = self.text(CharDFA.until_first([*ends, *f.content.excludes], ends, BYTES), "tag_text")
+            body = self.text(_until_first((*ends, *f.content.excludes), tuple(ends)), "tag_text")
             return None if body is None else seq([begin, body])
         content = self.convert(f.content, path + ".content")
         if content is None:
@@ -241,14 +240,14 @@ class _Builder:
     ) -> Optional[Expr]:
         """Free text, where each trigger's first occurrence continues with ``rests[trigger]``;
         then free text again (``loop``) or the end."""
-        free = self.text(CharDFA.containing([*triggers, *excludes], BYTES).complement(), "free_text")
+        free = self.text(_free_text((*triggers, *excludes)), "free_text")
         name = self.fresh("dispatch") if loop else ""
         alts: List[Optional[Expr]] = [free]
         for t in triggers:
             rest = rests.get(t)
             if rest is None:
                 continue
-            upto = self.text(CharDFA.until_first([*triggers, *excludes], [t], BYTES), "until_trigger")
+            upto = self.text(_until_first((*triggers, *excludes), (t,)), "until_trigger")
             if upto is not None:
                 alts.append(seq([upto, rest, RuleRef(name)]) if loop else seq([upto, rest]))
         body = choice(alts)
@@ -283,8 +282,8 @@ class _Builder:
         if not f.tags:
             raise StructuralTagError("triggered_tags needs at least one tag", path=path + ".tags")
         groups = self.trigger_groups(f.triggers, f.tags, path)
-        any_tag = choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
         if f.at_least_one:
+            any_tag = choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
             if any_tag is None:
                 return None
             if f.stop_after_first:
@@ -327,6 +326,26 @@ class _Builder:
             inner = self.convert(fmt, f"{path}.rules[{i}][1]")
             rests[t] = None if inner is None else self.rule("dispatch_rule", inner)
         return self.free_text_loop(triggers, rests, f.excludes, loop=f.loop)
+
+
+# Requests reuse the same tools and markers: their grammars and automata are built once.
+@lru_cache(maxsize=4096)
+def _schema_rules(schema_json: str, any_order: bool, max_ws: Optional[int]) -> Tuple[List[Rule], str]:
+    return json_schema_rules(
+        json.loads(schema_json), strict=True, any_order=any_order, max_whitespace=max_ws, xgrammar_types=True
+    )
+
+
+@lru_cache(maxsize=256)
+def _free_text(excluded: Tuple[str, ...]) -> CharDFA:
+    """Bytes in which none of ``excluded`` occurs."""
+    return CharDFA.containing(excluded, BYTES).complement()
+
+
+@lru_cache(maxsize=256)
+def _until_first(words: Tuple[str, ...], ends: Tuple[str, ...]) -> CharDFA:
+    """Bytes up to and including the first of ``words``, which must be one of ``ends``."""
+    return CharDFA.until_first(words, ends, BYTES)
 
 
 def _refs(e: Expr) -> List[str]:
