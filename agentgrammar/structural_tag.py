@@ -61,6 +61,7 @@ class JSONSchema(_Format):
     style: Literal["json"] = "json"
     any_order: bool = False
     max_whitespace_cnt: Optional[int] = Field(default=None, ge=0)
+    excludes: List[str] = []  # xgrammar's substring filter on strings: only [] is supported
 
 
 class AnyText(_Format):
@@ -69,6 +70,8 @@ class AnyText(_Format):
 
     type: Literal["any_text"] = "any_text"
     excludes: List[str] = []
+    max_tokens: Optional[int] = Field(default=None, ge=0)  # only None is supported
+    max_chars: Optional[int] = Field(default=None, ge=0)  # only None is supported
 
 
 class Regex(_Format):

@@ -158,6 +158,10 @@ class _Builder:
         return Literal(f.value.encode("utf-8"))
 
     def fmt_json_schema(self, f: st.JSONSchema, path: str) -> Optional[Expr]:
+        if f.excludes:
+            raise StructuralTagError(
+                "'excludes' inside json_schema is not supported", path=path + ".excludes"
+            )
         try:
             key = json.dumps(f.json_schema)  # key order is property order: not sorted
         except (TypeError, ValueError) as e:
@@ -169,6 +173,7 @@ class _Builder:
         return self.embed(rules, root, "json")
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
+        _check_any_text(f, path)
         return self.text(_free_text(tuple(f.excludes)), "any_text")
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
@@ -221,6 +226,7 @@ class _Builder:
             raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
         begin = Literal(f.begin[len(opened) :].encode("utf-8"))
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
+            _check_any_text(f.content, path + ".content")
             body = self.text(_until_first((*ends, *f.content.excludes), tuple(ends)), "tag_text")
             return None if body is None else seq([begin, body])
         content = self.convert(f.content, path + ".content")
@@ -326,6 +332,12 @@ class _Builder:
             inner = self.convert(fmt, f"{path}.rules[{i}][1]")
             rests[t] = None if inner is None else self.rule("dispatch_rule", inner)
         return self.free_text_loop(triggers, rests, f.excludes, loop=f.loop)
+
+
+def _check_any_text(f: st.AnyText, path: str) -> None:
+    for limit in ("max_tokens", "max_chars"):
+        if getattr(f, limit) is not None:
+            raise StructuralTagError(f"'{limit}' on any_text is not supported", path=f"{path}.{limit}")
 
 
 # Requests reuse the same tools and markers: their grammars and automata are built once.

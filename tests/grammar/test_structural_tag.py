@@ -153,3 +153,31 @@ def test_masks_equal_xgrammar(env, name: str, fmt: Dict[str, Any]) -> None:  # n
     theirs = env.xcompiler.compile_grammar(_xgrammar(fmt))
     for seed in (0, 1):
         differential_walk(env, ours, theirs, seed, steps=40, label=name)
+
+
+# ---- xgrammar's own model templates ----------------------------------------------------------
+
+OPENAI_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}}},
+    {"type": "function", "function": {"name": "add", "description": "Add", "parameters": {
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}},
+]  # fmt: skip
+MODELS = ["qwen_3", "llama", "deepseek_r1", "kimi", "harmony"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("tool_choice", ["auto", "required"])
+def test_xgrammar_model_templates_give_identical_masks(env, model: str, tool_choice: str) -> None:  # noqa: F811
+    """The structural tags xgrammar builds for its model families compile here to the same masks."""
+    tag = xgr.get_model_structural_tag(model, tools=OPENAI_TOOLS, tool_choice=tool_choice).model_dump()
+    ours = env.compiler.compile(Grammar.from_structural_tag(tag))
+    theirs = env.xcompiler.compile_grammar(xgr.Grammar.from_structural_tag(json.dumps(tag)))
+    differential_walk(env, ours, theirs, seed=MODELS.index(model), steps=40, label=f"{model}/{tool_choice}")
+
+
+def test_xml_styles_are_refused_with_a_path() -> None:
+    tag = xgr.get_model_structural_tag("qwen_3_coder", tools=OPENAI_TOOLS).model_dump()
+    with pytest.raises(StructuralTagError, match=r"\.style"):
+        Grammar.from_structural_tag(tag)
