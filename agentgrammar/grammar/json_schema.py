@@ -13,8 +13,7 @@ its JSON serialization with the chosen layout; strings in both their raw-UTF-8 a
 members come after the declared ones and their keys can never spell a declared name, escapes
 included), ``patternProperties`` (up to four patterns: keys are split by the set of patterns they
 match, each class an automaton), ``propertyNames`` (string constraints on keys),
-``minProperties`` when it is trivially satisfied or 1, ``maxProperties`` when it is trivially
-satisfied; ``items``, ``prefixItems``, older ``items: [...]`` + ``additionalItems``,
+``minProperties`` / ``maxProperties`` (members counted, one rule per position and count); ``items``, ``prefixItems``, older ``items: [...]`` + ``additionalItems``,
 ``minItems`` / ``maxItems``, ``uniqueItems: false``, ``contains`` with ``minContains`` /
 ``maxContains`` (without ``prefixItems`` or item counts; ``contains`` must be negatable); ``minLength`` / ``maxLength`` (code points:
 a surrogate-pair escape counts as one, lone surrogate escapes are not generated);
@@ -32,8 +31,8 @@ length / item / property / numeric bounds, ``pattern``, ``anyOf``, nested ``not`
 
 Keywords outside every draft's vocabulary (``x-...``, draft-4 ``id``, tool extensions) and
 formats the specification does not define are annotations: they constrain nothing. Anything
-else raises ``SchemaError`` naming the keyword and its JSON pointer (``minProperties`` > 1 above
-the required count, ``maxProperties`` that is not trivially satisfied, ``uniqueItems: true``,
+else raises ``SchemaError`` naming the keyword and its JSON pointer (member counts needing more
+than 4,096 rules, ``uniqueItems: true``,
 fractional ``multipleOf``, ``unevaluated*``, ``$dynamicRef``, the ``regex`` / ``idn-*`` /
 ``uri-template`` formats, external or anchor ``$ref``s, negations and ``oneOf``s beyond the forms
 above, ...); with ``lenient=True`` a warning is issued instead and the constraint is
@@ -180,6 +179,7 @@ _MAX_MODULUS = 2_000  # multipleOf k for integers is a DFA of k + 3 states
 _GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable", "not"})
 # Keywords rewritten into anyOf / allOf / not before conversion.
 _REWRITTEN_KW = frozenset({"if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"})
+_MAX_COUNTED_RULES = 4_096  # min/maxProperties: one rule per (member position, count)
 _MAX_ONE_OF = 8  # oneOf branches made exclusive by negating the others (n * (n - 1) negations)
 _KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENERIC_KW | _REWRITTEN_KW
 # Validation keywords of some draft that are not (or not yet) converted here: a schema that
@@ -197,6 +197,16 @@ _UNSUPPORTED = frozenset(
         "extends",
     }
 )
+
+
+def _count(schema: Dict[str, Any], keyword: str, conv: Any, path: str) -> Optional[int]:
+    """A count keyword's value (``2.0`` reads as 2); SchemaError unless a non-negative integer."""
+    x = schema.get(keyword)
+    if isinstance(x, float) and x.is_integer():
+        x = int(x)
+    if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+        raise conv.fail(f"'{keyword}' must be a non-negative integer", path, keyword)
+    return x
 
 
 @lru_cache(maxsize=1)
@@ -1675,24 +1685,25 @@ class _Converter:
         else:
             add = self.additional_members(props, addl, path, depth, hint)
         n_req = len(req)
-        allow_empty = n_req == 0
-        mnp, mxp = schema.get("minProperties"), schema.get("maxProperties")
-        if mnp is not None and mnp > n_req:
-            if mnp == 1:
-                allow_empty = False
-            else:
-                self.unsupported(
-                    "minProperties",
-                    path,
-                    f"({mnp}) above the number of required properties is not supported yet",
-                )
-        if mxp is not None:
-            if mxp < n_req:
-                return None
-            if add is not None or mxp < len(members):
-                self.unsupported(
-                    "maxProperties", path, f"({mxp}) is not supported unless trivially satisfied"
-                )
+        mnp, mxp = (_count(schema, k, self, path) for k in ("minProperties", "maxProperties"))
+        mnp = mnp or 0
+        if mxp is not None and (mxp < n_req or mxp < mnp):
+            return None
+        allow_empty = n_req == 0 and mnp == 0
+        counted = mnp > max(n_req, 1) or (mxp is not None and (add is not None or mxp < len(members)))
+        if counted and (len(members) + 2) * ((mxp if mxp is not None else mnp) + 1) > _MAX_COUNTED_RULES:
+            self.unsupported(
+                "maxProperties" if mxp is not None else "minProperties",
+                path,
+                f"needs more than {_MAX_COUNTED_RULES} rules to count the members",
+            )
+            counted, allow_empty = False, n_req == 0  # lenient: the count is not enforced
+        if counted:
+            nonempty = self.members_counted(members, add, lay.sep(depth), mnp, mxp, hint)
+            alts = [lay.empty(depth, b"{}") if allow_empty else None]
+            if nonempty is not None:
+                alts.append(lay.container(depth, b"{}", nonempty))
+            return choice(alts)
         sep = lay.sep(depth)
         # after[i]: the members from i on, when one was already written (each preceded by sep).
         # first(i - 1) and after[i - 1] both use after[i] for i <= first_req + 1 (the members up
@@ -1725,6 +1736,53 @@ class _Converter:
         if nonempty is not None:
             alts.append(lay.container(depth, b"{}", nonempty))
         return choice(alts)
+
+    def members_counted(
+        self,
+        members: List[Tuple[Expr, bool]],
+        add: Optional[Expr],
+        sep: Expr,
+        lo: int,
+        hi: Optional[int],
+        hint: str,
+    ) -> Optional[Expr]:
+        """Object content (at least one member) with ``lo..hi`` members in all: the declared
+        members in schema order, then extra ones, counted by one rule per (position, count).
+        Counts past ``lo`` are all alike when there is no ``hi``."""
+        n = len(members)
+        cap = hi if hi is not None else lo
+        names: Dict[Tuple[int, int], str] = {}
+
+        def at(i: int, c: int) -> Optional[Expr]:
+            """The members from position i on (n: the extra ones), c members written so far."""
+            key = (i, c)
+            if key in names:
+                return RuleRef(names[key])
+            names[key] = self.fresh(f"{hint}_count")
+            lead = [sep] if c else []
+            more = min(c + 1, cap) if hi is None else c + 1
+            alts: List[Optional[Expr]] = []
+            if i < n:
+                m, required = members[i]
+                if more <= cap or hi is None:
+                    nxt = at(i + 1, more)
+                    alts.append(None if nxt is None else seq([*lead, m, nxt]))
+                if not required:
+                    alts.append(at(i + 1, c))
+            else:
+                if add is not None and (hi is None or c < hi):
+                    nxt = RuleRef(names[key]) if more == c else at(n, more)
+                    alts.append(None if nxt is None else seq([*lead, add, nxt]))
+                if c >= max(lo, 1):
+                    alts.append(EMPTY)
+            body = choice(alts)
+            if body is None:
+                del names[key]
+                return None
+            self.rules[names[key]] = body
+            return RuleRef(names[key])
+
+        return at(0, 0)
 
     def members_any_order(
         self, members: List[Tuple[Expr, bool]], add: Optional[Expr], sep: Expr, hint: str

@@ -602,7 +602,7 @@ def test_conversion_is_fast() -> None:
         ),
         ({"type": "array", "items": {"type": "string"}, "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
         ({"oneOf": [{"items": {"type": "string"}}, {"minItems": 2}]}, "oneOf", "#/oneOf"),
-        ({"type": "object", "minProperties": 3}, "minProperties", "#/minProperties"),
+        ({"type": "object", "minProperties": 5000}, "minProperties", "#/minProperties"),
         (  # a discriminator without "type": "object": a non-object matches both branches
             {
                 "oneOf": [
@@ -997,6 +997,11 @@ LOGIC_SCHEMAS: List[Dict[str, Any]] = [
     {"not": {"type": "integer"}},
     {"not": {"enum": [2, 2.5, 0]}},
     {"oneOf": [{"type": "integer"}, {"minimum": 2}]},
+    # minProperties / maxProperties: members counted
+    {"type": "object", "minProperties": 2},
+    {"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a"], "maxProperties": 2},
+    {"type": "object", "minProperties": 1, "maxProperties": 2, "properties": {"a": {"type": "integer"}}},
+    {"not": {"maxProperties": 1}},
     # multipleOf: integer steps, by a remainder automaton
     {"type": "integer", "multipleOf": 3, "minimum": -5, "maximum": 8},
     {"type": "integer", "not": {"const": 6}, "multipleOf": 2},
