@@ -8,7 +8,7 @@ Example:
     [b'{']
 """
 
-from . import structural_tag
+from . import formats, structural_tag
 from .engine import (
     CompiledGrammar,
     Compiler,
@@ -28,13 +28,16 @@ from .errors import (
     ToolError,
     VocabularyError,
 )
+from .formats import AgentFormat, AgentOutput
 from .grammar import Grammar
 from .registry import Tool, ToolCall, ToolRegistry
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentFormat",
     "AgentGrammarError",
+    "AgentOutput",
     "BitmaskError",
     "CompiledGrammar",
     "Compiler",
@@ -54,5 +57,6 @@ __all__ = [
     "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "formats",
     "structural_tag",
 ]

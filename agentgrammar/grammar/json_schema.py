@@ -631,6 +631,7 @@ class _Converter:
         self.memo: Dict[Tuple[str, int], Expr] = {}
         self.ref_memo: Dict[Tuple[str, int], str] = {}
         self.taken: Set[str] = set()
+        self.counters: Dict[str, int] = {}
         self.dead_refs: Set[Tuple[str, int]] = set()
         self.level = 0  # nesting of convert() calls
         self.validator: Any = None  # a jsonschema validator of the root (enum filtering)
@@ -653,11 +654,12 @@ class _Converter:
     # ---- names and shared rules ------------------------------------------------------------
 
     def fresh(self, base: str) -> str:
-        name = base
-        n = 1
+        n = self.counters.get(base, 1)  # resume where this base left off: linear, not quadratic
+        name = base if n == 1 else f"{base}_{n}"
         while name in self.taken:
             n += 1
             name = f"{base}_{n}"
+        self.counters[base] = n + 1
         self.taken.add(name)
         return name
 
@@ -1656,7 +1658,7 @@ class _Converter:
         if not isinstance(patterns, dict):
             raise self.fail("'patternProperties' must be an object", path, "patternProperties")
         # strict closes the objects that declare members; {"type": "object"} stays any object
-        declared = bool(props or required or patterns)
+        declared = any(k in schema for k in ("properties", "required", "patternProperties"))
         addl = schema.get("additionalProperties", False if self.strict and declared else True)
         names_dfa = self.property_names_dfa(schema.get("propertyNames", True), _ptr(path, "propertyNames"))
         props = dict(props)

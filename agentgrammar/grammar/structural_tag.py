@@ -110,12 +110,15 @@ class _Builder:
     def __init__(self) -> None:
         self.rules: Dict[str, Expr] = {}
         self.taken: Set[str] = {"root"}
+        self.counters: Dict[str, int] = {}
 
     def fresh(self, base: str) -> str:
-        name, n = base, 1
+        n = self.counters.get(base, 1)  # resume where this base left off: linear, not quadratic
+        name = base if n == 1 else f"{base}_{n}"
         while name in self.taken:
             n += 1
             name = f"{base}_{n}"
+        self.counters[base] = n + 1
         self.taken.add(name)
         return name
 

@@ -1,0 +1,23 @@
+"""Model formats: how a model family writes reasoning, tool calls and its response, and the
+request grammar, prompt block, renderer and parser that follow (``AgentFormat``), with presets
+for common families (``get(name)``, ``names()``).
+
+Example:
+    >>> from agentgrammar import Tool, ToolCall
+    >>> from agentgrammar.formats import AgentOutput, get
+    >>> fmt = get("hermes")
+    >>> tools = [Tool("now", "The time.", {"type": "object", "properties": {}})]
+    >>> text = fmt.render(AgentOutput(tool_calls=[ToolCall("now", {})]))
+    >>> print(text)
+    <tool_call>
+    {"name": "now", "arguments": {}}
+    </tool_call>
+    >>> fmt.grammar(tools).accepts(text), fmt.parse(text, tools=tools).tool_calls[0].name
+    (True, 'now')
+"""
+
+from .format import AgentFormat, FormatParseError
+from .output import AgentOutput
+from .presets import get, names
+
+__all__ = ["AgentFormat", "AgentOutput", "FormatParseError", "get", "names"]
