@@ -285,6 +285,11 @@ class _Builder:
                     path=f"{path}.tags[{i}].begin",
                 )
             groups[hits[0]].append(i)
+        for j, t in enumerate(triggers):
+            if not groups[t]:
+                raise StructuralTagError(
+                    f"the trigger {t!r} begins none of the tags", path=f"{path}.triggers[{j}]"
+                )
         return groups
 
     def fmt_triggered_tags(self, f: st.TriggeredTags, path: str) -> Optional[Expr]:

@@ -116,6 +116,8 @@ def test_models_dicts_and_json_text_are_the_same() -> None:
          "$.format.tags[0].begin", "none of the triggers"),
         ({"type": "triggered_tags", "triggers": ["<a", "<ab"], "tags": [tag("<ab>", const("x"), "</ab>")]},
          "$.format.tags[0].begin", "two triggers"),
+        ({"type": "triggered_tags", "triggers": ["<a>", "<b>"], "tags": [tag("<a>", const("x"), "</a>")]},
+         "$.format.triggers[1]", "begins none of the tags"),
         ({"type": "regex", "pattern": "(a"}, "$.format.pattern", ""),
         ({"type": "repeat", "min": 3, "max": 1, "content": const("a")}, "$.format", "larger than max"),
         ({"type": "sequence", "elements": [{"type": "json_schema", "json_schema": {"type": "string", "format": "regex"}}]},
