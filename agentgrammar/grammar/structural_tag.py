@@ -187,7 +187,7 @@ class _Builder:
 
     def fmt_grammar(self, f: st.GrammarText, path: str) -> Optional[Expr]:
         try:
-            rules = parse_ebnf(f.grammar)
+            rules = _ebnf_rules(f.grammar)
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".grammar") from None
         return self.embed(rules, "root", "grammar")
@@ -354,6 +354,11 @@ def _schema_rules(schema_json: str, any_order: bool, max_ws: Optional[int]) -> T
     return json_schema_rules(
         json.loads(schema_json), strict=True, any_order=any_order, max_whitespace=max_ws, xgrammar_types=True
     )
+
+
+@lru_cache(maxsize=4096)
+def _ebnf_rules(text: str) -> List[Rule]:
+    return parse_ebnf(text)
 
 
 @lru_cache(maxsize=256)
