@@ -254,16 +254,16 @@ def test_render_is_accepted_and_parses_back(name: str, data: Any) -> None:
 def test_render_is_accepted_token_by_token(name: str, data: Any) -> None:
     tok, vocab, compiler = _llama()
     fmt = get(name)
-    special = special_markers(fmt, tok, vocab)
-    if special:
-        pytest.skip(
-            f"{name}: {special} are special tokens in this vocabulary, and the engine never allows "
-            "special tokens in text (checked at the text level above)"
-        )
+    special_ids = set(vocab.special_token_ids) if special_markers(fmt, tok, vocab) else set()
     subset, options, output = data.draw(requests(fmt))
     text = fmt.render(output, tools=REGISTRY)
     matcher = Matcher(compiled_for(compiler, grammar_for(fmt, subset, **options)))
     for i, token in enumerate(tok.encode(text, add_special_tokens=False)):
+        if token in special_ids:
+            # The documented limit (llama3's <|python_tag|> is a special token in this
+            # vocabulary): the engine never allows a special token inside text.
+            assert not matcher.accept_token(token)
+            return
         assert matcher.accept_token(token), (text, i, tok.decode([token]))
     assert matcher.is_completed()
     assert matcher.accept_token(vocab.stop_token_ids[0])
