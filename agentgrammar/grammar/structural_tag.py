@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -145,6 +146,25 @@ class _Builder:
                 self.rules[names[n]] = _rename(body, names)
         return RuleRef(names[root])
 
+    def embed_piece(self, kind: str, key: Any) -> RuleRef:
+        """Embed a JSON Schema or EBNF piece through its cached, already renamed rules (the same
+        tool in the next request costs a dict update); helper rules are shared by name, and a
+        helper that clashes with a different rule of the same name falls back to ``embed``."""
+        root, local, helpers = _piece(kind, key)
+        if root in self.rules:  # the same piece twice in one request
+            return RuleRef(root)
+        # a helper clashes with a rule of the same name but another body, or with a name that
+        # is reserved here and not yet defined
+        if any(name in self.taken and self.rules.get(name) != body for name, body in helpers):
+            rules, r = _piece_rules(kind, key)
+            return self.embed(rules, r, kind)
+        for name, body in helpers:
+            self.rules.setdefault(name, body)
+        self.rules.update(local)
+        self.taken.update(name for name, _ in local)
+        self.taken.update(name for name, _ in helpers)
+        return RuleRef(root)
+
     def text(self, dfa: CharDFA, base: str) -> Optional[Expr]:
         """The byte strings of ``dfa`` (free text is bytes, as in xgrammar: a token may end
         inside a multi-byte character)."""
@@ -170,10 +190,9 @@ class _Builder:
         except (TypeError, ValueError) as e:
             raise StructuralTagError(f"the schema is not JSON: {e}", path=path + ".json_schema") from None
         try:
-            rules, root = _schema_rules(key, f.any_order, f.max_whitespace_cnt)
+            return self.embed_piece("json", (key, f.any_order, f.max_whitespace_cnt))
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".json_schema") from None
-        return self.embed(rules, root, "json")
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
         _check_any_text(f, path)
@@ -187,10 +206,9 @@ class _Builder:
 
     def fmt_grammar(self, f: st.GrammarText, path: str) -> Optional[Expr]:
         try:
-            rules = _ebnf_rules(f.grammar)
+            return self.embed_piece("grammar", f.grammar)
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".grammar") from None
-        return self.embed(rules, "root", "grammar")
 
     def fmt_sequence(self, f: st.Sequence, path: str) -> Optional[Expr]:
         parts = [self.convert(e, f"{path}.elements[{i}]") for i, e in enumerate(f.elements)]
@@ -359,6 +377,29 @@ def _schema_rules(schema_json: str, any_order: bool, max_ws: Optional[int]) -> T
 @lru_cache(maxsize=4096)
 def _ebnf_rules(text: str) -> List[Rule]:
     return parse_ebnf(text)
+
+
+def _piece_rules(kind: str, key: Any) -> Tuple[List[Rule], str]:
+    return _schema_rules(*key) if kind == "json" else (_ebnf_rules(key), "root")
+
+
+_PIECE_SERIAL = itertools.count(1)
+
+Piece = Tuple[str, Tuple[Tuple[str, Expr], ...], Tuple[Tuple[str, Expr], ...]]
+
+
+@lru_cache(maxsize=4096)
+def _piece(kind: str, key: Any) -> Piece:
+    """A piece's rules renamed apart once and for all: (root name, its own rules, helper rules).
+    Helpers are the rules not named after the root (``ws``, ``json_string``, ...): they keep
+    their names so that pieces can share them."""
+    rules, root = _piece_rules(kind, key)
+    prefix = f"{kind}{next(_PIECE_SERIAL)}"
+    helpers = {r.name for r in rules if r.name != root and not r.name.startswith(root + "_")}
+    names = {r.name: r.name if r.name in helpers else f"{prefix}_{r.name}" for r in rules}
+    own = tuple((names[r.name], _rename(r.body, names)) for r in rules if r.name not in helpers)
+    shared = tuple((r.name, _rename(r.body, names)) for r in rules if r.name in helpers)
+    return names[root], own, shared
 
 
 @lru_cache(maxsize=256)

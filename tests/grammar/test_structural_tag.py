@@ -183,3 +183,15 @@ def test_xml_styles_are_refused_with_a_path() -> None:
     tag = xgr.get_model_structural_tag("qwen_3_coder", tools=OPENAI_TOOLS).model_dump()
     with pytest.raises(StructuralTagError, match=r"\.style"):
         Grammar.from_structural_tag(tag)
+
+
+def test_pieces_with_clashing_rule_names_stay_apart() -> None:
+    """Two EBNF pieces both define a helper rule 'item' (and one named like the converter's own
+    rules): each keeps its own meaning."""
+    a = {"type": "grammar", "grammar": 'root ::= item item\nitem ::= "a"'}
+    b = {"type": "grammar", "grammar": 'root ::= item dispatch\nitem ::= "b"\ndispatch ::= "!"'}
+    fmt = {"type": "dispatch", "rules": [["<a>", a], ["<b>", b]]}
+    g = Grammar.from_structural_tag(fmt)
+    assert g.accepts("x<a>aa y<b>b!") and not g.accepts("<a>ab") and not g.accepts("<b>a!")
+    again = Grammar.from_structural_tag(fmt)  # from the piece cache
+    assert again.accepts("<b>b!<a>aa") and not again.accepts("<b>bb")
