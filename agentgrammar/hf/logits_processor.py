@@ -1,0 +1,306 @@
+"""A ``transformers`` logits processor that keeps ``generate()`` inside a grammar.
+
+Example (runs offline: a five-token vocabulary and random scores, no model):
+    >>> import torch
+    >>> from agentgrammar import Compiler, Grammar, Vocabulary
+    >>> from agentgrammar.hf import GrammarLogitsProcessor
+    >>> vocab = Vocabulary(["y", "es", "no", "x", "</s>"], stop_token_ids=[4])
+    >>> compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "yes" | "no"'))
+    >>> processor = GrammarLogitsProcessor(compiled)
+    >>> prompt = torch.tensor([[3, 3]])                  # any prompt; only new tokens are read
+    >>> scores = processor(prompt, torch.zeros(1, 8))    # 8 > 5: a padded model vocabulary
+    >>> torch.isfinite(scores[0]).nonzero().flatten().tolist()   # "y" or "no"
+    [0, 2]
+    >>> scores = processor(torch.tensor([[3, 3, 2]]), torch.zeros(1, 8))   # the model chose "no"
+    >>> torch.isfinite(scores[0]).nonzero().flatten().tolist()   # only the stop token
+    [4]
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from typing import Any, List, Optional, Sequence, Union
+
+from ..engine.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from ..engine.compiler import CompiledGrammar
+from ..engine.matcher import Matcher
+from ..errors import AgentGrammarError, MatcherError
+
+__all__ = ["GrammarLogitsProcessor"]
+
+_BEAM_SEARCH_UNSUPPORTED = (
+    "GrammarLogitsProcessor does not support beam search (beam search reorders rows, so a row's "
+    "grammar state no longer matches its tokens); generate with num_beams=1 (greedy or sampling)"
+)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is part of the [hf] extra
+        raise ImportError(
+            "GrammarLogitsProcessor needs torch; install it with pip install 'agentgrammar[hf]'"
+        ) from None
+    return torch
+
+
+def _int32_bit(bit: int) -> int:
+    """``1 << bit`` as a signed int32 value (bit 31 is negative)."""
+    return (1 << bit) - (1 << 32) if bit == 31 else 1 << bit
+
+
+class GrammarLogitsProcessor:
+    """Constrains Hugging Face ``generate()`` to a grammar, row by row.
+
+    Pass it in ``logits_processor=[processor]``. At each step it accepts the token each row
+    sampled at the previous step into that row's :class:`~agentgrammar.Matcher`, writes the
+    allowed next tokens into a bitmask and sets the scores of every other token to ``-inf`` in
+    place (torch tensors on any device; float32, float16 or bfloat16; ids at or past the
+    vocabulary's ``vocab_size``, as in a model's padded vocabulary, are always masked off).
+
+    Args:
+        compiled: one :class:`~agentgrammar.CompiledGrammar` shared by every row, or a sequence
+            with one per prompt. The rows ``generate()`` passes (``input_ids.shape[0]``) must
+            equal its length or be a multiple of it (``num_return_sequences`` copies of each
+            prompt, in order); every grammar must be compiled for the same ``vocab_size``.
+        batch_size: the number of rows to expect (prompts × ``num_return_sequences``); the
+            matchers are then made up front and the first call checks the count. ``None``: taken
+            from the first call.
+        eos_token_id: the token forced once a row's grammar has terminated, so that
+            ``generate()`` ends the row; default the vocabulary's first stop token.
+
+    How it follows a generation: the first call after construction or :meth:`reset` records the
+    prompt length (padded prompts all have the same length, so left padding is fine) and accepts
+    nothing; each later call accepts the tokens appended since the call before (so the token that
+    ends a ``generate()`` is never accepted: the matcher is then completed, not terminated). A row
+    whose matcher has terminated (it accepted a stop token) is only allowed ``eos_token_id``, and
+    any tokens ``generate()`` appends to it afterwards (padding) are ignored. The grammar allows
+    every stop token of the vocabulary where it can end, so give ``generate()`` all of them as
+    ``eos_token_id`` (``list(vocab.stop_token_ids)``); a row that ends with a stop token
+    ``generate()`` does not stop on gets one more token, the forced ``eos_token_id``.
+
+    ``call_times_s`` lists the seconds each call took (accepting, filling and applying the masks)
+    since construction or :meth:`reset`.
+
+    Greedy search and sampling are supported; beam search is not: when a row's earlier tokens
+    differ from those the processor accepted (what beam search's reordering does), the call
+    raises :class:`~agentgrammar.MatcherError`. Reuse the processor for another ``generate()``
+    after calling :meth:`reset`.
+
+    Raises:
+        MatcherError: (from a call) a sampled token the grammar rejects (naming the row and the
+            token), a row count that does not fit the grammars or changed, rows whose earlier
+            tokens changed (beam search), ``input_ids`` that did not grow (a new ``generate()``
+            without :meth:`reset`), or a row no token can continue. After an error in accepting
+            tokens every call raises until :meth:`reset`.
+
+    Example (with a local model; see the module docstring for one that runs anywhere)::
+
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path)
+        compiler = Compiler(Vocabulary.from_huggingface(tok, vocab_size=model.config.vocab_size))
+        processor = GrammarLogitsProcessor(compiler.compile_json_schema(schema))
+        out = model.generate(**tok(prompt, return_tensors="pt"), logits_processor=[processor],
+                             max_new_tokens=256)
+    """
+
+    def __init__(
+        self,
+        compiled: Union[CompiledGrammar, Sequence[CompiledGrammar]],
+        *,
+        batch_size: Optional[int] = None,
+        eos_token_id: Optional[int] = None,
+    ) -> None:
+        self._torch = _torch()
+        if isinstance(compiled, CompiledGrammar):
+            grammars: List[CompiledGrammar] = [compiled]
+            self._shared = True
+        elif isinstance(compiled, Sequence) and not isinstance(compiled, (str, bytes)):
+            grammars = list(compiled)
+            self._shared = False
+            if not grammars:
+                raise ValueError("GrammarLogitsProcessor needs at least one compiled grammar")
+            for k, g in enumerate(grammars):
+                if not isinstance(g, CompiledGrammar):
+                    raise TypeError(f"compiled[{k}] is a {type(g).__name__}, not a CompiledGrammar")
+        else:
+            raise TypeError(
+                f"compiled must be a CompiledGrammar or a sequence of them, got {type(compiled).__name__}"
+            )
+        sizes = sorted({g.vocabulary.vocab_size for g in grammars})
+        if len(sizes) > 1:
+            raise ValueError(f"the grammars are compiled for different vocabulary sizes {sizes}")
+        self._grammars = grammars
+        self._vocab_size = sizes[0]
+        if eos_token_id is None:
+            stops = grammars[0].vocabulary.stop_token_ids
+            if not stops:
+                raise ValueError(
+                    "the vocabulary has no stop token, so a row could never end; build it with "
+                    "stop_token_ids=[...] or pass eos_token_id"
+                )
+            eos_token_id = stops[0]
+        try:
+            eos = operator.index(eos_token_id)
+        except TypeError:
+            raise TypeError(f"eos_token_id must be an int, got {eos_token_id!r}") from None
+        if not 0 <= eos < self._vocab_size:
+            raise ValueError(f"eos_token_id {eos} is outside the vocabulary [0, {self._vocab_size})")
+        self._eos = eos
+        if batch_size is not None:
+            if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+                raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+            misfit = self._rows_misfit(batch_size)
+            if misfit:
+                raise ValueError(misfit)
+        self._batch_size = batch_size
+
+        self._matchers: List[Matcher] = []
+        self._bitmask: Any = None
+        self._prompt_len: Optional[int] = None
+        self._generated: Any = None  # input_ids[:, prompt_len:] as of the last call
+        self._failed = False
+        self.call_times_s: List[float] = []
+        if batch_size is not None:
+            self._make_matchers(batch_size)
+
+    # ---- public --------------------------------------------------------------------------------
+
+    @property
+    def eos_token_id(self) -> int:
+        """The token a row is forced to once its grammar has terminated."""
+        return self._eos
+
+    @property
+    def vocab_size(self) -> int:
+        """The vocabulary size the grammars were compiled for (wider scores are masked past it)."""
+        return self._vocab_size
+
+    @property
+    def matchers(self) -> List[Matcher]:
+        """One matcher per row (empty before the first call unless ``batch_size`` was given)."""
+        return list(self._matchers)
+
+    def reset(self) -> None:
+        """Forget the current generation so the processor can serve another ``generate()``."""
+        for m in self._matchers:
+            m.reset()
+        self._prompt_len = None
+        self._generated = None
+        self._failed = False
+        self.call_times_s = []
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        """Accept the tokens sampled since the last call, then mask ``scores`` in place and return it."""
+        start = time.perf_counter()
+        torch = self._torch
+        if not isinstance(input_ids, torch.Tensor) or not isinstance(scores, torch.Tensor):
+            raise TypeError("input_ids and scores must be torch tensors")
+        if input_ids.dim() != 2 or scores.dim() != 2 or input_ids.shape[0] != scores.shape[0]:
+            raise MatcherError(
+                "input_ids must be (rows, length) and scores (rows, vocab) with the same rows, got "
+                f"{tuple(input_ids.shape)} and {tuple(scores.shape)}"
+            )
+        if self._failed:
+            raise MatcherError(
+                "an earlier call failed, so the rows' grammar states are unknown; call reset()"
+            )
+        rows, length = int(input_ids.shape[0]), int(input_ids.shape[1])
+        if self._prompt_len is None:
+            self._begin(rows)
+            self._prompt_len = length
+        else:
+            self._failed = True  # until every row has accepted its new tokens
+            self._advance(input_ids, rows, length)
+            self._failed = False
+        self._generated = input_ids[:, self._prompt_len :].clone()
+
+        bitmask = self._bitmask
+        for i, matcher in enumerate(self._matchers):
+            if matcher.is_terminated():
+                bitmask[i].zero_()
+                bitmask[i, self._eos // 32] = _int32_bit(self._eos % 32)
+            elif matcher.fill_next_token_bitmask(bitmask, i) and not bitmask[i].any():
+                raise MatcherError(
+                    f"row {i}: no token of the vocabulary can continue the grammar here "
+                    "(the grammar needs text that no token spells, or the vocabulary has no stop token)"
+                )
+        self._apply(scores)
+        self.call_times_s.append(time.perf_counter() - start)
+        return scores
+
+    def __repr__(self) -> str:
+        kind = "shared grammar" if self._shared else f"{len(self._grammars)} grammars"
+        return f"<GrammarLogitsProcessor {kind} rows={len(self._matchers) or None} eos={self._eos}>"
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _rows_misfit(self, rows: int) -> Optional[str]:
+        n = len(self._grammars)
+        if self._shared or rows % n == 0:
+            return None
+        return (
+            f"{rows} rows do not fit {n} grammars: give one grammar per prompt (rows = prompts × "
+            "num_return_sequences) or one shared CompiledGrammar"
+        )
+
+    def _make_matchers(self, rows: int) -> None:
+        misfit = self._rows_misfit(rows)
+        if misfit:
+            raise MatcherError(misfit)
+        copies = rows // len(self._grammars)
+        self._matchers = [Matcher(self._grammars[i // copies]) for i in range(rows)]
+        self._bitmask = allocate_token_bitmask(rows, self._vocab_size, backend="torch")
+
+    def _apply(self, scores: Any) -> None:
+        """Mask ``scores`` in place with the filled bitmask; ids past ``vocab_size`` get ``-inf``."""
+        apply_token_bitmask_inplace(scores, self._bitmask, vocab_size=self._vocab_size)
+
+    def _begin(self, rows: int) -> None:
+        if self._batch_size is not None and rows != self._batch_size:
+            raise MatcherError(f"expected {self._batch_size} rows (batch_size), got {rows}")
+        if len(self._matchers) != rows:
+            self._make_matchers(rows)
+
+    def _advance(self, input_ids: Any, rows: int, length: int) -> None:
+        assert self._prompt_len is not None
+        seen = self._prompt_len + int(self._generated.shape[1])
+        if rows != len(self._matchers):
+            raise MatcherError(
+                f"the number of rows changed from {len(self._matchers)} to {rows}; call reset() "
+                "before reusing the processor for another generate()"
+            )
+        if length <= seen:
+            raise MatcherError(
+                f"input_ids has {length} tokens per row but the last call saw {seen}; call reset() "
+                "before reusing the processor for another generate()"
+            )
+        if self._generated.shape[1]:
+            before = input_ids[:, self._prompt_len : seen]
+            if not self._torch.equal(before, self._generated):
+                row = int((before != self._generated).any(dim=1).nonzero()[0, 0])
+                raise MatcherError(
+                    f"row {row}'s earlier tokens changed between calls: {_BEAM_SEARCH_UNSUPPORTED} "
+                    "(or a new generate() began without reset())"
+                )
+        new_tokens = input_ids[:, seen:].tolist()
+        for i, (matcher, tokens) in enumerate(zip(self._matchers, new_tokens)):
+            for token in tokens:
+                if matcher.is_terminated():
+                    break  # padding that generate() appends to a finished row
+                try:
+                    accepted = matcher.accept_token(token)
+                except AgentGrammarError as e:
+                    raise MatcherError(f"row {i}: token {token} cannot be accepted: {e}") from e
+                if not accepted:
+                    raise MatcherError(
+                        f"row {i}: the grammar rejects token {token} ({self._token_text(matcher, token)}; "
+                        "the model sampled a token the mask "
+                        "disallowed: was the processor given every step, before any sampling warper?)"
+                    )
+
+    @staticmethod
+    def _token_text(matcher: Matcher, token: int) -> str:
+        token_bytes = matcher.compiled_grammar.vocabulary.token_bytes
+        return repr(token_bytes[token]) if 0 <= token < len(token_bytes) else "no such token"
