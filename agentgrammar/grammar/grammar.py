@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Dict, Iterable, List, Set, Tuple, Union
 
 from ..errors import GrammarError, SchemaError
@@ -84,6 +85,30 @@ def _check_expr(e: Expr, rule: str, refs: List[str]) -> None:
             raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
 
 
+# Bodies already checked, by identity: front-ends reuse the same body objects across requests
+# (cached tool pieces), so a request re-checks only what is new. Weak values: no leak.
+_CHECKED: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_CHECKED_REFS: Dict[int, List[str]] = {}
+
+
+def _checked_refs(body: Expr, rule: str) -> List[str]:
+    """``_check_expr`` of ``body`` (the names it references), remembered per body object."""
+    key = id(body)
+    if _CHECKED.get(key) is body:
+        return list(_CHECKED_REFS[key])
+    refs: List[str] = []
+    _check_expr(body, rule, refs)
+    try:
+        _CHECKED[key] = body
+    except TypeError:  # not weak-referenceable: just not remembered
+        return refs
+    if len(_CHECKED_REFS) > 4 * len(_CHECKED) + 1024:  # forget the ids of collected bodies
+        for k in [k for k in _CHECKED_REFS if k not in _CHECKED]:
+            del _CHECKED_REFS[k]
+    _CHECKED_REFS[key] = refs
+    return list(refs)
+
+
 def _class_is_empty(e: Expr) -> bool:
     if isinstance(e, CharClass):
         ranges = complement_ranges(e.ranges) if e.negated else normalize_ranges(e.ranges)
@@ -135,8 +160,7 @@ def validate_rules(rules: Iterable[Rule], root: str = "root") -> Tuple[Rule, ...
         if r.name in by_name:
             raise GrammarError(f"rule '{r.name}' is defined twice")
         by_name[r.name] = r
-        refs[r.name] = []
-        _check_expr(r.body, r.name, refs[r.name])
+        refs[r.name] = _checked_refs(r.body, r.name)
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
     for r in rules:

@@ -309,3 +309,16 @@ def test_accepts_checks_whole_sentences_with_the_engine():
     # answers agree with the independent reference recognizer
     for text in ["[]", "[0]", "[0,0]", "[,]", "[12,345]", "[1,2,]"]:
         assert g.accepts(text) == IRMatcher(g.rules).matches(text), text
+
+
+def test_a_reused_body_is_checked_once_and_still_resolved_each_time() -> None:
+    from agentgrammar.errors import GrammarError
+    from agentgrammar.grammar.ir import Literal, Rule, RuleRef, Seq
+
+    body = Seq((Literal(b"a"), RuleRef("tail")))
+    g = Grammar.from_rules([Rule("root", body), Rule("tail", Literal(b"b"))])
+    assert g.accepts("ab") and not g.accepts("a")
+    with pytest.raises(GrammarError, match="'tail' is not defined"):  # references re-resolved
+        Grammar.from_rules([Rule("root", body)])
+    again = Grammar.from_rules([Rule("start", body), Rule("tail", Literal(b"c"))], root="start")
+    assert again.accepts("ac") and not again.accepts("ab")
