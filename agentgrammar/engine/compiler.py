@@ -10,6 +10,9 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Union
 
@@ -22,6 +25,8 @@ __all__ = ["CompiledGrammar", "Compiler"]
 
 #: The default byte budget for the compiler's shared token-mask cache.
 DEFAULT_CACHE_LIMIT_BYTES = 512 * 1024 * 1024
+#: How many recently compiled grammars a Compiler hands back again for the same grammar.
+RECENT_GRAMMARS = 64
 
 
 def _new_vocab_handle(vocab: Vocabulary) -> Any:
@@ -82,9 +87,12 @@ class CompiledGrammar:
 class Compiler:
     """Compiles grammars for one vocabulary.
 
-    One compiler should serve a whole process: it owns the vocabulary index and (in
-    later versions) the token-mask cache shared by every grammar it compiles, bounded
-    by ``cache_limit_bytes``.
+    One compiler should serve a whole process: it owns the vocabulary index, and it hands back
+    the same ``CompiledGrammar`` for a grammar it compiled recently (same rules, compared by
+    content): an agent asking for the same tools turn after turn keeps that grammar's
+    token-mask cache warm. The recent grammars are bounded by ``RECENT_GRAMMARS`` and by
+    ``cache_limit_bytes`` of compiled memory (mask caches included); ``cache_limit_bytes=0``
+    turns the reuse off.
 
     Example:
         >>> from agentgrammar import Compiler, Vocabulary
@@ -100,6 +108,8 @@ class Compiler:
         self._vocab = vocab
         self._vocab_handle = _new_vocab_handle(vocab)
         self.cache_limit_bytes = cache_limit_bytes
+        self._recent: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -112,13 +122,34 @@ class Compiler:
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"compile() takes a Grammar or EBNF text, got {type(grammar).__name__}")
+        key = hashlib.blake2b(grammar.to_bytes(), digest_size=20).digest()
+        with self._lock:
+            found = self._recent.get(key)
+            if found is not None:
+                self._recent.move_to_end(key)
+                return found
         g = _load_grammar(grammar)
         out = ffi.new("ag_compiled **")
         err = new_error()
         status = lib.ag_compiled_new(g, self._vocab_handle, out, err)
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
-        return CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free))
+        compiled = CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free))
+        self._remember(key, compiled)
+        return compiled
+
+    def _remember(self, key: bytes, compiled: CompiledGrammar) -> None:
+        """Keep ``compiled`` among the recent grammars, oldest out first past the bounds."""
+        if self.cache_limit_bytes == 0:
+            return
+        with self._lock:
+            self._recent[key] = compiled
+            total = sum(c.memory_size_bytes for c in self._recent.values())
+            while len(self._recent) > 1 and (
+                len(self._recent) > RECENT_GRAMMARS or total > self.cache_limit_bytes
+            ):
+                _, dropped = self._recent.popitem(last=False)
+                total -= dropped.memory_size_bytes
 
     def compile_grammar(self, grammar: Union[Grammar, str], root: str = "root") -> CompiledGrammar:
         """xgrammar-compatible spelling of :meth:`compile` (EBNF text with a root rule name)."""

@@ -643,3 +643,13 @@ def test_unproductive_rule_is_never_entered():
     assert_same(matcher, ref, vocab)
     assert matcher.accept_token(0) is False
     assert matcher.accept_string("ax") is False
+
+
+def test_compiler_hands_back_a_recent_grammar_by_content() -> None:
+    vocab = Vocabulary(["a", "b", "ab", "</s>"], stop_token_ids=[3])
+    compiler = Compiler(vocab)
+    first = compiler.compile(Grammar.from_ebnf('root ::= "a" "b"*'))
+    assert compiler.compile(Grammar.from_ebnf('root ::= "a" "b"*')) is first  # warm mask cache
+    assert compiler.compile(Grammar.from_ebnf('root ::= "b"')) is not first
+    no_reuse = Compiler(vocab, cache_limit_bytes=0)
+    assert no_reuse.compile('root ::= "a"') is not no_reuse.compile('root ::= "a"')
