@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 #: The largest Unicode code point.
 MAX_CODE_POINT = 0x10FFFF
@@ -128,3 +128,43 @@ def choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
     if not alts:
         return None
     return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+
+
+def referenced_rules(e: Expr) -> List[str]:
+    """The names of the rules ``e`` references, each once, in no particular order.
+
+    Example:
+        >>> sorted(referenced_rules(Seq((RuleRef("a"), Repeat(RuleRef("b"), 0, None), RuleRef("a")))))
+        ['a', 'b']
+    """
+    out: Dict[str, None] = {}
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if type(x) is RuleRef:
+            out[x.name] = None  # type: ignore[union-attr]
+        elif type(x) in (Seq, Choice):
+            stack.extend(x.items)  # type: ignore[union-attr]
+        elif type(x) is Repeat:
+            stack.append(x.item)  # type: ignore[union-attr]
+    return list(out)
+
+
+def fresh_name(base: str, taken: Set[str], counters: Dict[str, int]) -> str:
+    """A rule name not in ``taken`` (which it joins): ``base``, then ``base_2``, ``base_3``, ...
+    ``counters`` remembers where each base left off, so naming n rules after one base costs
+    O(n), not O(n**2).
+
+    Example:
+        >>> taken, counters = {"x"}, {}
+        >>> [fresh_name("x", taken, counters) for _ in range(2)], fresh_name("y", taken, counters)
+        (['x_2', 'x_3'], 'y')
+    """
+    n = counters.get(base, 1)
+    name = base if n == 1 else f"{base}_{n}"
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    counters[base] = n + 1
+    taken.add(name)
+    return name

@@ -79,7 +79,21 @@ from urllib.parse import unquote
 from ..errors import GrammarError, SchemaError
 from . import json_values
 from .char_dfa import CharDFA
-from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, choice, seq
+from .ir import (
+    EMPTY,
+    CharClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    choice,
+    fresh_name,
+    referenced_rules,
+    seq,
+)
 from .regex import parse_regex
 from .utf8 import normalize_ranges
 
@@ -654,14 +668,7 @@ class _Converter:
     # ---- names and shared rules ------------------------------------------------------------
 
     def fresh(self, base: str) -> str:
-        n = self.counters.get(base, 1)  # resume where this base left off: linear, not quadratic
-        name = base if n == 1 else f"{base}_{n}"
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.counters[base] = n + 1
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken, self.counters)
 
     def _from_cache(self, name: str) -> bool:
         """Install base rule ``name`` (and what it references) from the module cache."""
@@ -680,17 +687,7 @@ class _Converter:
         return True
 
     def _to_cache(self, name: str, body: Expr) -> None:
-        deps: List[str] = []
-        stack = [body]
-        while stack:
-            e = stack.pop()
-            if type(e) is RuleRef:
-                if e.name not in deps:
-                    deps.append(e.name)
-            elif type(e) in (Seq, Choice):
-                stack.extend(e.items)  # type: ignore[union-attr]
-            elif type(e) is Repeat:
-                stack.append(e.item)  # type: ignore[union-attr]
+        deps = referenced_rules(body)
         if len(_BASE_CACHE) < 4096:
             _BASE_CACHE[(self.layout.sig, name)] = (body, tuple(deps))
 

@@ -37,7 +37,21 @@ from .. import structural_tag as st
 from ..errors import GrammarError, StructuralTagError
 from .char_dfa import BYTES, CharDFA
 from .ebnf import parse_ebnf
-from .ir import EMPTY, ByteClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, choice, seq
+from .ir import (
+    EMPTY,
+    ByteClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    choice,
+    fresh_name,
+    referenced_rules,
+    seq,
+)
 from .json_schema import json_schema_rules
 from .regex import parse_regex
 
@@ -114,14 +128,7 @@ class _Builder:
         self.counters: Dict[str, int] = {}
 
     def fresh(self, base: str) -> str:
-        n = self.counters.get(base, 1)  # resume where this base left off: linear, not quadratic
-        name = base if n == 1 else f"{base}_{n}"
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.counters[base] = n + 1
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken, self.counters)
 
     def rule(self, base: str, body: Expr) -> RuleRef:
         name = self.fresh(base)
@@ -137,7 +144,7 @@ class _Builder:
         while changed:  # a shared rule must only reference shared rules
             changed = False
             for n in list(shared):
-                if any(ref not in shared for ref in _refs(bodies[n])):
+                if any(ref not in shared for ref in referenced_rules(bodies[n])):
                     shared.discard(n)
                     changed = True
         names = {n: n if n in shared else self.fresh(f"{prefix}_{n}") for n in bodies}
@@ -412,20 +419,6 @@ def _free_text(excluded: Tuple[str, ...]) -> CharDFA:
 def _until_first(words: Tuple[str, ...], ends: Tuple[str, ...]) -> CharDFA:
     """Bytes up to and including the first of ``words``, which must be one of ``ends``."""
     return CharDFA.until_first(words, ends, BYTES)
-
-
-def _refs(e: Expr) -> List[str]:
-    out: List[str] = []
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if type(x) is RuleRef:
-            out.append(x.name)
-        elif type(x) in (Seq, Choice):
-            stack.extend(x.items)  # type: ignore[union-attr]
-        elif type(x) is Repeat:
-            stack.append(x.item)  # type: ignore[union-attr]
-    return out
 
 
 def _rename(e: Expr, names: Dict[str, str]) -> Expr:
