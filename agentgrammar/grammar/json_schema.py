@@ -1093,12 +1093,8 @@ class _Converter:
         if unknown:
             for k in unknown:
                 self.unsupported(k, path)
-            # lenient: the constraints are ignored (an over-approximation); keys that match
-            # patternProperties are not "additional", so those become unrestricted too
-            loose = "patternProperties" in schema
+            # lenient: the constraints are ignored (an over-approximation)
             schema = {k: v for k, v in schema.items() if k not in _UNSUPPORTED}
-            if loose:
-                schema["additionalProperties"] = True
         if "$ref" in schema:
             rest = {k: v for k, v in schema.items() if not _is_annotation(k) and k != "$ref"}
             if not rest:
