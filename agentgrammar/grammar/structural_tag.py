@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -57,25 +57,8 @@ from .regex import parse_regex
 
 __all__ = ["parse_structural_tag", "structural_tag_rules"]
 
-_FORMAT_TYPES = frozenset(
-    {
-        "const_string",
-        "json_schema",
-        "any_text",
-        "regex",
-        "grammar",
-        "sequence",
-        "or",
-        "optional",
-        "plus",
-        "star",
-        "repeat",
-        "tag",
-        "triggered_tags",
-        "tags_with_separator",
-        "dispatch",
-    }
-)
+# The ``type`` of every format model: pydantic puts these tags in error locations.
+_FORMAT_TYPES = frozenset(m.model_fields["type"].default for m in get_args(get_args(st.Format)[0]))
 
 
 def _json_path(loc: Sequence[Union[str, int]]) -> str:
