@@ -310,14 +310,6 @@ class AgentFormat:
     # ---- pieces (cached per Tool) ------------------------------------------------------------
 
     def _json_format(self, tool: Tool, schema: Any) -> st.Format:
-        if (
-            isinstance(schema, Mapping)
-            and isinstance(schema.get("properties"), Mapping)
-            and not schema["properties"]
-            and "additionalProperties" not in schema
-            and "patternProperties" not in schema
-        ):  # no arguments: only {} (the JSON Schema front-end reads empty properties as open)
-            schema = {**schema, "additionalProperties": False}
         if self.whitespace == "flexible":
             return st.JSONSchema(json_schema=schema, max_whitespace_cnt=self.max_whitespace)
         try:
