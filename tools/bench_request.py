@@ -12,6 +12,14 @@ both engines compile exactly the same input:
 
 Single thread, the Llama-3.2 vocabulary. Prints medians per size and the ratio ours / xgrammar.
 
+Then two measurements of our own, with the same tools:
+
+* ``AgentFormat`` requests (``--format``, Qwen-3 by default) with warm tools: the build
+  (``fmt.grammar``) and the compile, medians per size;
+* turns: the same 10-tool request three times on one ``Compiler``, feeding the start of a
+  realistic answer (the end of the reasoning, a tool call's opening) and timing every mask.
+  The first turn pays each state's first visit; later turns get the compiled grammar back.
+
     pip download --no-deps bfcl-eval -d /tmp/bfcl
     python tools/bench_request.py /tmp/bfcl/bfcl_eval-*.whl
 """
@@ -103,6 +111,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--model", default="qwen_3", help="xgrammar's model family for the structural tag")
     parser.add_argument("--requests", type=int, default=5, help="random subsets per size")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--format", default="qwen3", help="the AgentFormat preset of the later measurements")
     args = parser.parse_args(argv)
 
     import xgrammar as xgr
@@ -164,6 +173,62 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             theirs.append(time.perf_counter() - start)
         c, w, x = _median_ms(cold), _median_ms(warm), _median_ms(theirs)
         print(f"{size:>6} {c:>13.1f} {w:>13.1f} {x:>12.1f} {c / x:>9.2f} {w / x:>9.2f}")
+    _agent_format_requests(args, tools, vocab, rng)
+    _turns(args, tools, tok, vocab, rng)
+
+
+def _agent_format_requests(args: Any, tools: List[Dict[str, Any]], vocab: Any, rng: random.Random) -> None:
+    from agentgrammar import Compiler, formats
+    from agentgrammar.registry.openai import tool_from_openai
+
+    fmt = formats.get(args.format)
+    compiler = Compiler(vocab, cache_limit_bytes=0)  # no reuse of compiled grammars: each compile counts
+    print(f"\nAgentFormat {args.format!r} requests, tools seen before (medians of {args.requests}):")
+    print(f"{'tools':>6} {'build ms':>9} {'compile ms':>11}")
+    for size in args.sizes:
+        builds: List[float] = []
+        compiles: List[float] = []
+        for _ in range(args.requests):
+            subset = [tool_from_openai(t) for t in rng.sample(tools, min(size, len(tools)))]
+            fmt.grammar(subset)  # first sight of these tools
+            start = time.perf_counter()
+            grammar = fmt.grammar(subset)
+            built = time.perf_counter()
+            compiler.compile(grammar)
+            builds.append(built - start)
+            compiles.append(time.perf_counter() - built)
+        print(f"{size:>6} {_median_ms(builds):>9.1f} {_median_ms(compiles):>11.1f}")
+
+
+def _turns(args: Any, tools: List[Dict[str, Any]], tok: Any, vocab: Any, rng: random.Random) -> None:
+    import numpy as np
+    import xgrammar as xgr
+
+    from agentgrammar import Compiler, Grammar, Matcher, allocate_token_bitmask
+
+    subset = rng.sample(tools, min(10, len(tools)))
+    tag = xgr.get_model_structural_tag(args.model, tools=subset).model_dump()
+    name = subset[0]["function"]["name"]
+    text = f'Let me check.</think>\n\n<tool_call>\n{{"name": "{name}", "arguments": '
+    ids = tok.encode(text, add_special_tokens=False)
+    compiler = Compiler(vocab)
+    bitmask = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
+    print(f"\nturns: one 10-tool request three times, masks along the first {len(ids)} tokens of an answer:")
+    for turn in range(1, 4):
+        start = time.perf_counter()
+        matcher = Matcher(compiler.compile(Grammar.from_structural_tag(tag)))
+        built = time.perf_counter() - start
+        masks: List[float] = []
+        for token in ids:
+            start = time.perf_counter()
+            matcher.fill_next_token_bitmask(bitmask)
+            masks.append(time.perf_counter() - start)
+            if not matcher.accept_token(token):
+                raise SystemExit(f"the grammar rejected {tok.decode([token])!r}: the template changed?")
+        print(
+            f"  turn {turn}: build + compile {built * 1e3:.1f} ms; masks sum {sum(masks) * 1e3:.1f} ms, "
+            f"median {np.median(masks) * 1e6:.0f} µs, max {max(masks) * 1e3:.2f} ms"
+        )
 
 
 if __name__ == "__main__":
