@@ -8,7 +8,7 @@ ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **ou
   ag_compiled *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   atomic_init(&c->refs, 1);
-  ag_status st = ag_mask_cache_new(grammar->n_states, &c->cache, err);
+  ag_status st = ag_mask_cache_new(grammar, &c->cache, err);
   if (st) {
     free(c);
     return st;

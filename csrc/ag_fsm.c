@@ -15,6 +15,8 @@
  */
 #include "ag_fsm.h"
 
+#include "ag_dispatch.h"
+
 /* Bounds the Thompson expansion of one rule. Node sharing in the IR makes the
  * expansion of a rule exponential in the worst case (a chain of CHOICE(x, x)
  * nodes), and such an expansion need not create states, so the state limit
@@ -281,6 +283,66 @@ static ag_status ag_nfa_repeat(ag_builder *b, const int32_t *p, int32_t from, in
   return AG_OK;
 }
 
+/* Whether a trigger or a stop ends at automaton state q (an exclude alone kills the text). */
+static bool ag_nfa_dispatch_matched(const ag_dispatch *d, const ag_ac *ac, int32_t q) {
+  for (uint32_t j = ac->out_begin[q]; j < ac->out_begin[q + 1]; j++)
+    if (d->rules[ac->out[j]] != AG_DISPATCH_EXCLUDE) return true;
+  return false;
+}
+
+/* A free-text state's byte edges, consecutive bytes with one target merged, and
+ * its way out when the node may end in free text. */
+static ag_status ag_nfa_dispatch_free(ag_builder *b, const ag_dispatch *d, const ag_ac *ac,
+                                      const int32_t *id, int32_t q, int32_t to) {
+  const int32_t *row = ac->delta + (size_t)q * 256;
+  ag_status st = AG_OK;
+  for (int lo = 0, hi; !st && lo < 256; lo = hi + 1) {
+    for (hi = lo; hi < 255 && row[hi + 1] == row[lo]; hi++) continue;
+    int32_t t = row[lo];
+    if (!ag_ac_hit(ac, t) || ag_nfa_dispatch_matched(d, ac, t))
+      st = ag_nfa_edge_add(b, id[q], id[t], AG_NFA_BYTES, (uint8_t)lo, (uint8_t)hi, -1);
+  }
+  if (!st && (d->flags & AG_DISPATCH_END_IN_TEXT)) st = ag_nfa_eps(b, id[q], to);
+  return st;
+}
+
+/* A matched state: each trigger's rule, then the start again (LOOP) or the end;
+ * each stop ends the node. */
+static ag_status ag_nfa_dispatch_matches(ag_builder *b, const ag_dispatch *d, const ag_ac *ac,
+                                         const int32_t *id, int32_t q, int32_t to) {
+  int32_t after = (d->flags & AG_DISPATCH_LOOP) ? id[0] : to;
+  ag_status st = AG_OK;
+  for (uint32_t j = ac->out_begin[q]; !st && j < ac->out_begin[q + 1]; j++) {
+    int32_t rule = d->rules[ac->out[j]];
+    if (rule >= 0) st = ag_nfa_edge_add(b, id[q], after, AG_NFA_RULE, 0, 0, rule);
+    else if (rule == AG_DISPATCH_STOP) st = ag_nfa_eps(b, id[q], to);
+  }
+  return st;
+}
+
+/* TagDispatch (ag_dispatch.h): one NFA state per Aho–Corasick state. A state
+ * where no word ends is free text; one where a word ends has no byte edge, so
+ * only the first occurrence of any word counts. */
+static ag_status ag_nfa_dispatch(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  ag_dispatch *d = NULL;
+  ag_ac ac;
+  memset(&ac, 0, sizeof ac);
+  int32_t *id = NULL;
+  ag_status st = ag_dispatch_from_ir(p, &d, b->err);
+  if (!st) st = ag_ac_build(d, &ac, b->err);
+  if (!st) st = ag_nfa_spend(b, (uint64_t)ac.n_states * 16);
+  if (!st && !(id = malloc(sizeof *id * (size_t)ac.n_states))) st = ag_nomem(b);
+  for (int32_t q = 0; !st && q < ac.n_states; q++) st = ag_nfa_state(b, &id[q]);
+  if (!st) st = ag_nfa_eps(b, from, id[0]);
+  for (int32_t q = 0; !st && q < ac.n_states; q++)
+    st = ag_ac_hit(&ac, q) ? ag_nfa_dispatch_matches(b, d, &ac, id, q, to)
+                           : ag_nfa_dispatch_free(b, d, &ac, id, q, to);
+  free(id);
+  ag_ac_free(&ac);
+  ag_dispatch_free(d);
+  return st;
+}
+
 static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
   const int32_t *p = ag_ir_node(b->ir, t.node);
   switch (p[0]) {
@@ -290,6 +352,7 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
     case AG_NODE_CHOICE: return ag_nfa_choice(b, p, t.from, t.to);
     case AG_NODE_RULEREF: return ag_nfa_edge_add(b, t.from, t.to, AG_NFA_RULE, 0, 0, p[1]);
     case AG_NODE_REPEAT: return ag_nfa_repeat(b, p, t.from, t.to);
+    case AG_NODE_DISPATCH: return ag_nfa_dispatch(b, p, t.from, t.to);
     default: /* ag_ir_parse rejected every other kind */
       return ag_fail(b->err, AG_ERR_INVALID, b->rule, "node %d: unknown kind", (int)t.node);
   }

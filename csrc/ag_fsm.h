@@ -19,7 +19,8 @@ enum {
   AG_NODE_SEQ = 3,     /* n, child * n */
   AG_NODE_CHOICE = 4,  /* n, child * n */
   AG_NODE_RULEREF = 5, /* rule */
-  AG_NODE_REPEAT = 6   /* child, min, max (-1 = unbounded) */
+  AG_NODE_REPEAT = 6,  /* child, min, max (-1 = unbounded) */
+  AG_NODE_DISPATCH = 7 /* flags, n_words, (rule, len, byte * len) * n_words: see ag_dispatch.h */
 };
 
 /*

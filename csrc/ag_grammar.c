@@ -12,6 +12,7 @@
  * which the matcher relies on. The only dead states left are the starts of
  * unproductive rules, which nothing refers to.
  */
+#include "ag_dispatch.h"
 #include "ag_fsm.h"
 
 /*
@@ -206,7 +207,23 @@ static ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err) {
   return st;
 }
 
+/* Keeps the words of every rule whose body is a dispatch node (see rule_dispatch). */
+static ag_status ag_grammar_keep_dispatches(ag_grammar *g, const ag_ir *ir, ag_error *err) {
+  for (int32_t r = 0; r < ir->n_rules; r++) {
+    const int32_t *body = ag_ir_node(ir, ir->body[r]);
+    if (body[0] != AG_NODE_DISPATCH) continue;
+    if (!g->rule_dispatch && !(g->rule_dispatch = calloc((size_t)ir->n_rules, sizeof *g->rule_dispatch)))
+      return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
+    ag_status st = ag_dispatch_from_ir(body, &g->rule_dispatch[r], err);
+    if (st) return st;
+  }
+  return AG_OK;
+}
+
 static void ag_grammar_destroy(ag_grammar *g) {
+  if (g->rule_dispatch)
+    for (int32_t r = 0; r < g->n_rules; r++) ag_dispatch_free(g->rule_dispatch[r]);
+  free(g->rule_dispatch);
   free(g->rule_start);
   free(g->rule_nullable);
   free(g->states);
@@ -233,6 +250,7 @@ ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
   if (!st) st = ag_fsm_build(&ir, g, err);
   if (!st) st = ag_grammar_analyze(g, err);
+  if (!st) st = ag_grammar_keep_dispatches(g, &ir, err);
   if (st) {
     ag_grammar_destroy(g);
     return st;

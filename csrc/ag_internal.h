@@ -84,6 +84,10 @@ struct ag_grammar {
   uint32_t n_byte_edges;
   ag_rule_edge *rule_edges;
   uint32_t n_rule_edges;
+  /* [n_rules] a rule whose whole body is a dispatch node keeps its words here,
+   * for the mask cache's free-text fast path; NULL for other rules. The array
+   * itself is NULL when no rule is a dispatch. */
+  struct ag_dispatch **rule_dispatch;
 };
 
 void ag_grammar_retain(ag_grammar *g);

@@ -6,6 +6,7 @@
  * offset, index and byte is checked here, once, before the automaton builder
  * reads it. After ag_ir_parse succeeds the builder never needs a bounds check.
  */
+#include "ag_dispatch.h"
 #include "ag_fsm.h"
 
 #include <inttypes.h>
@@ -18,6 +19,7 @@ static const char *ag_node_kind_name(int32_t kind) {
     case AG_NODE_CHOICE: return "CHOICE";
     case AG_NODE_RULEREF: return "RULEREF";
     case AG_NODE_REPEAT: return "REPEAT";
+    case AG_NODE_DISPATCH: return "DISPATCH";
     default: return "?";
   }
 }
@@ -162,6 +164,56 @@ static ag_status ag_ir_check_repeat(const ag_ir *ir, int32_t i, const int32_t *p
   return AG_OK;
 }
 
+/* One word of a DISPATCH node at p: its rule, then a non-empty byte string. */
+static ag_status ag_ir_check_word(const ag_ir *ir, int32_t i, int32_t k, const int32_t *p,
+                                  int64_t avail, ag_error *err) {
+  if (avail < 2)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (DISPATCH): word %" PRId32 " runs past the end of data", i, k);
+  if (p[0] < AG_DISPATCH_EXCLUDE || p[0] >= ir->n_rules)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (DISPATCH): word %" PRId32 " names rule %" PRId32
+                   " (grammar has %" PRId32 " rules)",
+                   i, k, p[0], ir->n_rules);
+  if (p[1] < 1 || p[1] > avail - 2)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (DISPATCH): word %" PRId32 " has bad length %" PRId32, i, k,
+                   p[1]);
+  for (int32_t b = 0; b < p[1]; b++)
+    if (p[2 + b] < 0 || p[2 + b] > 255)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (DISPATCH): word %" PRId32 " byte %" PRId32
+                     " is %" PRId32 ", not in 0..255",
+                     i, k, b, p[2 + b]);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_dispatch(const ag_ir *ir, int32_t i, const int32_t *p,
+                                      ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 2, err);
+  if (st) return st;
+  if (p[1] & ~AG_DISPATCH_FLAGS)
+    return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 " (DISPATCH): unknown flags %#x", i,
+                   (unsigned)p[1]);
+  if (p[2] < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (DISPATCH): negative word count %" PRId32, i, p[2]);
+  int64_t avail = (int64_t)ir->n_data - ir->offset[i] - 3, total = 0;
+  const int32_t *w = p + 3;
+  for (int32_t k = 0; k < p[2]; k++) {
+    if ((st = ag_ir_check_word(ir, i, k, w, avail, err))) return st;
+    total += w[1];
+    avail -= 2 + (int64_t)w[1];
+    w += 2 + w[1];
+  }
+  if (total > AG_MAX_DISPATCH_BYTES)
+    return ag_fail(err, AG_ERR_LIMIT, -1,
+                   "node %" PRId32 " (DISPATCH): its words have %" PRId64
+                   " bytes in all, the limit is %d",
+                   i, total, AG_MAX_DISPATCH_BYTES);
+  return AG_OK;
+}
+
 static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
   int32_t off = ir->offset[i];
   if (off < 0 || off >= ir->n_data)
@@ -176,6 +228,7 @@ static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
     case AG_NODE_CHOICE: return ag_ir_check_list(ir, i, p, err);
     case AG_NODE_RULEREF: return ag_ir_check_ruleref(ir, i, p, err);
     case AG_NODE_REPEAT: return ag_ir_check_repeat(ir, i, p, err);
+    case AG_NODE_DISPATCH: return ag_ir_check_dispatch(ir, i, p, err);
     default:
       return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 ": unknown kind %" PRId32, i, p[0]);
   }

@@ -1,26 +1,38 @@
 /* ag_mask_cache.c - computing and publishing per-state token classes (see the header). */
 #include "ag_mask_cache.h"
 
+#include "ag_dispatch.h"
 #include "ag_earley.h"
 
 struct ag_mask_cache {
   int32_t n_states;
   _Atomic(ag_state_masks *) *entries; /* [n_states], NULL until computed */
+  int32_t n_rules;
+  /* [n_rules] a dispatch rule's safe tokens as a sorted-position bitset, NULL
+   * until computed; the array is NULL when the grammar has no dispatch rule. */
+  _Atomic(uint32_t *) *safe;
   atomic_size_t bytes;
 };
 
-ag_status ag_mask_cache_new(int32_t n_states, ag_mask_cache **out, ag_error *err) {
+ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err) {
   *out = NULL;
+  int32_t n_states = g->n_states;
   ag_mask_cache *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
-  if (!c->entries) {
+  if (g->rule_dispatch) c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
+  if (!c->entries || (g->rule_dispatch && !c->safe)) {
+    free(c->entries);
     free(c);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
   c->n_states = n_states;
+  c->n_rules = g->n_rules;
   for (int32_t s = 0; s < n_states; s++) atomic_init(&c->entries[s], NULL);
-  atomic_init(&c->bytes, sizeof *c + (size_t)n_states * sizeof *c->entries);
+  if (c->safe)
+    for (int32_t r = 0; r < c->n_rules; r++) atomic_init(&c->safe[r], NULL);
+  size_t safe_bytes = c->safe ? (size_t)c->n_rules * sizeof *c->safe : 0;
+  atomic_init(&c->bytes, sizeof *c + (size_t)n_states * sizeof *c->entries + safe_bytes);
   *out = c;
   return AG_OK;
 }
@@ -37,6 +49,9 @@ static void ag_state_masks_free(ag_state_masks *e) {
 void ag_mask_cache_free(ag_mask_cache *c) {
   if (!c) return;
   for (int32_t s = 0; s < c->n_states; s++) ag_state_masks_free(atomic_load(&c->entries[s]));
+  if (c->safe)
+    for (int32_t r = 0; r < c->n_rules; r++) free(atomic_load(&c->safe[r]));
+  free(c->safe);
   free(c->entries);
   free(c);
 }
@@ -71,19 +86,31 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
   return j;
 }
 
-static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, ag_error *err) {
+static bool ag_pos_bit(const uint32_t *bits, int32_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
+
+/* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
+ * without a walk. `shared` is the prefix the next token shares with the last
+ * one walked: the least LCP since then. */
+static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
+                                 ag_error *err) {
   ag_parser *p = &w->parser;
   const uint32_t base = ag_parser_num_sets(p);
-  uint32_t depth = 0;
+  uint32_t depth = 0, shared = UINT32_MAX;
   bool oom = false;
   w->can_end[0] = ag_parser_bottom_can_end(p);
   for (int32_t i = 0; i < v->n_sorted && !oom;) {
-    uint32_t len, l = v->lcp[i];
-    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
-    if (l < depth) {
-      ag_parser_truncate(p, base + l);
-      depth = l;
+    if (v->lcp[i] < shared) shared = v->lcp[i];
+    if (safe && ag_pos_bit(safe, i)) {
+      ag_mark_accepted(w->entry, v, i++);
+      continue;
     }
+    uint32_t len;
+    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+    if (shared < depth) {
+      ag_parser_truncate(p, base + shared);
+      depth = shared;
+    }
+    shared = UINT32_MAX;
     bool ok = true;
     while (depth < len && ok) {
       ag_status st = ag_parser_scan(p, tok[depth], &ok, err);
@@ -128,8 +155,42 @@ static ag_status ag_store_uncertain(ag_state_masks *e, const ag_vocab *v, void *
   return AG_OK;
 }
 
-static ag_status ag_compute(const ag_grammar *g, const ag_vocab *v, int32_t state,
-                            ag_state_masks **out, ag_error *err) {
+/* The safe tokens of dispatch rule r, computed now if no thread has yet. */
+static ag_status ag_safe_tokens(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                                int32_t r, const uint32_t **out, ag_error *err) {
+  uint32_t *bits = atomic_load_explicit(&c->safe[r], memory_order_acquire);
+  if (bits) {
+    *out = bits;
+    return AG_OK;
+  }
+  size_t words = ((size_t)v->n_sorted + 31) / 32 + 1;
+  if (!(bits = calloc(words, sizeof *bits)))
+    return ag_fail(err, AG_ERR_NOMEM, r, "out of memory finding safe tokens");
+  ag_status st = ag_dispatch_safe_tokens(g->rule_dispatch[r], v, bits, err);
+  if (st) {
+    free(bits);
+    return st;
+  }
+  uint32_t *expected = NULL;
+  if (atomic_compare_exchange_strong_explicit(&c->safe[r], &expected, bits, memory_order_acq_rel,
+                                              memory_order_acquire)) {
+    atomic_fetch_add(&c->bytes, words * sizeof *bits);
+    *out = bits;
+  } else {
+    free(bits);
+    *out = expected;
+  }
+  return AG_OK;
+}
+
+static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                            int32_t state, ag_state_masks **out, ag_error *err) {
+  const uint32_t *safe = NULL;
+  int32_t rule = g->state_rule[state];
+  if (c->safe && g->rule_dispatch[rule]) {
+    ag_status st = ag_safe_tokens(c, g, v, rule, &safe, err);
+    if (st) return st;
+  }
   size_t words = ((size_t)v->mask_size + 31) / 32;
   ag_classify w;
   memset(&w, 0, sizeof w);
@@ -141,7 +202,7 @@ static ag_status ag_compute(const ag_grammar *g, const ag_vocab *v, int32_t stat
       !(w.entry->accepted_pos = calloc(pos_words, sizeof(uint32_t))))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   if (!st) st = ag_parser_init_item(&w.parser, g, state, err);
-  if (!st) st = ag_classify_all(&w, v, err);
+  if (!st) st = ag_classify_all(&w, v, safe, err);
   ag_parser_free(&w.parser);
   free(w.can_end);
   if (st) {
@@ -166,7 +227,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     *out = e;
     return AG_OK;
   }
-  ag_status st = ag_compute(g, v, state, &e, err);
+  ag_status st = ag_compute(c, g, v, state, &e, err);
   if (st) return st;
   /* Two threads may compute the same state; the first to publish wins. */
   ag_state_masks *expected = NULL;

@@ -7,6 +7,9 @@
  *   rejected   it fails inside the rule before the rule could end: never allowed;
  *   uncertain  it fails inside, but the rule could end first, so the answer
  *              depends on what encloses the rule: checked against the real parser.
+ * In the free text of a dispatch rule, the tokens that cannot complete a
+ * trigger, stop or exclude from any state (ag_dispatch_safe_tokens, computed
+ * once per rule) are accepted without simulation; only the rest are walked.
  * A mask is then the union of the accepted sets of the scannable states in the
  * current Earley set, plus the uncertain tokens that the real parser accepts.
  */
@@ -29,7 +32,7 @@ typedef struct ag_state_masks {
 
 typedef struct ag_mask_cache ag_mask_cache;
 
-ag_status ag_mask_cache_new(int32_t n_states, ag_mask_cache **out, ag_error *err);
+ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err);
 void ag_mask_cache_free(ag_mask_cache *cache);
 /* The classes of `state`, computed now if no thread has yet. Thread-safe. */
 ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,

@@ -23,8 +23,10 @@ llama.cpp's GBNF) work unchanged and can be checked against xgrammar:
 - Extension (not in xgrammar, used by the printer for bytes that are not UTF-8): ``%xHH`` is one
   raw byte, ``%xHH.HH.HH`` a raw byte string and ``%xHH-HH`` a raw byte range.
 
-xgrammar macros (``TagDispatch(...)``, ``Regex(...)``, ...) and rule attributes
-(``name[max_tokens=3] ::=``) are reported as not supported yet.
+xgrammar's ``TagDispatch(("trigger", rule), ..., loop_after_dispatch=true, excludes=("x"))``
+macro is supported (see ``ir.TagDispatch``; ``stop_eos=`` and ``stop_str=(...)`` too). Its other
+macros (``Regex(...)``, ``Token(...)``, ...) and rule attributes (``name[max_tokens=3] ::=``) are
+reported as not supported yet.
 
 Example:
     >>> from agentgrammar.grammar.ebnf import parse_ebnf
@@ -39,7 +41,20 @@ import re
 from typing import Dict, Iterable, List, NoReturn, Optional, Tuple
 
 from ..errors import GrammarError
-from .ir import EMPTY, MAX_CODE_POINT, ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .ir import (
+    EMPTY,
+    MAX_CODE_POINT,
+    ByteClass,
+    CharClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    TagDispatch,
+)
 
 __all__ = ["MAX_NESTING", "MAX_REPEAT", "XGRAMMAR_MACROS", "parse_ebnf"]
 
@@ -138,6 +153,7 @@ def quote_names(names: Iterable[str], limit: int = 10) -> str:
 _NAME, _RULENAME, _STRING, _CLASS, _BYTES, _INT = "name", "rule name", "string", "class", "bytes", "int"
 _LPAREN, _LOOKAHEAD, _RPAREN, _LBRACE, _RBRACE = "(", "(=", ")", "{", "}"
 _COMMA, _STAR, _PLUS, _QUESTION, _PIPE, _ASSIGN, _EOF = ",", "*", "+", "?", "|", "::=", "end of input"
+_EQ = "="  # only inside a macro's arguments: TagDispatch(..., excludes=("x"))
 
 _QUANTIFIERS = (_STAR, _PLUS, _QUESTION, _LBRACE)
 
@@ -221,7 +237,8 @@ class _Lexer:
                 self.pos += 1
             return _Token(_INT, start, self.pos, int(text[start : self.pos]))
         if c == "=":
-            self.fail(start, "unexpected '=' (a rule is defined with '::=')")
+            self.pos += 1
+            return _Token(_EQ, start, self.pos)
         if c == "'":
             self.fail(start, 'unexpected "\'": strings are written in double quotes')
         self.fail(start, f"unexpected character {c!r}")
@@ -464,6 +481,20 @@ class _Parser:
 
     def mark_rule_names(self) -> None:
         toks = self.toks
+        macro_parens: List[bool] = []  # per open parenthesis: whether it holds a macro's arguments
+        for k, tok in enumerate(toks):
+            if tok.kind in (_LPAREN, _LOOKAHEAD):
+                prev = toks[k - 1] if k else None
+                macro_parens.append(
+                    tok.kind == _LPAREN
+                    and prev is not None
+                    and prev.kind == _NAME
+                    and prev.value in XGRAMMAR_MACROS
+                )
+            elif tok.kind == _RPAREN and macro_parens:
+                macro_parens.pop()
+            elif tok.kind == _EQ and not (macro_parens and macro_parens[-1]):
+                self.fail(tok.start, "unexpected '=' (a rule is defined with '::=')")
         for k, tok in enumerate(toks):
             if tok.kind != _ASSIGN:
                 continue
@@ -600,6 +631,8 @@ class _Parser:
             self.i += 1
             if name == ".":
                 return CharClass((), negated=True)
+            if name == "TagDispatch" and self.peek().kind == _LPAREN:
+                return self.tag_dispatch()
             if name in XGRAMMAR_MACROS and self.peek().kind == _LPAREN:
                 self.fail(tok.start, f"the xgrammar macro {name}(...) is not supported yet")
             self.refs.append((name, self.rule_name, tok))
@@ -622,6 +655,83 @@ class _Parser:
             if prev.kind == _ASSIGN:
                 self.fail(prev.end, 'empty rule body: write "" for the empty string')
         self.missing("a string, character class, rule name or '('")
+
+    # -- macros
+
+    def expect(self, kind: str, what: str) -> _Token:
+        tok = self.peek()
+        if tok.kind != kind:
+            self.missing(what)
+        self.i += 1
+        return tok
+
+    def word(self, what: str) -> bytes:
+        tok = self.expect(_STRING, what)
+        assert isinstance(tok.value, bytes)
+        if not tok.value:
+            self.fail(tok.start, f"{what} must not be empty")
+        return tok.value
+
+    def words(self, what: str) -> Tuple[bytes, ...]:
+        """``("a", "b")``, ``("a")`` or ``()``."""
+        open_tok = self.expect(_LPAREN, f"'(' to start the {what}")
+        out: List[bytes] = []
+        while self.peek().kind != _RPAREN:
+            out.append(self.word(f"a string in the {what}"))
+            if self.peek().kind != _COMMA:
+                break
+            self.i += 1
+        self.expect_rparen(open_tok)
+        return tuple(out)
+
+    def trigger(self) -> Tuple[bytes, str]:
+        """``("trigger", rule)``."""
+        open_tok = self.expect(_LPAREN, "'('")
+        word = self.word("a TagDispatch trigger")
+        self.expect(_COMMA, "',' after the trigger")
+        rule = self.expect(_NAME, "the name of the rule the trigger opens")
+        assert isinstance(rule.value, str)
+        self.refs.append((rule.value, self.rule_name, rule))
+        self.expect_rparen(open_tok)
+        return word, rule.value
+
+    def tag_dispatch(self) -> Expr:
+        """``TagDispatch(("trigger", rule), ..., loop_after_dispatch=true, excludes=(...))``, as
+        xgrammar writes it; ``stop_eos=`` and ``stop_str=(...)`` are accepted too."""
+        open_tok = self.expect(_LPAREN, "'('")
+        triggers: List[Tuple[bytes, str]] = []
+        options: Dict[str, object] = {}
+        while self.peek().kind != _RPAREN:
+            tok = self.peek()
+            if tok.kind == _LPAREN:
+                triggers.append(self.trigger())
+            elif tok.kind == _NAME and self.peek(1).kind == _EQ:
+                key = tok.value
+                if key not in ("loop_after_dispatch", "stop_eos", "excludes", "stop_str"):
+                    self.fail(tok.start, f"unknown TagDispatch argument {key!r}")
+                if key in options:
+                    self.fail(tok.start, f"TagDispatch argument {key!r} is given twice")
+                self.i += 2
+                if key in ("excludes", "stop_str"):
+                    options[key] = self.words(str(key))
+                else:
+                    flag = self.expect(_NAME, "true or false")
+                    if flag.value not in ("true", "false"):
+                        self.fail(flag.start, f"{key} must be true or false")
+                    options[key] = flag.value == "true"
+            else:
+                self.missing('a ("trigger", rule) pair or a named argument of TagDispatch')
+            if self.peek().kind != _COMMA:
+                break
+            self.i += 1
+        self.expect_rparen(open_tok)
+        return TagDispatch(
+            triggers=tuple(triggers),
+            stop_eos=bool(options.get("stop_eos", True)),
+            stop_str=options.get("stop_str", ()),  # type: ignore[arg-type]
+            loop_after_dispatch=bool(options.get("loop_after_dispatch", True)),
+            excludes=options.get("excludes", ()),  # type: ignore[arg-type]
+        )
 
 
 def parse_ebnf(text: str, root: str = "root") -> List[Rule]:

@@ -17,7 +17,19 @@ from typing import Any, Dict, Iterable, List, Set, Tuple, Union
 from ..errors import GrammarError, SchemaError
 from .builtin import json_rules
 from .ebnf import MAX_REPEAT, parse_ebnf, quote_names
-from .ir import MAX_CODE_POINT, ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .ir import (
+    MAX_CODE_POINT,
+    ByteClass,
+    CharClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    TagDispatch,
+)
 from .json_schema import json_schema_rules
 from .printer import to_ebnf
 from .regex import parse_regex
@@ -81,8 +93,37 @@ def _check_expr(e: Expr, rule: str, refs: List[str]) -> None:
             if e.max is not None and e.min > e.max:
                 raise GrammarError(f"rule '{rule}': Repeat min {e.min} is larger than max {e.max}")
             stack.append(e.item)
+        elif isinstance(e, TagDispatch):
+            refs.extend(_check_dispatch(e, rule))
         else:
             raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
+
+
+#: The words of one TagDispatch may total this many bytes (the C core's limit).
+MAX_DISPATCH_BYTES = 1 << 14
+
+
+def _check_dispatch(e: TagDispatch, rule: str) -> List[str]:
+    """Check a TagDispatch's fields; return the rules its triggers open."""
+    where = f"rule '{rule}': TagDispatch"
+    for label in ("stop_eos", "loop_after_dispatch"):
+        if not isinstance(getattr(e, label), bool):
+            raise GrammarError(f"{where} {label} must be a bool")
+    if not isinstance(e.triggers, tuple) or not all(
+        isinstance(t, tuple) and len(t) == 2 and isinstance(t[1], str) for t in e.triggers
+    ):
+        raise GrammarError(f"{where} triggers must be a tuple of (bytes, rule name) pairs")
+    for label, words in (
+        ("triggers", [t[0] for t in e.triggers]),
+        ("stop_str", e.stop_str),
+        ("excludes", e.excludes),
+    ):
+        if not isinstance(words, (tuple, list)) or not all(isinstance(w, bytes) and w for w in words):
+            raise GrammarError(f"{where} {label} must be non-empty byte strings")
+    total = sum(len(w) for w in e.words())
+    if total > MAX_DISPATCH_BYTES:
+        raise GrammarError(f"{where} words have {total} bytes in all; the limit is {MAX_DISPATCH_BYTES}")
+    return [name for _, name in e.triggers]
 
 
 # Bodies already checked, by identity: front-ends reuse the same body objects across requests
@@ -131,6 +172,12 @@ def _productive(e: Expr, known: Dict[str, bool]) -> bool:
         return known[e.name]
     if isinstance(e, Repeat):
         return e.min == 0 or _productive(e.item, known)
+    if isinstance(e, TagDispatch):  # an over-approximation; the C core decides exactly
+        return (
+            e.stop_eos
+            or bool(e.stop_str)
+            or (not e.loop_after_dispatch and any(known[name] for _, name in e.triggers))
+        )
     raise TypeError(f"not a grammar expression: {e!r}")
 
 

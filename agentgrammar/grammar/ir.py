@@ -76,7 +76,36 @@ class Repeat:
     max: Optional[int]
 
 
-Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat]
+@dataclass(frozen=True)
+class TagDispatch:
+    """Free text watched for words, as xgrammar's ``TagDispatch``; the C core runs it as one
+    Aho–Corasick automaton.
+
+    The text is bytes in which the first occurrence of a word decides what follows: a trigger
+    ``(word, rule)`` continues with that rule, then free text again (``loop_after_dispatch``)
+    or the end; a ``stop_str`` ends the text right after it; an ``excludes`` word is never
+    allowed. With ``stop_eos`` the text may also end anywhere in free text. Words are
+    non-empty; where a trigger or stop and an exclude end at the same byte, the trigger or stop
+    counts.
+
+    Example:
+        >>> d = TagDispatch(triggers=((b"<call>", "call"),), excludes=(b"</think>",))
+        >>> d.words()
+        [b'<call>', b'</think>']
+    """
+
+    triggers: Tuple[Tuple[bytes, str], ...] = ()
+    stop_eos: bool = True
+    stop_str: Tuple[bytes, ...] = ()
+    loop_after_dispatch: bool = True
+    excludes: Tuple[bytes, ...] = ()
+
+    def words(self) -> List[bytes]:
+        """Every word the automaton watches: triggers, stop strings, then excludes."""
+        return [t for t, _ in self.triggers] + list(self.stop_str) + list(self.excludes)
+
+
+Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch]
 
 #: The empty string.
 EMPTY = Seq(())
@@ -147,6 +176,9 @@ def referenced_rules(e: Expr) -> List[str]:
             stack.extend(x.items)  # type: ignore[union-attr]
         elif type(x) is Repeat:
             stack.append(x.item)  # type: ignore[union-attr]
+        elif type(x) is TagDispatch:
+            for _, name in x.triggers:  # type: ignore[union-attr]
+                out[name] = None
     return list(out)
 
 

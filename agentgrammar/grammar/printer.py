@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence
 
 from ..errors import GrammarError
 from .ebnf import XGRAMMAR_MACROS
-from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
 
 __all__ = ["printable_names", "to_ebnf"]
 
@@ -177,7 +177,20 @@ class _Printer:
             else:
                 suffix = f"{{{lo},{hi}}}"
             return f"({item}{suffix})" if ctx == _ATOM else item + suffix
+        if isinstance(e, TagDispatch):
+            return self.tag_dispatch(e)
         raise TypeError(f"not a grammar expression: {e!r}")
+
+    def tag_dispatch(self, e: TagDispatch) -> str:
+        """xgrammar's macro syntax; ``stop_eos`` and ``stop_str`` only when not the default."""
+        args = [f"({_literal(word)}, {self.expr(RuleRef(rule), _ATOM)})" for word, rule in e.triggers]
+        if not e.stop_eos:
+            args.append("stop_eos=false")
+        if e.stop_str:
+            args.append(f"stop_str=({', '.join(_literal(w) for w in e.stop_str)})")
+        args.append(f"loop_after_dispatch={'true' if e.loop_after_dispatch else 'false'}")
+        args.append(f"excludes=({', '.join(_literal(w) for w in e.excludes)})")
+        return f"TagDispatch({', '.join(args)})"
 
 
 def to_ebnf(rules: Sequence[Rule], root: str) -> str:

@@ -15,6 +15,9 @@ Node kinds and payloads::
     4 CHOICE    n, child * n
     5 RULEREF   rule index
     6 REPEAT    child, min, max (-1 = unbounded)
+    7 DISPATCH  flags, n_words, (rule, len, byte * len) * n_words
+                flags: 1 loop after dispatch, 2 may end in free text (stop_eos);
+                rule: the rule a trigger opens, -1 a stop string, -2 an exclude
 
 Children always have a smaller node index than their parent (post-order), so the
 C loader can check the node graph is acyclic with one comparison per edge.
@@ -26,7 +29,7 @@ from __future__ import annotations
 from array import array
 from typing import Dict, List, Sequence, Tuple
 
-from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
+from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
 from .utf8 import class_to_sequences
 
 MAGIC = 0x52494741  # "AGIR"
@@ -38,6 +41,12 @@ KIND_SEQ = 3
 KIND_CHOICE = 4
 KIND_RULEREF = 5
 KIND_REPEAT = 6
+KIND_DISPATCH = 7
+
+DISPATCH_LOOP = 1
+DISPATCH_END_IN_TEXT = 2
+DISPATCH_STOP = -1
+DISPATCH_EXCLUDE = -2
 
 
 class _Writer:
@@ -81,7 +90,18 @@ class _Writer:
         if isinstance(e, Repeat):
             child = self.expr(e.item)
             return self.node((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
+        if isinstance(e, TagDispatch):
+            return self._dispatch(e)
         raise TypeError(f"not a grammar expression: {e!r}")
+
+    def _dispatch(self, e: TagDispatch) -> int:
+        flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)
+        words = [(w, self.rule_index[r]) for w, r in e.triggers]
+        words += [(w, DISPATCH_STOP) for w in e.stop_str] + [(w, DISPATCH_EXCLUDE) for w in e.excludes]
+        payload: List[int] = [KIND_DISPATCH, flags, len(words)]
+        for w, rule in words:
+            payload += [rule, len(w), *w]
+        return self.node(payload)
 
     def _char_class(self, e: CharClass) -> int:
         seqs = class_to_sequences(e.ranges, e.negated)

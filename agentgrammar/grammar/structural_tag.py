@@ -13,9 +13,10 @@ texts here (``tests/grammar/test_structural_tag.py`` checks both engines side by
 * ``any_text`` elsewhere: any text without the excludes. ``json_schema``: the JSON Schema
   grammar with flexible whitespace and no additional properties (``strict=True``).
 
-Free text is any bytes, as in xgrammar; with triggers it is a byte automaton (``char_dfa``): the text up to and including
-the first trigger is one automaton per trigger, so every token is checked exactly, including
-tokens that run across the start of a trigger.
+Free text is any bytes, as in xgrammar. Each piece of free text (with its triggers, end strings
+and excludes) is one ``TagDispatch`` rule, which the C core runs as an Aho–Corasick automaton:
+every token is checked exactly, including tokens that run across the start of a trigger, and
+tokens that cannot complete any word are accepted without being simulated.
 
 Example:
     >>> rules, root = structural_tag_rules({"type": "structural_tag",
@@ -35,11 +36,9 @@ from pydantic import BaseModel, ValidationError
 
 from .. import structural_tag as st
 from ..errors import GrammarError, StructuralTagError
-from .char_dfa import BYTES, CharDFA
 from .ebnf import parse_ebnf
 from .ir import (
     EMPTY,
-    ByteClass,
     Choice,
     Expr,
     Literal,
@@ -47,6 +46,7 @@ from .ir import (
     Rule,
     RuleRef,
     Seq,
+    TagDispatch,
     choice,
     fresh_name,
     referenced_rules,
@@ -155,10 +155,11 @@ class _Builder:
         self.taken.update(name for name, _ in helpers)
         return RuleRef(root)
 
-    def text(self, dfa: CharDFA, base: str) -> Optional[Expr]:
-        """The byte strings of ``dfa`` (free text is bytes, as in xgrammar: a token may end
-        inside a multi-byte character)."""
-        return dfa.to_ir(lambda ranges: ByteClass(tuple(ranges)), self.rules, self.fresh, base)
+    def dispatch(self, base: str, d: TagDispatch) -> RuleRef:
+        """Free text as a rule of its own, so that the C core's mask cache recognises it and
+        accepts the tokens that cannot complete a word without simulating them. Free text is
+        bytes, as in xgrammar: a token may end inside a multi-byte character."""
+        return self.rule(base, d)
 
     # ---- formats ----------------------------------------------------------------------------
 
@@ -186,7 +187,7 @@ class _Builder:
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
         _check_any_text(f, path)
-        return self.text(_free_text(tuple(f.excludes)), "any_text")
+        return self.dispatch("any_text", TagDispatch(excludes=_words(f.excludes)))
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
         try:
@@ -238,8 +239,13 @@ class _Builder:
         begin = Literal(f.begin[len(opened) :].encode("utf-8"))
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
             _check_any_text(f.content, path + ".content")
-            body = self.text(_until_first((*ends, *f.content.excludes), tuple(ends)), "tag_text")
-            return None if body is None else seq([begin, body])
+            text = TagDispatch(
+                stop_eos=False,
+                stop_str=_words(ends),
+                loop_after_dispatch=False,
+                excludes=_words(f.content.excludes),
+            )
+            return seq([begin, self.dispatch("tag_text", text)])
         content = self.convert(f.content, path + ".content")
         if content is None:
             return None
@@ -250,28 +256,21 @@ class _Builder:
     def free_text_loop(
         self,
         triggers: Sequence[str],
-        rests: Dict[str, Optional[Expr]],
+        rests: Dict[str, Optional[RuleRef]],
         excludes: Sequence[str],
         *,
         loop: bool,
     ) -> Optional[Expr]:
-        """Free text, where each trigger's first occurrence continues with ``rests[trigger]``;
-        then free text again (``loop``) or the end."""
-        free = self.text(_free_text((*triggers, *excludes)), "free_text")
-        name = self.fresh("dispatch") if loop else ""
-        alts: List[Optional[Expr]] = [free]
-        for t in triggers:
-            rest = rests.get(t)
-            if rest is None:
-                continue
-            upto = self.text(_until_first((*triggers, *excludes), (t,)), "until_trigger")
-            if upto is not None:
-                alts.append(seq([upto, rest, RuleRef(name)]) if loop else seq([upto, rest]))
-        body = choice(alts)
-        if not loop:
-            return body
-        self.rules[name] = body if body is not None else EMPTY
-        return RuleRef(name)
+        """Free text, where each trigger's first occurrence continues with ``rests[trigger]``
+        (a rule; a trigger whose rest accepts nothing is excluded); then free text again
+        (``loop``) or the end."""
+        opens = [(t, rests[t]) for t in dict.fromkeys(triggers)]
+        text = TagDispatch(
+            triggers=tuple((t.encode("utf-8"), r.name) for t, r in opens if r is not None),
+            loop_after_dispatch=loop,
+            excludes=_words([*(t for t, r in opens if r is None), *excludes]),
+        )
+        return self.dispatch("dispatch", text)
 
     def trigger_groups(
         self, triggers: Sequence[str], tags: Sequence[st.Tag], path: str
@@ -317,8 +316,8 @@ class _Builder:
 
     def rests(
         self, f: st.TriggeredTags, groups: Dict[str, List[int]], path: str
-    ) -> Dict[str, Optional[Expr]]:
-        out: Dict[str, Optional[Expr]] = {}
+    ) -> Dict[str, Optional[RuleRef]]:
+        out: Dict[str, Optional[RuleRef]] = {}
         for t, idx in groups.items():
             alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
             body = choice(alts)
@@ -343,7 +342,7 @@ class _Builder:
             raise StructuralTagError(
                 "dispatch needs distinct, non-empty trigger strings", path=path + ".rules"
             )
-        rests: Dict[str, Optional[Expr]] = {}
+        rests: Dict[str, Optional[RuleRef]] = {}
         for i, (t, fmt) in enumerate(f.rules):
             inner = self.convert(fmt, f"{path}.rules[{i}][1]")
             rests[t] = None if inner is None else self.rule("dispatch_rule", inner)
@@ -392,16 +391,10 @@ def _piece(kind: str, key: Any) -> Piece:
     return names[root], own, shared
 
 
-@lru_cache(maxsize=256)
-def _free_text(excluded: Tuple[str, ...]) -> CharDFA:
-    """Bytes in which none of ``excluded`` occurs."""
-    return CharDFA.containing(excluded, BYTES).complement()
-
-
-@lru_cache(maxsize=256)
-def _until_first(words: Tuple[str, ...], ends: Tuple[str, ...]) -> CharDFA:
-    """Bytes up to and including the first of ``words``, which must be one of ``ends``."""
-    return CharDFA.until_first(words, ends, BYTES)
+def _words(texts: Sequence[str]) -> Tuple[bytes, ...]:
+    """UTF-8 words for a TagDispatch, each once; an empty exclude can never occur as a word and
+    is dropped."""
+    return tuple(dict.fromkeys(t.encode("utf-8") for t in texts if t))
 
 
 def _rename(e: Expr, names: Dict[str, str]) -> Expr:
@@ -413,6 +406,9 @@ def _rename(e: Expr, names: Dict[str, str]) -> Expr:
         return Choice(tuple(_rename(x, names) for x in e.items))
     if type(e) is Repeat:
         return Repeat(_rename(e.item, names), e.min, e.max)
+    if type(e) is TagDispatch:
+        triggers = tuple((w, names[r]) for w, r in e.triggers)  # type: ignore[union-attr]
+        return TagDispatch(triggers, e.stop_eos, e.stop_str, e.loop_after_dispatch, e.excludes)  # type: ignore[union-attr]
     return e
 
 

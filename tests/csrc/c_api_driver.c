@@ -28,6 +28,16 @@ static const int32_t GRAMMAR[] = {
     4, 2, 0, 2,              /* node 3: CHOICE node0 | node2 */
 };
 
+/* root ::= TagDispatch(("ab", one), excludes=("x")), one ::= "1" */
+static const int32_t DISPATCH_GRAMMAR[] = {
+    0x52494741, 1, /* magic, version */
+    2, 0, 2, 13,   /* n_rules, root, n_nodes, n_data */
+    0, 1,          /* bodies */
+    0, 10,         /* node offsets */
+    7, 3, 2, 1, 2, 'a', 'b', -2, 1, 'x', /* node 0: DISPATCH loop|end, "ab" -> rule 1, exclude "x" */
+    1, 1, '1',                           /* node 1: LITERAL "1" */
+};
+
 /* tokens: "a" "b" "ab" "1" "12" "x" "" (special) "</s>" (stop) */
 static const char *TOKENS[] = {"a", "b", "ab", "1", "12", "x", "", "</s>"};
 static const uint8_t KINDS[] = {0, 0, 0, 0, 0, 0, 1, 2};
@@ -107,21 +117,43 @@ static void test_matching_loose(ag_compiled *c) {
   ag_matcher_free(m);
 }
 
-static void test_bad_inputs(ag_vocab *v) {
+static void test_dispatch(ag_vocab *v) {
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  CHECK(ag_grammar_load(DISPATCH_GRAMMAR, sizeof DISPATCH_GRAMMAR / sizeof DISPATCH_GRAMMAR[0], &g,
+                        &err) == AG_OK);
+  CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  /* free text: everything but the exclude "x"; the stop token too */
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4) | (1u << 7)));
+  CHECK(ag_matcher_accept_token(m, 2, &ok, &err) == AG_OK && ok == 1); /* "ab" triggers */
+  CHECK(mask_of(m) == ((1u << 3) | (1u << 4)));                        /* "1", "12" */
+  CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1); /* "1" then free "2" */
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+}
+
+/* Every truncation and every single-word corruption must be rejected or loaded cleanly. */
+static void test_corruptions(ag_vocab *v, const int32_t *gram, size_t n_words) {
   ag_grammar *g = NULL;
   ag_error err;
-  int32_t broken[sizeof GRAMMAR / sizeof GRAMMAR[0]];
-  /* Every truncation and every single-word corruption must be rejected or loaded cleanly. */
-  for (size_t n = 0; n < sizeof GRAMMAR / sizeof GRAMMAR[0]; n++) {
-    CHECK(ag_grammar_load(GRAMMAR, n, &g, &err) != AG_OK);
+  int32_t broken[64];
+  if (n_words > sizeof broken / sizeof broken[0]) return;
+  for (size_t n = 0; n < n_words; n++) {
+    CHECK(ag_grammar_load(gram, n, &g, &err) != AG_OK);
     CHECK(g == NULL);
   }
-  for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
-    const int32_t values[] = {-1, 0, 7, 1000000, INT32_MIN, INT32_MAX};
+  for (size_t i = 0; i < n_words; i++) {
+    const int32_t values[] = {-3, -2, -1, 0, 1, 7, 1000000, INT32_MIN, INT32_MAX};
     for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
-      memcpy(broken, GRAMMAR, sizeof broken);
+      memcpy(broken, gram, n_words * sizeof *gram);
       broken[i] = values[k];
-      if (ag_grammar_load(broken, sizeof broken / sizeof broken[0], &g, &err) == AG_OK) {
+      if (ag_grammar_load(broken, n_words, &g, &err) == AG_OK) {
         ag_compiled *c = NULL;
         CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
         ag_grammar_free(g);
@@ -131,6 +163,12 @@ static void test_bad_inputs(ag_vocab *v) {
       g = NULL;
     }
   }
+}
+
+static void test_bad_inputs(ag_vocab *v) {
+  ag_error err;
+  test_corruptions(v, GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0]);
+  test_corruptions(v, DISPATCH_GRAMMAR, sizeof DISPATCH_GRAMMAR / sizeof DISPATCH_GRAMMAR[0]);
   uint32_t offsets[2] = {0, 1};
   uint8_t kinds[1] = {9};
   ag_vocab *bad = NULL;
@@ -152,6 +190,7 @@ int main(void) {
   ag_grammar_free(g); /* the compiled grammar keeps its own reference */
   test_matching(c);
   test_bad_inputs(v);
+  test_dispatch(v);
   ag_compiled_free(c);
   ag_vocab_free(v);
   if (failures) fprintf(stderr, "%d checks failed\n", failures);

@@ -18,7 +18,9 @@ from agentgrammar.grammar.ir import (
     Rule,
     RuleRef,
     Seq,
+    TagDispatch,
 )
+from agentgrammar.grammar.printer import to_ebnf
 from tests.grammar._grammar_ir_matcher import IRMatcher
 
 L = Literal
@@ -240,7 +242,22 @@ def test_error_caret_keeps_tabs():
         ('root ::= "a" (= "b") (= "c")', "only one lookahead", 1, 22),
         ('root ::= ("a" (= "b"))', "may only follow a whole rule body", 1, 15),
         ('root ::= "a"\n(= "b"', "expected ')' to close the '(='", 2, 7),
-        ('root ::= TagDispatch(("<a>", a))\na ::= "x"', "macro TagDispatch(...) is not supported yet", 1, 10),
+        (
+            'root ::= TagDispatch(("<a>", a), colour=true)\na ::= "x"',
+            "unknown TagDispatch argument 'colour'",
+            1,
+            34,
+        ),
+        ('root ::= TagDispatch(("", a))\na ::= "x"', "a TagDispatch trigger must not be empty", 1, 23),
+        ('root ::= TagDispatch(("<a>", b))\na ::= "x"', "rule 'b' is not defined", 1, 30),
+        ('root ::= TagDispatch(("<a>", a), excludes=("x"), excludes=())\na ::= "x"', "given twice", 1, 50),
+        (
+            'root ::= TagDispatch(("<a>", a), loop_after_dispatch=yes)\na ::= "x"',
+            "must be true or false",
+            1,
+            54,
+        ),
+        ('root ::= TagDispatch(("<a>" a))\na ::= "x"', "expected ',' after the trigger", 1, 29),
         ('root ::= Regex("a+")', "macro Regex(...) is not supported yet", 1, 10),
         (
             'root[max_tokens=10] ::= "a"',
@@ -388,3 +405,29 @@ def test_parses_xgrammar_printed_json_grammar():
         "[1,]",
     ]:
         assert ours.matches(s) == _is_grammar_accept_string(theirs, s), s
+
+
+def test_tag_dispatch_macro_parses_and_prints_back():
+    text = (
+        'root ::= TagDispatch(("<a>", a), ("<b>", b), stop_eos=false, stop_str=("END"), '
+        'loop_after_dispatch=false, excludes=("</x>", "\\n\\n"))\na ::= "1"\nb ::= "2"'
+    )
+    rules = parse_ebnf(text)
+    body = rules[0].body
+    assert body == TagDispatch(
+        triggers=((b"<a>", "a"), (b"<b>", "b")),
+        stop_eos=False,
+        stop_str=(b"END",),
+        loop_after_dispatch=False,
+        excludes=(b"</x>", b"\n\n"),
+    )
+    printed = to_ebnf(rules, "root")
+    assert parse_ebnf(printed) == rules
+
+
+def test_tag_dispatch_defaults_match_xgrammar():
+    (rule, _) = parse_ebnf('root ::= TagDispatch(("<a>", a))\na ::= "1"')
+    assert rule.body == TagDispatch(triggers=((b"<a>", "a"),))
+    assert to_ebnf([rule, _], "root").splitlines()[0] == (
+        'root ::= TagDispatch(("<a>", a), loop_after_dispatch=true, excludes=())'
+    )
