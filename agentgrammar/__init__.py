@@ -9,6 +9,7 @@ Example:
 """
 
 from . import formats, structural_tag
+from .agent import Agent, AgentRun
 from .engine import (
     CompiledGrammar,
     Compiler,
@@ -35,9 +36,11 @@ from .registry import Tool, ToolCall, ToolRegistry
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AgentFormat",
     "AgentGrammarError",
     "AgentOutput",
+    "AgentRun",
     "BitmaskError",
     "CompiledGrammar",
     "Compiler",
