@@ -136,7 +136,8 @@ class Agent:
         format: an ``AgentFormat`` or a preset name (``"tags"``, ``"hermes"``, ``"qwen3"``, ...).
         compiler: a ``Compiler`` to reuse (its vocabulary is used); default one made here.
         vocabulary: the ``Vocabulary`` to compile for; default
-            ``Vocabulary.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)``.
+            ``Vocabulary.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)`` with the
+            format's markers let in as text (``Vocabulary.with_text_tokens``).
         system_prompt: a system message put first when the conversation has none.
 
     The vocabulary is built once per agent and one compiler serves every turn, so the grammar
@@ -173,7 +174,11 @@ class Agent:
             vocabulary = compiler.vocabulary
         elif vocabulary is None:
             vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
-            vocabulary = Vocabulary.from_huggingface(tokenizer, vocab_size=vocab_size)
+            # The format's markers that are special tokens (<|python_tag|>, ...) become
+            # ordinary tokens, so the grammar can emit each as that single token.
+            vocabulary = Vocabulary.from_huggingface(tokenizer, vocab_size=vocab_size).with_text_tokens(
+                self.format.markers()
+            )
         self.vocabulary: Vocabulary = vocabulary
         self.compiler: Compiler = compiler if compiler is not None else Compiler(vocabulary)
         self._stop_ids: Tuple[int, ...] = tuple(vocabulary.stop_token_ids)

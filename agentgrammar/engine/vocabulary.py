@@ -314,6 +314,26 @@ class Vocabulary:
         """One byte per token: 0 normal, 1 special, 2 stop."""
         return self._kinds
 
+    def with_text_tokens(self, texts: Iterable[Union[str, bytes]]) -> "Vocabulary":
+        """A copy in which the special tokens whose text is one of ``texts`` are ordinary tokens,
+        so that a grammar writing that text can emit them as those single tokens: a model
+        family's markers such as Llama's ``<|python_tag|>`` (``AgentFormat.markers()``). Stop
+        tokens stay stop tokens; ``self`` is returned when nothing changes.
+
+        Example:
+            >>> v = Vocabulary(["a", "<|tag|>", "</s>"], stop_token_ids=[2], special_token_ids=[1])
+            >>> v.special_token_ids, v.with_text_tokens(["<|tag|>"]).special_token_ids
+            ((1,), ())
+        """
+        wanted = {t.encode("utf-8") if isinstance(t, str) else bytes(t) for t in texts}
+        wanted.discard(b"")
+        keep = [i for i in self._special if self._token_bytes[i] not in wanted]
+        if len(keep) == len(self._special):
+            return self
+        out = Vocabulary.__new__(Vocabulary)
+        out._init(self._vocab_type, list(self._token_bytes), self._vocab_size, self._stop, keep)
+        return out
+
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
         """The bytes of a sequence of token ids (special and stop tokens dropped if asked).
 

@@ -13,9 +13,9 @@
 
 Markers that are special tokens in the family's own vocabulary (``<|python_tag|>``, the Harmony
 markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]`` in its v3 tokenizers) are
-plain strings here: the engine never lets a special token into text, so with such a vocabulary
-the grammar cannot make the model emit them (``Grammar.accepts``, ``render`` and ``parse`` work
-on the text all the same).
+matched as those tokens once the vocabulary lets them into text:
+``vocab.with_text_tokens(fmt.markers())`` (``agentgrammar.Agent`` does this). Other special
+tokens stay out of every grammar.
 
 Example:
     >>> from agentgrammar.formats import get, names

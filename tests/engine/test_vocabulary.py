@@ -9,6 +9,7 @@ from array import array
 
 import pytest
 
+from agentgrammar import Compiler, Grammar, Matcher
 from agentgrammar.engine.vocabulary import TOKEN_NORMAL, TOKEN_SPECIAL, TOKEN_STOP, Vocabulary
 from agentgrammar.errors import TokenIdError, VocabularyError
 from tests.hf_tokenizers import (
@@ -322,3 +323,14 @@ def test_constructor_errors(kwargs, message):
 
 def test_single_int_stop_token_id():
     assert Vocabulary(["a", "b"], stop_token_ids=1).stop_token_ids == (1,)
+
+
+def test_with_text_tokens_lets_only_named_special_tokens_in():
+    v = Vocabulary(["a", "<|tag|>", "<|other|>", "", "</s>"], stop_token_ids=[4], special_token_ids=[1, 2])
+    marked = v.with_text_tokens(["<|tag|>", b"</s>", ""])
+    assert marked.special_token_ids == (2, 3)  # <|other|> and the empty token stay special
+    assert marked.stop_token_ids == (4,)
+    assert marked.token_bytes == v.token_bytes
+    assert v.with_text_tokens(["nothing"]) is v
+    m = Matcher(Compiler(marked).compile(Grammar.from_ebnf('root ::= "<|tag|>" "a"')))
+    assert m.allowed_token_ids() == [1]
