@@ -1,15 +1,19 @@
 /* ag_compiled.c - a grammar bound to a vocabulary: what matchers run on, with the
- * per-state token-mask cache that every matcher of the grammar shares. */
+ * per-state token-mask cache that every matcher of the grammar shares (and, for
+ * a linked grammar, the compiled parts whose caches serve the part states). */
 #include "ag_mask_cache.h"
 
-ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **out, ag_error *err) {
+static ag_status ag_compiled_make(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **out,
+                                  ag_error *err) {
   *out = NULL;
-  if (!grammar || !vocab) return ag_fail(err, AG_ERR_INVALID, -1, "null grammar or vocabulary");
   ag_compiled *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   atomic_init(&c->refs, 1);
   ag_status st = ag_mask_cache_new(grammar, &c->cache, err);
+  if (!st && grammar->n_parts && !(c->parts = calloc((size_t)grammar->n_parts, sizeof *c->parts)))
+    st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   if (st) {
+    ag_mask_cache_free(c->cache);
     free(c);
     return st;
   }
@@ -21,14 +25,65 @@ ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **ou
   return AG_OK;
 }
 
+ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **out, ag_error *err) {
+  if (out) *out = NULL;
+  if (!grammar || !vocab || !out)
+    return ag_fail(err, AG_ERR_INVALID, -1, "null grammar, vocabulary or out");
+  if (grammar->n_parts)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "the grammar links %d parts: compile it with ag_compiled_new_linked",
+                   grammar->n_parts);
+  return ag_compiled_make(grammar, vocab, out, err);
+}
+
+ag_status ag_compiled_new_linked(ag_grammar *grammar, ag_vocab *vocab, ag_compiled *const *parts,
+                                 int32_t n_parts, ag_compiled **out, ag_error *err) {
+  if (out) *out = NULL;
+  if (!grammar || !vocab || !out || (n_parts > 0 && !parts))
+    return ag_fail(err, AG_ERR_INVALID, -1, "null grammar, vocabulary, parts or out");
+  if (n_parts != grammar->n_parts)
+    return ag_fail(err, AG_ERR_INVALID, -1, "the grammar links %d parts, %d were given",
+                   grammar->n_parts, n_parts);
+  for (int32_t k = 0; k < n_parts; k++)
+    if (!parts[k] || parts[k]->grammar != grammar->parts[k] || parts[k]->vocab != vocab)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "compiled part %d is not the grammar's part %d compiled for this vocabulary",
+                     k, k);
+  ag_status st = ag_compiled_make(grammar, vocab, out, err);
+  if (st) return st;
+  for (int32_t k = 0; k < n_parts; k++) {
+    ag_compiled_retain(parts[k]);
+    (*out)->parts[k] = parts[k];
+  }
+  return AG_OK;
+}
+
 void ag_compiled_retain(ag_compiled *c) { atomic_fetch_add(&c->refs, 1); }
 
 void ag_compiled_free(ag_compiled *c) {
   if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+  if (c->parts)
+    for (int32_t k = 0; k < c->grammar->n_parts; k++) ag_compiled_free(c->parts[k]);
+  free(c->parts);
   ag_mask_cache_free(c->cache);
   ag_grammar_free(c->grammar);
   ag_vocab_free(c->vocab);
   free(c);
+}
+
+ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, const ag_state_masks **out,
+                                  ag_error *err) {
+  const ag_grammar *g = c->grammar;
+  if (g->n_parts && state < g->part_state_begin[g->n_parts]) {
+    int32_t lo = 0, hi = g->n_parts - 1; /* the last part beginning at or before state */
+    while (lo < hi) {
+      int32_t mid = lo + (hi - lo + 1) / 2;
+      if (g->part_state_begin[mid] <= state) lo = mid;
+      else hi = mid - 1;
+    }
+    return ag_compiled_state_masks(c->parts[lo], state - g->part_state_begin[lo], out, err);
+  }
+  return ag_mask_cache_get(c->cache, g, c->vocab, state, out, err);
 }
 
 size_t ag_compiled_memory_bytes(const ag_compiled *c) {

@@ -32,6 +32,7 @@ enum {
  */
 typedef struct ag_ir {
   int32_t n_rules;
+  int32_t n_external; /* rule references n_rules .. n_rules + n_external - 1 name a linked part's rules */
   int32_t root;
   int32_t n_nodes;
   int32_t n_data;
@@ -44,8 +45,10 @@ static inline const int32_t *ag_ir_node(const ag_ir *ir, int32_t node) {
   return ir->data + ir->offset[node];
 }
 
-/* Checks the whole buffer; AG_ERR_INVALID (or AG_ERR_LIMIT) with a precise message. */
-ag_status ag_ir_parse(const int32_t *words, size_t n_words, ag_ir *ir, ag_error *err);
+/* Checks the whole buffer; AG_ERR_INVALID (or AG_ERR_LIMIT) with a precise message.
+ * n_external rule ids past the buffer's own rules may be referenced (0 for a plain load). */
+ag_status ag_ir_parse(const int32_t *words, size_t n_words, int32_t n_external, ag_ir *ir,
+                      ag_error *err);
 
 /*
  * Builds one deterministic automaton per rule (equivalent states merged)
@@ -56,5 +59,12 @@ ag_status ag_ir_parse(const int32_t *words, size_t n_words, ag_ir *ir, ag_error 
  * g's arrays are untouched; the caller frees g.
  */
 ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err);
+
+/* ag_grammar.c: the whole-grammar steps after the automata are built. */
+ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err);
+/* Keeps the words of own rule r's dispatch body at rule id first_rule + r. */
+ag_status ag_grammar_keep_dispatches(ag_grammar *g, const ag_ir *ir, int32_t first_rule,
+                                     ag_error *err);
+void ag_grammar_destroy(ag_grammar *g);
 
 #endif /* AG_FSM_H */

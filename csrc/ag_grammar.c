@@ -181,7 +181,7 @@ static ag_status ag_trim(ag_grammar *g, const bool *live, const bool *productive
  * run on the untrimmed automata: trimming only removes edges that no
  * completing path uses, so it cannot change either result.
  */
-static ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err) {
+ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err) {
   ag_rev rev;
   ag_status st = ag_rev_build(g, &rev, err);
   if (st) return st;
@@ -208,22 +208,27 @@ static ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err) {
 }
 
 /* Keeps the words of every rule whose body is a dispatch node (see rule_dispatch). */
-static ag_status ag_grammar_keep_dispatches(ag_grammar *g, const ag_ir *ir, ag_error *err) {
+ag_status ag_grammar_keep_dispatches(ag_grammar *g, const ag_ir *ir, int32_t first_rule,
+                                     ag_error *err) {
   for (int32_t r = 0; r < ir->n_rules; r++) {
     const int32_t *body = ag_ir_node(ir, ir->body[r]);
     if (body[0] != AG_NODE_DISPATCH) continue;
-    if (!g->rule_dispatch && !(g->rule_dispatch = calloc((size_t)ir->n_rules, sizeof *g->rule_dispatch)))
+    if (!g->rule_dispatch && !(g->rule_dispatch = calloc((size_t)g->n_rules, sizeof *g->rule_dispatch)))
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
-    ag_status st = ag_dispatch_from_ir(body, &g->rule_dispatch[r], err);
+    ag_status st = ag_dispatch_from_ir(body, &g->rule_dispatch[first_rule + r], err);
     if (st) return st;
   }
   return AG_OK;
 }
 
-static void ag_grammar_destroy(ag_grammar *g) {
+void ag_grammar_destroy(ag_grammar *g) {
   if (g->rule_dispatch)
     for (int32_t r = 0; r < g->n_rules; r++) ag_dispatch_free(g->rule_dispatch[r]);
   free(g->rule_dispatch);
+  for (int32_t k = 0; k < g->n_parts; k++) ag_grammar_free(g->parts[k]);
+  free(g->parts);
+  free(g->part_rule_begin);
+  free(g->part_state_begin);
   free(g->rule_start);
   free(g->rule_nullable);
   free(g->states);
@@ -237,7 +242,7 @@ ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out
   if (!out) return ag_fail(err, AG_ERR_INVALID, -1, "ag_grammar_load: out is NULL");
   *out = NULL;
   ag_ir ir;
-  ag_status st = ag_ir_parse(words, n_words, &ir, err);
+  ag_status st = ag_ir_parse(words, n_words, 0, &ir, err);
   if (st) return st;
   ag_grammar *g = calloc(1, sizeof *g);
   if (!g) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
@@ -250,7 +255,7 @@ ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
   if (!st) st = ag_fsm_build(&ir, g, err);
   if (!st) st = ag_grammar_analyze(g, err);
-  if (!st) st = ag_grammar_keep_dispatches(g, &ir, err);
+  if (!st) st = ag_grammar_keep_dispatches(g, &ir, 0, err);
   if (st) {
     ag_grammar_destroy(g);
     return st;

@@ -88,6 +88,14 @@ struct ag_grammar {
    * for the mask cache's free-text fast path; NULL for other rules. The array
    * itself is NULL when no rule is a dispatch. */
   struct ag_dispatch **rule_dispatch;
+  /* A linked grammar (ag_grammar_link) begins with copies of its parts' rules
+   * and states, in order and unchanged: part k's rules start at id
+   * part_rule_begin[k] and its states at part_state_begin[k]; the grammar's own
+   * follow. Masks of part states come from the part's compiled grammar. */
+  int32_t n_parts;
+  ag_grammar **parts;         /* [n_parts], retained */
+  int32_t *part_rule_begin;   /* [n_parts + 1] */
+  int32_t *part_state_begin;  /* [n_parts + 1] */
 };
 
 void ag_grammar_retain(ag_grammar *g);
@@ -124,6 +132,8 @@ struct ag_compiled {
   ag_grammar *grammar;
   ag_vocab *vocab;
   struct ag_mask_cache *cache; /* per-state token classes, filled on first use */
+  ag_compiled **parts;         /* [grammar->n_parts] compiled parts, retained: their caches serve
+                                * the part states, so every grammar linking a part shares them */
 };
 
 void ag_compiled_retain(ag_compiled *c);

@@ -142,11 +142,11 @@ static ag_status ag_ir_check_ruleref(const ag_ir *ir, int32_t i, const int32_t *
                                      ag_error *err) {
   ag_status st = ag_ir_check_fits(ir, i, 1, err);
   if (st) return st;
-  if (p[1] < 0 || p[1] >= ir->n_rules)
+  if (p[1] < 0 || (int64_t)p[1] >= (int64_t)ir->n_rules + ir->n_external)
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "node %" PRId32 " (RULEREF): rule %" PRId32 " out of range (grammar has %" PRId32
                    " rules)",
-                   i, p[1], ir->n_rules);
+                   i, p[1], ir->n_rules + ir->n_external);
   return AG_OK;
 }
 
@@ -170,7 +170,7 @@ static ag_status ag_ir_check_word(const ag_ir *ir, int32_t i, int32_t k, const i
   if (avail < 2)
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "node %" PRId32 " (DISPATCH): word %" PRId32 " runs past the end of data", i, k);
-  if (p[0] < AG_DISPATCH_EXCLUDE || p[0] >= ir->n_rules)
+  if (p[0] < AG_DISPATCH_EXCLUDE || (int64_t)p[0] >= (int64_t)ir->n_rules + ir->n_external)
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "node %" PRId32 " (DISPATCH): word %" PRId32 " names rule %" PRId32
                    " (grammar has %" PRId32 " rules)",
@@ -234,12 +234,17 @@ static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
   }
 }
 
-ag_status ag_ir_parse(const int32_t *words, size_t n_words, ag_ir *ir, ag_error *err) {
+ag_status ag_ir_parse(const int32_t *words, size_t n_words, int32_t n_external, ag_ir *ir,
+                      ag_error *err) {
   memset(ir, 0, sizeof *ir);
   if (!words && n_words)
     return ag_fail(err, AG_ERR_INVALID, -1, "grammar buffer is NULL");
   ag_status st = ag_ir_check_header(words, n_words, ir, err);
   if (st) return st;
+  if (n_external < 0 || (int64_t)ir->n_rules + n_external > AG_MAX_RULES)
+    return ag_fail(err, AG_ERR_LIMIT, -1, "grammar has %" PRId64 " rules with its parts, the limit is %d",
+                   (int64_t)ir->n_rules + n_external, AG_MAX_RULES);
+  ir->n_external = n_external;
   for (int32_t r = 0; r < ir->n_rules; r++)
     if (ir->body[r] < 0 || ir->body[r] >= ir->n_nodes)
       return ag_fail(err, AG_ERR_INVALID, r,

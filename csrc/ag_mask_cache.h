@@ -39,4 +39,9 @@ ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_
                             int32_t state, const ag_state_masks **out, ag_error *err);
 size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
 
+/* The classes of a compiled grammar's state: from the part that owns the state
+ * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */
+ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, const ag_state_masks **out,
+                                  ag_error *err);
+
 #endif /* AG_MASK_CACHE_H */

@@ -291,7 +291,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
     if (m->state_stamp[s] == m->stamp || g->states[s].byte_begin == g->states[s].byte_end) continue;
     m->state_stamp[s] = m->stamp;
     const ag_state_masks *e;
-    ag_status st = ag_mask_cache_get(m->compiled->cache, g, m->compiled->vocab, s, &e, err);
+    ag_status st = ag_compiled_state_masks(m->compiled, s, &e, err);
     if (st) return st;
     for (size_t w = 0; w < words; w++) mask[w] |= e->accepted[w];
     for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];

@@ -73,6 +73,15 @@ typedef struct ag_grammar ag_grammar;
  * Every index and byte in the buffer is checked.
  */
 ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out, ag_error *err);
+/*
+ * Loads a grammar whose rules may reference the rules of already loaded
+ * grammars (its "parts"), whose automata are then copied, not rebuilt. In the
+ * buffer, rule references n_rules .. n_rules + P - 1 (P: the parts' rules
+ * together) name part rules in order: part 0's rules first. Parts are retained.
+ * Compile the result with ag_compiled_new_linked.
+ */
+ag_status ag_grammar_link(const int32_t *words, size_t n_words, ag_grammar *const *parts,
+                          int32_t n_parts, ag_grammar **out, ag_error *err);
 void ag_grammar_free(ag_grammar *grammar);
 int32_t ag_grammar_num_rules(const ag_grammar *grammar);
 int32_t ag_grammar_num_states(const ag_grammar *grammar);
@@ -83,6 +92,13 @@ typedef struct ag_compiled ag_compiled;
 
 /* Binds a grammar to a vocabulary. Both are retained (reference counted). */
 ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **out, ag_error *err);
+/*
+ * Binds a linked grammar to a vocabulary. parts[k] must be grammar part k
+ * compiled for the same vocabulary: its token-mask cache serves part k's states,
+ * so grammars linking the same part share those masks.
+ */
+ag_status ag_compiled_new_linked(ag_grammar *grammar, ag_vocab *vocab, ag_compiled *const *parts,
+                                 int32_t n_parts, ag_compiled **out, ag_error *err);
 void ag_compiled_free(ag_compiled *compiled);
 /* Approximate bytes held by the compiled grammar (automata, vocabulary index). */
 size_t ag_compiled_memory_bytes(const ag_compiled *compiled);

@@ -14,7 +14,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, Sequence, Union
 
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
@@ -27,6 +27,9 @@ __all__ = ["CompiledGrammar", "Compiler"]
 DEFAULT_CACHE_LIMIT_BYTES = 512 * 1024 * 1024
 #: How many recently compiled grammars a Compiler hands back again for the same grammar.
 RECENT_GRAMMARS = 64
+#: How many embedded grammars (``ir.Embed``: tool argument grammars, ...) a Compiler keeps
+#: compiled as parts, their token-mask caches shared by every grammar that links them.
+PART_GRAMMARS = 4096
 
 
 def _new_vocab_handle(vocab: Vocabulary) -> Any:
@@ -47,23 +50,45 @@ def _new_vocab_handle(vocab: Vocabulary) -> Any:
     return ffi.gc(out[0], lib.ag_vocab_free)
 
 
-def _load_grammar(grammar: Grammar) -> Any:
+def _load_grammar(grammar: Grammar, parts: Sequence["CompiledGrammar"]) -> Any:
+    """Load ``grammar``; with ``parts`` (its embedded grammars, compiled), link them."""
     words = grammar.to_bytes()
     out = ffi.new("ag_grammar **")
     err = new_error()
-    status = lib.ag_grammar_load(ffi.from_buffer("int32_t[]", words), len(words) // 4, out, err)
+    buffer = ffi.from_buffer("int32_t[]", words)
+    if parts:
+        handles = ffi.new("ag_grammar *[]", [p._grammar_handle for p in parts])
+        status = lib.ag_grammar_link(buffer, len(words) // 4, handles, len(parts), out, err)
+    else:
+        status = lib.ag_grammar_load(buffer, len(words) // 4, out, err)
     if status != lib.AG_OK:
-        raise_error(status, err, GrammarError, rule_name=lambda i: grammar.normalized_rules[i].name)
+        own = grammar.normalized_rules
+        n_part_rules = sum(p.grammar._linked_rules() for p in parts)
+
+        def rule_name(i: int) -> str:  # own numbering while building, linked numbering after
+            j = i if i < len(own) else i - n_part_rules
+            return own[j].name if 0 <= j < len(own) else f"#{i}"
+
+        raise_error(status, err, GrammarError, rule_name=rule_name)
     return ffi.gc(out[0], lib.ag_grammar_free)
 
 
 class CompiledGrammar:
     """A grammar bound to a vocabulary; create matchers from it. Immutable and thread-safe."""
 
-    def __init__(self, grammar: Grammar, vocabulary: Vocabulary, handle: Any) -> None:
+    def __init__(
+        self,
+        grammar: Grammar,
+        vocabulary: Vocabulary,
+        handle: Any,
+        grammar_handle: Any = None,
+        parts: Sequence["CompiledGrammar"] = (),
+    ) -> None:
         self._grammar = grammar
         self._vocabulary = vocabulary
         self._handle = handle
+        self._grammar_handle = grammar_handle  # what grammars embedding this one link to
+        self._parts = tuple(parts)
 
     @property
     def grammar(self) -> Grammar:
@@ -109,6 +134,7 @@ class Compiler:
         self._vocab_handle = _new_vocab_handle(vocab)
         self.cache_limit_bytes = cache_limit_bytes
         self._recent: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
+        self._parts: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -117,25 +143,54 @@ class Compiler:
         return self._vocab
 
     def compile(self, grammar: Union[Grammar, str]) -> CompiledGrammar:
-        """Compile a Grammar (or EBNF text) for this compiler's vocabulary."""
+        """Compile a Grammar (or EBNF text) for this compiler's vocabulary.
+
+        The grammars it embeds (``ir.Embed``, as structural tags do with each tool's argument
+        grammar) are compiled once per compiler and linked, not rebuilt: a request for a new
+        subset of known tools builds only its own few rules, and the token masks of a tool's
+        states, once computed, serve every request that uses the tool.
+        """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"compile() takes a Grammar or EBNF text, got {type(grammar).__name__}")
-        key = hashlib.blake2b(grammar.to_bytes(), digest_size=20).digest()
+        key = _content_key(grammar)
         with self._lock:
             found = self._recent.get(key)
             if found is not None:
                 self._recent.move_to_end(key)
                 return found
-        g = _load_grammar(grammar)
+        compiled = self._build(grammar)
+        self._remember(key, compiled)
+        return compiled
+
+    def _build(self, grammar: Grammar) -> CompiledGrammar:
+        parts = [self._part(p) for p in grammar.parts]
+        g = _load_grammar(grammar, parts)
         out = ffi.new("ag_compiled **")
         err = new_error()
-        status = lib.ag_compiled_new(g, self._vocab_handle, out, err)
+        if parts:
+            handles = ffi.new("ag_compiled *[]", [p._handle for p in parts])
+            status = lib.ag_compiled_new_linked(g, self._vocab_handle, handles, len(parts), out, err)
+        else:
+            status = lib.ag_compiled_new(g, self._vocab_handle, out, err)
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
-        compiled = CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free))
-        self._remember(key, compiled)
+        return CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free), g, parts)
+
+    def _part(self, grammar: Grammar) -> CompiledGrammar:
+        """An embedded grammar, compiled once and kept (the oldest out past ``PART_GRAMMARS``)."""
+        key = _content_key(grammar)
+        with self._lock:
+            found = self._parts.get(key)
+            if found is not None:
+                self._parts.move_to_end(key)
+                return found
+        compiled = self._build(grammar)
+        with self._lock:
+            compiled = self._parts.setdefault(key, compiled)  # another thread may have won
+            while len(self._parts) > PART_GRAMMARS:
+                self._parts.popitem(last=False)
         return compiled
 
     def _remember(self, key: bytes, compiled: CompiledGrammar) -> None:
@@ -172,6 +227,18 @@ class Compiler:
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the grammar of any JSON value."""
         return self.compile(Grammar.builtin_json())
+
+
+def _content_key(grammar: Grammar) -> bytes:
+    """A digest of the grammar's content, its parts' included; remembered on the grammar."""
+    key = grammar._key
+    if key is None:
+        h = hashlib.blake2b(grammar.to_bytes(), digest_size=20)
+        for part in grammar.parts:
+            h.update(_content_key(part))
+        key = h.digest()
+        object.__setattr__(grammar, "_key", key)
+    return key
 
 
 @lru_cache(maxsize=1)

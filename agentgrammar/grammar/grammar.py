@@ -22,6 +22,7 @@ from .ir import (
     ByteClass,
     CharClass,
     Choice,
+    Embed,
     Expr,
     Literal,
     Repeat,
@@ -29,6 +30,7 @@ from .ir import (
     RuleRef,
     Seq,
     TagDispatch,
+    embedded_grammars,
 )
 from .json_schema import json_schema_rules
 from .printer import to_ebnf
@@ -95,6 +97,9 @@ def _check_expr(e: Expr, rule: str, refs: List[str]) -> None:
             stack.append(e.item)
         elif isinstance(e, TagDispatch):
             refs.extend(_check_dispatch(e, rule))
+        elif isinstance(e, Embed):
+            if not isinstance(e.grammar, Grammar):
+                raise GrammarError(f"rule '{rule}': Embed needs a Grammar, not {type(e.grammar).__name__}")
         else:
             raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
 
@@ -172,6 +177,8 @@ def _productive(e: Expr, known: Dict[str, bool]) -> bool:
         return known[e.name]
     if isinstance(e, Repeat):
         return e.min == 0 or _productive(e.item, known)
+    if isinstance(e, Embed):  # a validated grammar derives some string
+        return True
     if isinstance(e, TagDispatch):  # an over-approximation; the C core decides exactly
         return (
             e.stop_eos
@@ -259,7 +266,7 @@ def validate_rules(rules: Iterable[Rule], root: str = "root") -> Tuple[Rule, ...
 
 
 def _is_single_edge(e: Expr) -> bool:
-    return isinstance(e, (Literal, CharClass, ByteClass, RuleRef))
+    return isinstance(e, (Literal, CharClass, ByteClass, RuleRef, Embed))
 
 
 def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
@@ -324,7 +331,7 @@ class Grammar:
         'root'
     """
 
-    __slots__ = ("_bytes", "_compiled_bytes", "_normalized", "root", "rules")
+    __slots__ = ("_bytes", "_compiled_bytes", "_key", "_normalized", "_parts", "root", "rules")
 
     rules: Tuple[Rule, ...]
     root: str
@@ -335,6 +342,8 @@ class Grammar:
         object.__setattr__(self, "_bytes", None)
         object.__setattr__(self, "_normalized", None)
         object.__setattr__(self, "_compiled_bytes", None)
+        object.__setattr__(self, "_parts", None)
+        object.__setattr__(self, "_key", None)  # the Compiler's content digest, once computed
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], root: str = "root") -> "Grammar":
@@ -436,6 +445,39 @@ class Grammar:
             object.__setattr__(self, "_normalized", found)
         return found
 
+    @property
+    def parts(self) -> Tuple["Grammar", ...]:
+        """The grammars this one embeds (``ir.Embed``) directly, each once, in order: the C core
+        links them as prebuilt parts (see ``Compiler.compile``).
+
+        Example:
+            >>> Grammar.from_regex("a").parts
+            ()
+        """
+        found = self._parts
+        if found is None:
+            found = tuple(embedded_grammars(self.rules))
+            object.__setattr__(self, "_parts", found)
+        return found
+
+    def _linked_rules(self) -> int:
+        """How many rules the C core holds for this grammar: its parts' (first), then its own."""
+        return sum(p._linked_rules() for p in self.parts) + len(self.normalized_rules)
+
+    def _linked_root(self) -> int:
+        """The root's rule index in the C core (after the parts' rules)."""
+        names = [r.name for r in self.normalized_rules]
+        return sum(p._linked_rules() for p in self.parts) + names.index(self.root)
+
+    def _embed_index(self) -> Any:
+        """Rule index of each part's root past this grammar's own rules, for ``serialize``."""
+        base = len(self.normalized_rules)
+        index: Dict[int, int] = {}
+        for part in self.parts:
+            index[id(part)] = base + part._linked_root()
+            base += part._linked_rules()
+        return lambda g: index[id(g)]
+
     def to_bytes(self) -> bytes:
         """The serialized form the C core loads (computed once, then cached).
 
@@ -445,7 +487,7 @@ class Grammar:
         """
         data = self._bytes
         if data is None:
-            data = serialize(self.normalized_rules, self.root)
+            data = serialize(self.normalized_rules, self.root, self._embed_index() if self.parts else None)
             object.__setattr__(self, "_bytes", data)
         return data
 

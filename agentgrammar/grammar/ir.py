@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 #: The largest Unicode code point.
 MAX_CODE_POINT = 0x10FFFF
@@ -105,7 +105,26 @@ class TagDispatch:
         return [t for t, _ in self.triggers] + list(self.stop_str) + list(self.excludes)
 
 
-Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch]
+@dataclass(frozen=True, eq=False)
+class Embed:
+    """The language of another, complete ``Grammar`` (its root rule), used as one part.
+
+    The compiler builds an embedded grammar once and links it into every grammar that embeds
+    the same object: a tool's argument grammar costs nothing in the next request, and its
+    token masks, once computed, serve every request. Compared by identity.
+
+    Example:
+        >>> from agentgrammar.grammar import Grammar
+        >>> args = Grammar.from_regex("[0-9]+")
+        >>> g = Grammar.from_rules([Rule("root", Seq((Literal(b"n="), Embed(args))))])
+        >>> g.accepts("n=42"), g.parts == (args,)
+        (True, True)
+    """
+
+    grammar: "Any"  # an agentgrammar.grammar.Grammar (typed loosely: grammar.py imports this module)
+
+
+Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch, Embed]
 
 #: The empty string.
 EMPTY = Seq(())
@@ -200,3 +219,71 @@ def fresh_name(base: str, taken: Set[str], counters: Dict[str, int]) -> str:
     counters[base] = n + 1
     taken.add(name)
     return name
+
+
+def rename(e: Expr, names: Dict[str, str], embeds: Optional[Dict[int, str]] = None) -> Expr:
+    """``e`` with rule references (and TagDispatch triggers' rules) renamed by ``names``; with
+    ``embeds`` (``id(grammar)`` -> rule name), each ``Embed`` becomes a reference to that rule.
+
+    Example:
+        >>> rename(Seq((RuleRef("a"), Literal(b"x"))), {"a": "b"})
+        Seq(items=(RuleRef(name='b'), Literal(value=b'x')))
+    """
+    t = type(e)
+    if t is RuleRef:
+        return RuleRef(names.get(e.name, e.name))  # type: ignore[union-attr]
+    if t is Seq:
+        return Seq(tuple(rename(x, names, embeds) for x in e.items))  # type: ignore[union-attr]
+    if t is Choice:
+        return Choice(tuple(rename(x, names, embeds) for x in e.items))  # type: ignore[union-attr]
+    if t is Repeat:
+        return Repeat(rename(e.item, names, embeds), e.min, e.max)  # type: ignore[union-attr]
+    if t is TagDispatch:
+        d: TagDispatch = e  # type: ignore[assignment]
+        triggers = tuple((w, names.get(r, r)) for w, r in d.triggers)
+        return TagDispatch(triggers, d.stop_eos, d.stop_str, d.loop_after_dispatch, d.excludes)
+    if t is Embed and embeds is not None:
+        return RuleRef(embeds[id(e.grammar)])  # type: ignore[union-attr]
+    return e
+
+
+def embedded_grammars(rules: Sequence[Rule]) -> List[Any]:
+    """The grammars that ``rules`` embed directly, each once, in order of first appearance."""
+    out: Dict[int, Any] = {}
+    for r in rules:
+        stack = [r.body]
+        while stack:
+            x = stack.pop()
+            t = type(x)
+            if t is Embed:
+                out.setdefault(id(x.grammar), x.grammar)  # type: ignore[union-attr]
+            elif t in (Seq, Choice):
+                stack.extend(reversed(x.items))  # type: ignore[union-attr]
+            elif t is Repeat:
+                stack.append(x.item)  # type: ignore[union-attr]
+    return list(out.values())
+
+
+def flatten_embeds(rules: Sequence[Rule]) -> List[Rule]:
+    """Equivalent rules without ``Embed``: each embedded grammar's rules are appended once,
+    renamed apart, and its embeds become references to its root.
+
+    Example:
+        >>> from agentgrammar.grammar import Grammar
+        >>> digits = Grammar.from_regex("[0-9]+")
+        >>> [r.name for r in flatten_embeds([Rule("root", Embed(digits))])]
+        ['root', 'root_2']
+    """
+    out = list(rules)
+    taken = {r.name for r in out}
+    counters: Dict[str, int] = {}
+    embeds: Dict[int, str] = {}
+    queue = embedded_grammars(out)
+    for g in queue:  # grows as embedded grammars reveal their own embeds
+        if id(g) in embeds:
+            continue
+        names = {r.name: fresh_name(r.name, taken, counters) for r in g.rules}
+        embeds[id(g)] = names[g.root]
+        out.extend(Rule(names[r.name], rename(r.body, names)) for r in g.rules)
+        queue.extend(x for x in embedded_grammars(g.rules) if id(x) not in embeds)
+    return [Rule(r.name, rename(r.body, {}, embeds)) for r in out]

@@ -24,7 +24,19 @@ from typing import Dict, List, Optional, Sequence
 
 from ..errors import GrammarError
 from .ebnf import XGRAMMAR_MACROS
-from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
+from .ir import (
+    ByteClass,
+    CharClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    TagDispatch,
+    flatten_embeds,
+)
 
 __all__ = ["printable_names", "to_ebnf"]
 
@@ -203,6 +215,7 @@ def to_ebnf(rules: Sequence[Rule], root: str) -> str:
         root ::= a | ""
         a ::= "\\""
     """
+    rules = flatten_embeds(rules)  # embedded grammars print as rules of their own
     names = printable_names([r.name for r in rules])
     printer = _Printer(names)
     ordered = [r for r in rules if r.name == root] + [r for r in rules if r.name != root]

@@ -19,6 +19,8 @@ Node kinds and payloads::
                 flags: 1 loop after dispatch, 2 may end in free text (stop_eos);
                 rule: the rule a trigger opens, -1 a stop string, -2 an exclude
 
+A rule index at or past n_rules names a rule of a linked part (see ``Embed``).
+
 Children always have a smaller node index than their parent (post-order), so the
 C loader can check the node graph is acyclic with one comparison per edge.
 Character classes are lowered to UTF-8 byte sequences here.
@@ -27,9 +29,9 @@ Character classes are lowered to UTF-8 byte sequences here.
 from __future__ import annotations
 
 from array import array
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
+from .ir import ByteClass, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
 from .utf8 import class_to_sequences
 
 MAGIC = 0x52494741  # "AGIR"
@@ -50,8 +52,11 @@ DISPATCH_EXCLUDE = -2
 
 
 class _Writer:
-    def __init__(self, rule_index: Dict[str, int]) -> None:
+    def __init__(
+        self, rule_index: Dict[str, int], embed_index: Optional[Callable[[Any], int]] = None
+    ) -> None:
         self.rule_index = rule_index
+        self.embed_index = embed_index
         self.offsets: List[int] = []
         self.data = array("i")
         self._memo: Dict[Tuple[int, ...], int] = {}
@@ -92,6 +97,10 @@ class _Writer:
             return self.node((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
         if isinstance(e, TagDispatch):
             return self._dispatch(e)
+        if isinstance(e, Embed):
+            if self.embed_index is None:
+                raise TypeError("an Embed needs the index of its part's root (serialize(..., embed_index=))")
+            return self.node((KIND_RULEREF, self.embed_index(e.grammar)))
         raise TypeError(f"not a grammar expression: {e!r}")
 
     def _dispatch(self, e: TagDispatch) -> int:
@@ -116,10 +125,12 @@ class _Writer:
         return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
 
 
-def serialize(rules: Sequence[Rule], root: str) -> bytes:
-    """Serialize ``rules`` (names must be unique and every reference defined)."""
+def serialize(rules: Sequence[Rule], root: str, embed_index: Optional[Callable[[Any], int]] = None) -> bytes:
+    """Serialize ``rules`` (names must be unique and every reference defined). An ``Embed`` of
+    grammar ``g`` becomes a reference to rule ``embed_index(g)``: an index past ``rules``, into
+    the parts the C core links (``ag_grammar_link``)."""
     rule_index = {r.name: i for i, r in enumerate(rules)}
-    w = _Writer(rule_index)
+    w = _Writer(rule_index, embed_index)
     bodies = [w.expr(r.body) for r in rules]
     header = array("i", [MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data)])
     out = header + array("i", bodies) + array("i", w.offsets) + w.data

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 import json
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union, get_args
@@ -36,20 +35,18 @@ from pydantic import BaseModel, ValidationError
 
 from .. import structural_tag as st
 from ..errors import GrammarError, StructuralTagError
-from .ebnf import parse_ebnf
+from .grammar import Grammar
 from .ir import (
     EMPTY,
-    Choice,
+    Embed,
     Expr,
     Literal,
     Repeat,
     Rule,
     RuleRef,
-    Seq,
     TagDispatch,
     choice,
     fresh_name,
-    referenced_rules,
     seq,
 )
 from .json_schema import json_schema_rules
@@ -118,43 +115,6 @@ class _Builder:
         self.rules[name] = body
         return RuleRef(name)
 
-    def embed(self, rules: Sequence[Rule], root: str, prefix: str) -> RuleRef:
-        """Add another grammar's rules, renamed apart; helper rules equal to ones already here
-        (the JSON Schema grammars' shared ``ws``, ``json_string``, ...) are shared instead."""
-        bodies = {r.name: r.body for r in rules}
-        shared = {n for n, b in bodies.items() if n != root and self.rules.get(n) == b}
-        changed = True
-        while changed:  # a shared rule must only reference shared rules
-            changed = False
-            for n in list(shared):
-                if any(ref not in shared for ref in referenced_rules(bodies[n])):
-                    shared.discard(n)
-                    changed = True
-        names = {n: n if n in shared else self.fresh(f"{prefix}_{n}") for n in bodies}
-        for n, body in bodies.items():
-            if n not in shared:
-                self.rules[names[n]] = _rename(body, names)
-        return RuleRef(names[root])
-
-    def embed_piece(self, kind: str, key: Any) -> RuleRef:
-        """Embed a JSON Schema or EBNF piece through its cached, already renamed rules (the same
-        tool in the next request costs a dict update); helper rules are shared by name, and a
-        helper that clashes with a different rule of the same name falls back to ``embed``."""
-        root, local, helpers = _piece(kind, key)
-        if root in self.rules:  # the same piece twice in one request
-            return RuleRef(root)
-        # a helper clashes with a rule of the same name but another body, or with a name that
-        # is reserved here and not yet defined
-        if any(name in self.taken and self.rules.get(name) != body for name, body in helpers):
-            rules, r = _piece_rules(kind, key)
-            return self.embed(rules, r, kind)
-        for name, body in helpers:
-            self.rules.setdefault(name, body)
-        self.rules.update(local)
-        self.taken.update(name for name, _ in local)
-        self.taken.update(name for name, _ in helpers)
-        return RuleRef(root)
-
     def dispatch(self, base: str, d: TagDispatch) -> RuleRef:
         """Free text as a rule of its own, so that the C core's mask cache recognises it and
         accepts the tokens that cannot complete a word without simulating them. Free text is
@@ -181,7 +141,7 @@ class _Builder:
         except (TypeError, ValueError) as e:
             raise StructuralTagError(f"the schema is not JSON: {e}", path=path + ".json_schema") from None
         try:
-            return self.embed_piece("json", (key, f.any_order, f.max_whitespace_cnt))
+            return Embed(_schema_grammar(key, f.any_order, f.max_whitespace_cnt))
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".json_schema") from None
 
@@ -197,7 +157,7 @@ class _Builder:
 
     def fmt_grammar(self, f: st.GrammarText, path: str) -> Optional[Expr]:
         try:
-            return self.embed_piece("grammar", f.grammar)
+            return Embed(_ebnf_grammar(f.grammar))
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".grammar") from None
 
@@ -355,61 +315,25 @@ def _check_any_text(f: st.AnyText, path: str) -> None:
             raise StructuralTagError(f"'{limit}' on any_text is not supported", path=f"{path}.{limit}")
 
 
-# Requests reuse the same tools and markers: their grammars and automata are built once.
+# Requests reuse the same tools: each piece's grammar is built once, and the compiler links
+# the same Grammar object into every request (its automata and token masks are shared).
 @lru_cache(maxsize=4096)
-def _schema_rules(schema_json: str, any_order: bool, max_ws: Optional[int]) -> Tuple[List[Rule], str]:
-    return json_schema_rules(
+def _schema_grammar(schema_json: str, any_order: bool, max_ws: Optional[int]) -> Grammar:
+    rules, root = json_schema_rules(
         json.loads(schema_json), strict=True, any_order=any_order, max_whitespace=max_ws, xgrammar_types=True
     )
+    return Grammar.from_rules(rules, root)
 
 
 @lru_cache(maxsize=4096)
-def _ebnf_rules(text: str) -> List[Rule]:
-    return parse_ebnf(text)
-
-
-def _piece_rules(kind: str, key: Any) -> Tuple[List[Rule], str]:
-    return _schema_rules(*key) if kind == "json" else (_ebnf_rules(key), "root")
-
-
-_PIECE_SERIAL = itertools.count(1)
-
-Piece = Tuple[str, Tuple[Tuple[str, Expr], ...], Tuple[Tuple[str, Expr], ...]]
-
-
-@lru_cache(maxsize=4096)
-def _piece(kind: str, key: Any) -> Piece:
-    """A piece's rules renamed apart once and for all: (root name, its own rules, helper rules).
-    Helpers are the rules not named after the root (``ws``, ``json_string``, ...): they keep
-    their names so that pieces can share them."""
-    rules, root = _piece_rules(kind, key)
-    prefix = f"{kind}{next(_PIECE_SERIAL)}"
-    helpers = {r.name for r in rules if r.name != root and not r.name.startswith(root + "_")}
-    names = {r.name: r.name if r.name in helpers else f"{prefix}_{r.name}" for r in rules}
-    own = tuple((names[r.name], _rename(r.body, names)) for r in rules if r.name not in helpers)
-    shared = tuple((r.name, _rename(r.body, names)) for r in rules if r.name in helpers)
-    return names[root], own, shared
+def _ebnf_grammar(text: str) -> Grammar:
+    return Grammar.from_ebnf(text)
 
 
 def _words(texts: Sequence[str]) -> Tuple[bytes, ...]:
     """UTF-8 words for a TagDispatch, each once; an empty exclude can never occur as a word and
     is dropped."""
     return tuple(dict.fromkeys(t.encode("utf-8") for t in texts if t))
-
-
-def _rename(e: Expr, names: Dict[str, str]) -> Expr:
-    if type(e) is RuleRef:
-        return RuleRef(names[e.name])
-    if type(e) is Seq:
-        return Seq(tuple(_rename(x, names) for x in e.items))
-    if type(e) is Choice:
-        return Choice(tuple(_rename(x, names) for x in e.items))
-    if type(e) is Repeat:
-        return Repeat(_rename(e.item, names), e.min, e.max)
-    if type(e) is TagDispatch:
-        triggers = tuple((w, names[r]) for w, r in e.triggers)  # type: ignore[union-attr]
-        return TagDispatch(triggers, e.stop_eos, e.stop_str, e.loop_after_dispatch, e.excludes)  # type: ignore[union-attr]
-    return e
 
 
 def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:

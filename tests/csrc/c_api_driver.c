@@ -38,6 +38,16 @@ static const int32_t DISPATCH_GRAMMAR[] = {
     1, 1, '1',                           /* node 1: LITERAL "1" */
 };
 
+/* root ::= "x" <rule 0 of a linked part>: reference 1 = n_rules + 0 */
+static const int32_t LINKED_GRAMMAR[] = {
+    0x52494741, 1, 1, 0, 3, 9, /* header */
+    2,                         /* body of rule 0 = node 2 */
+    0, 3, 5,                   /* node offsets */
+    1, 1, 'x',                 /* node 0: LITERAL "x" */
+    5, 1,                      /* node 1: RULEREF part rule 0 */
+    3, 2, 0, 1,                /* node 2: SEQ */
+};
+
 /* tokens: "a" "b" "ab" "1" "12" "x" "" (special) "</s>" (stop) */
 static const char *TOKENS[] = {"a", "b", "ab", "1", "12", "x", "", "</s>"};
 static const uint8_t KINDS[] = {0, 0, 0, 0, 0, 0, 1, 2};
@@ -138,6 +148,51 @@ static void test_dispatch(ag_vocab *v) {
   ag_compiled_free(c);
 }
 
+static void test_link(ag_vocab *v) {
+  ag_grammar *g = NULL, *plain = NULL, *part_grammar = NULL;
+  ag_compiled *c = NULL, *part = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  size_t n = sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0];
+  CHECK(ag_grammar_load(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], &part_grammar, &err) == AG_OK);
+  CHECK(ag_compiled_new(part_grammar, v, &part, &err) == AG_OK);
+  ag_grammar *parts[1] = {part_grammar};
+  CHECK(ag_grammar_link(LINKED_GRAMMAR, n, NULL, 1, &g, &err) == AG_ERR_INVALID);
+  CHECK(ag_grammar_load(LINKED_GRAMMAR, n, &plain, &err) == AG_ERR_INVALID); /* no part to name */
+  CHECK(ag_grammar_link(LINKED_GRAMMAR, n, parts, 1, &g, &err) == AG_OK);
+  CHECK(ag_compiled_new(g, v, &c, &err) == AG_ERR_INVALID); /* needs its compiled parts */
+  CHECK(ag_compiled_new_linked(g, v, &part, 0, &c, &err) == AG_ERR_INVALID);
+  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(mask_of(m) == (1u << 5));                                     /* "x" */
+  CHECK(ag_matcher_accept_token(m, 5, &ok, &err) == AG_OK && ok == 1);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2) | (1u << 3) | (1u << 4))); /* the part's start */
+  CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  /* every corruption of the linked buffer is rejected or loads cleanly */
+  int32_t broken[sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0]];
+  for (size_t i = 0; i < n; i++) {
+    const int32_t values[] = {-1, 0, 1, 2, 5, 1000000, INT32_MIN};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+      memcpy(broken, LINKED_GRAMMAR, sizeof broken);
+      broken[i] = values[k];
+      g = NULL;
+      if (ag_grammar_link(broken, n, parts, 1, &g, &err) == AG_OK) {
+        CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+        ag_grammar_free(g);
+        test_matching_loose(c);
+        ag_compiled_free(c);
+      }
+    }
+  }
+  ag_compiled_free(part);
+  ag_grammar_free(part_grammar);
+}
+
 /* Every truncation and every single-word corruption must be rejected or loaded cleanly. */
 static void test_corruptions(ag_vocab *v, const int32_t *gram, size_t n_words) {
   ag_grammar *g = NULL;
@@ -191,6 +246,7 @@ int main(void) {
   test_matching(c);
   test_bad_inputs(v);
   test_dispatch(v);
+  test_link(v);
   ag_compiled_free(c);
   ag_vocab_free(v);
   if (failures) fprintf(stderr, "%d checks failed\n", failures);

@@ -1,0 +1,111 @@
+"""Embedded grammars linked as prebuilt parts: the same language and masks as the flattened
+grammar, parts compiled once per compiler, and their token masks shared between grammars."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from agentgrammar import Compiler, Grammar, GrammarError, Matcher, Vocabulary, allocate_token_bitmask
+from agentgrammar.grammar.ir import Choice, Embed, Literal, Rule, RuleRef, Seq, TagDispatch, flatten_embeds
+
+TOKENS = ["{", "}", '"', "a", "b", "1", "2", ",", ":", '{"', '"}', "ab", "<c>", "<", ">", "c", "</s>"]
+
+
+def vocab() -> Vocabulary:
+    return Vocabulary(TOKENS, stop_token_ids=[len(TOKENS) - 1])
+
+
+NUMBER = Grammar.from_ebnf('root ::= [12]+ ("," [12]+)*')
+WORD = Grammar.from_ebnf('root ::= "\\"" [ab]* "\\""')
+PAIR = Grammar.from_rules(
+    [Rule("root", Seq((Literal(b"{"), Embed(WORD), Literal(b":"), Embed(NUMBER), Literal(b"}"))))]
+)
+
+
+def request(*parts: Grammar) -> Grammar:
+    """Free text where each "<c>" opens one of the parts."""
+    rules = [
+        Rule("root", TagDispatch(triggers=((b"<c>", "call"),))),
+        Rule("call", Choice(tuple(Embed(p) for p in parts))),
+    ]
+    return Grammar.from_rules(rules)
+
+
+def masks_along(compiled, rng: random.Random, steps: int = 30):
+    matcher = Matcher(compiled)
+    out = []
+    for _ in range(steps):
+        mask = allocate_token_bitmask(1, compiled.vocabulary.vocab_size, backend="numpy")
+        matcher.fill_next_token_bitmask(mask)
+        out.append(mask.copy())
+        allowed = matcher.allowed_token_ids()
+        if matcher.is_terminated() or not allowed:
+            break
+        token = rng.choice(allowed)
+        out.append(token)
+        assert matcher.accept_token(token)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_linked_masks_equal_flattened(seed: int) -> None:
+    grammar = request(NUMBER, PAIR, WORD)
+    flat = Grammar.from_rules(flatten_embeds(grammar.rules))
+    assert not flat.parts and len(grammar.parts) == 3
+    v = vocab()
+    linked = masks_along(Compiler(v).compile(grammar), random.Random(seed))
+    plain = masks_along(Compiler(v).compile(flat), random.Random(seed))
+    assert len(linked) == len(plain)
+    for a, b in zip(linked, plain):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def test_language_of_embeds() -> None:
+    g = request(PAIR)
+    assert g.accepts('x<c>{"ab":12,1}y')
+    assert not g.accepts('<c>{"ab":}')
+    assert g.accepts("no calls at all")
+
+
+def test_parts_are_compiled_once_and_shared() -> None:
+    compiler = Compiler(vocab(), cache_limit_bytes=0)
+    first = compiler.compile(request(NUMBER, WORD))
+    second = compiler.compile(request(WORD, PAIR))  # PAIR embeds WORD and NUMBER again
+    parts = {id(p) for c in (first, second) for p in c._parts}
+    assert len(parts) == 3  # NUMBER, WORD, PAIR: WORD's compiled part serves both requests
+    word_1 = next(p for p in first._parts if p.grammar is WORD)
+    word_2 = next(p for p in second._parts if p.grammar is WORD)
+    assert word_1 is word_2
+    # Masks computed inside WORD through the first grammar are in the part's cache for the second.
+    before = word_1.memory_size_bytes
+    m = Matcher(first)
+    assert m.accept_string('<c>"a')
+    m.fill_next_token_bitmask(allocate_token_bitmask(1, first.vocabulary.vocab_size, backend="numpy"))
+    assert word_1.memory_size_bytes > before
+    filled = word_1.memory_size_bytes
+    m2 = Matcher(second)
+    assert m2.accept_string('<c>"a')
+    m2.fill_next_token_bitmask(allocate_token_bitmask(1, second.vocabulary.vocab_size, backend="numpy"))
+    assert word_1.memory_size_bytes == filled
+
+
+def test_same_content_in_another_object_is_the_same_part() -> None:
+    compiler = Compiler(vocab())
+    twin = Grammar.from_ebnf('root ::= [12]+ ("," [12]+)*')
+    a = compiler.compile(request(NUMBER))
+    b = compiler.compile(request(twin))
+    assert a is b  # the content key covers the parts: equal content, one compiled grammar
+
+
+def test_printing_and_errors() -> None:
+    text = str(request(NUMBER))
+    assert "TagDispatch" in text and '[12]+ ("," [12]+)*' in text
+    assert Grammar.from_ebnf(text).accepts("<c>1,2")
+    with pytest.raises(GrammarError, match="Embed needs a Grammar"):
+        Grammar.from_rules([Rule("root", Embed("root ::= 'a'"))])
+    # an embed is opaque: its rules are not the outer grammar's
+    with pytest.raises(GrammarError, match="'x' is not defined"):
+        Grammar.from_rules([Rule("root", Seq((Embed(NUMBER), RuleRef("x"))))])
