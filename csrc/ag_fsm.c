@@ -30,6 +30,16 @@
 #define AG_DFA_MAX_SET_WORDS ((size_t)1 << 24)
 #define AG_DFA_MAX_WORK ((uint64_t)1 << 27)
 
+/* A reference to a small rule made of bytes alone (no rule reference, no
+ * dispatch) is expanded in place instead of becoming a rule edge, so rules such
+ * as a JSON string's character class end up as one byte automaton, which the
+ * mask cache classifies without the Earley parser. AG_INLINE_MAX bounds the
+ * size of an inlined body; AG_INLINE_BUDGET the construction work one rule may
+ * spend on inlining (a counted repeat of an inlined rule would multiply it),
+ * past which references stay rule edges. */
+#define AG_INLINE_MAX 512
+#define AG_INLINE_BUDGET 8192
+
 /* Minimization rounds per rule. Usually two suffice (one merging, one
  * confirming); merging is optional, so a pathological rule just stops early. */
 #define AG_MIN_MAX_ROUNDS 64
@@ -66,6 +76,8 @@ typedef struct ag_builder {
   const ag_ir *ir;
   ag_error *err;
   int32_t rule; /* the rule being built, named in errors */
+  uint32_t *inline_cost; /* [n_nodes] size of a bytes-only subtree, 0 for one with a reference */
+  uint64_t inlined;      /* inlining work spent on the current rule */
 
   /* The current rule's NFA. State 0 is the start, state 1 the only accepting one. */
   int32_t n_nfa;
@@ -343,6 +355,47 @@ static ag_status ag_nfa_dispatch(ag_builder *b, const int32_t *p, int32_t from, 
   return st;
 }
 
+/* Sizes of the bytes-only subtrees, in one pass: children come before parents. */
+static ag_status ag_inline_costs(ag_builder *b) {
+  const ag_ir *ir = b->ir;
+  b->inline_cost = calloc((size_t)(ir->n_nodes ? ir->n_nodes : 1), sizeof *b->inline_cost);
+  if (!b->inline_cost) return ag_nomem(b);
+  for (int32_t i = 0; i < ir->n_nodes; i++) {
+    const int32_t *p = ag_ir_node(ir, i);
+    uint64_t cost = 0;
+    switch (p[0]) {
+      case AG_NODE_LITERAL: cost = 1 + (uint64_t)p[1]; break;
+      case AG_NODE_BYTES: cost = 1; break;
+      case AG_NODE_SEQ:
+      case AG_NODE_CHOICE:
+        cost = 1;
+        for (int32_t k = 0; k < p[1] && cost; k++)
+          cost = b->inline_cost[p[2 + k]] ? cost + b->inline_cost[p[2 + k]] : 0;
+        break;
+      case AG_NODE_REPEAT: {
+        uint64_t copies = p[3] < 0 ? (uint64_t)p[2] + 1 : (uint64_t)p[3];
+        cost = b->inline_cost[p[1]] ? 1 + b->inline_cost[p[1]] * (copies ? copies : 1) : 0;
+        break;
+      }
+      default: cost = 0; /* a rule reference or a dispatch */
+    }
+    b->inline_cost[i] = (uint32_t)(cost > AG_INLINE_MAX ? AG_INLINE_MAX + 1 : cost);
+  }
+  return AG_OK;
+}
+
+/* A reference to rule r: its body in place when small and bytes-only, else a rule edge. */
+static ag_status ag_nfa_ruleref(ag_builder *b, int32_t r, int32_t from, int32_t to) {
+  if (r < b->ir->n_rules && r != b->rule) {
+    uint32_t cost = b->inline_cost[b->ir->body[r]];
+    if (cost && cost <= AG_INLINE_MAX && b->inlined + cost <= AG_INLINE_BUDGET) {
+      b->inlined += cost;
+      return ag_nfa_task_add(b, b->ir->body[r], from, to);
+    }
+  }
+  return ag_nfa_edge_add(b, from, to, AG_NFA_RULE, 0, 0, r);
+}
+
 static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
   const int32_t *p = ag_ir_node(b->ir, t.node);
   switch (p[0]) {
@@ -350,7 +403,7 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
     case AG_NODE_BYTES: return ag_nfa_bytes(b, p, t.from, t.to);
     case AG_NODE_SEQ: return ag_nfa_seq(b, p, t.from, t.to);
     case AG_NODE_CHOICE: return ag_nfa_choice(b, p, t.from, t.to);
-    case AG_NODE_RULEREF: return ag_nfa_edge_add(b, t.from, t.to, AG_NFA_RULE, 0, 0, p[1]);
+    case AG_NODE_RULEREF: return ag_nfa_ruleref(b, p[1], t.from, t.to);
     case AG_NODE_REPEAT: return ag_nfa_repeat(b, p, t.from, t.to);
     case AG_NODE_DISPATCH: return ag_nfa_dispatch(b, p, t.from, t.to);
     default: /* ag_ir_parse rejected every other kind */
@@ -364,6 +417,7 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
 static ag_status ag_nfa_build(ag_builder *b, int32_t body) {
   b->n_nfa = 2;
   b->work = 0;
+  b->inlined = 0;
   b->edges.len = 0;
   b->tasks.len = 0;
   ag_status st = ag_nfa_task_add(b, body, 0, 1);
@@ -899,6 +953,7 @@ static ag_status ag_min_rule(ag_builder *b) {
 /* ---- driver ------------------------------------------------------------- */
 
 static void ag_builder_free(ag_builder *b) {
+  free(b->inline_cost);
   ag_vec_free(&b->tasks);
   ag_vec_free(&b->edges);
   ag_vec_free(&b->csr);
@@ -966,6 +1021,7 @@ ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
   b.table_cap = 64;
   b.table = calloc(b.table_cap, sizeof *b.table);
   ag_status st = b.table ? AG_OK : ag_nomem(&b);
+  if (!st) st = ag_inline_costs(&b);
   for (int32_t r = 0; !st && r < ir->n_rules; r++) {
     b.rule = r;
     st = ag_nfa_build(&b, ir->body[r]);

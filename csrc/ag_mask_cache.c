@@ -11,6 +11,9 @@ struct ag_mask_cache {
   /* [n_rules] a dispatch rule's safe tokens as a sorted-position bitset, NULL
    * until computed; the array is NULL when the grammar has no dispatch rule. */
   _Atomic(uint32_t *) *safe;
+  /* [n_rules] 1 when no state of the rule has a rule edge: its states are
+   * classified by walking its byte automaton alone, without the Earley parser. */
+  uint8_t *rule_bytes_only;
   atomic_size_t bytes;
 };
 
@@ -20,12 +23,18 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   ag_mask_cache *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
+  c->rule_bytes_only = malloc((size_t)g->n_rules);
   if (g->rule_dispatch) c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
-  if (!c->entries || (g->rule_dispatch && !c->safe)) {
+  if (!c->entries || !c->rule_bytes_only || (g->rule_dispatch && !c->safe)) {
     free(c->entries);
+    free(c->rule_bytes_only);
+    free(c->safe);
     free(c);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
+  memset(c->rule_bytes_only, 1, (size_t)g->n_rules);
+  for (int32_t s = 0; s < n_states; s++)
+    if (g->states[s].rule_begin != g->states[s].rule_end) c->rule_bytes_only[g->state_rule[s]] = 0;
   c->n_states = n_states;
   c->n_rules = g->n_rules;
   for (int32_t s = 0; s < n_states; s++) atomic_init(&c->entries[s], NULL);
@@ -52,6 +61,7 @@ void ag_mask_cache_free(ag_mask_cache *c) {
   if (c->safe)
     for (int32_t r = 0; r < c->n_rules; r++) free(atomic_load(&c->safe[r]));
   free(c->safe);
+  free(c->rule_bytes_only);
   free(c->entries);
   free(c);
 }
@@ -62,6 +72,8 @@ size_t ag_mask_cache_bytes(const ag_mask_cache *c) { return atomic_load(&((ag_ma
  * end after at most d bytes of the current token (a running OR by depth). */
 typedef struct ag_classify {
   ag_parser parser;
+  const ag_grammar *dfa; /* set when the rule has byte edges only: walk its automaton */
+  int32_t *dfa_state;    /* [max_token_len + 1] the automaton state after d bytes */
   bool *can_end; /* [max_token_len + 1] */
   AG_VEC(int32_t) uncertain;
   ag_state_masks *entry;
@@ -88,16 +100,48 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
 
 static bool ag_pos_bit(const uint32_t *bits, int32_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
 
+/* The state reached from s on byte c, or -1 (byte edges are sorted and disjoint). */
+static int32_t ag_byte_step(const ag_grammar *g, int32_t s, uint8_t c) {
+  uint32_t lo = g->states[s].byte_begin, hi = g->states[s].byte_end;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const ag_byte_edge *e = &g->byte_edges[mid];
+    if (c < e->lo) hi = mid;
+    else if (c > e->hi) lo = mid + 1;
+    else return e->target;
+  }
+  return -1;
+}
+
+/* Back to the first `depth` bytes of the current token (base: the parser's sets before it). */
+static void ag_walk_truncate(ag_classify *w, uint32_t base, uint32_t depth) {
+  if (!w->dfa) ag_parser_truncate(&w->parser, base + depth);
+}
+
+/* Scans byte c after d bytes: *ok says whether it is allowed; sets can_end[d + 1]. */
+static ag_status ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c, bool *ok, ag_error *err) {
+  if (w->dfa) {
+    int32_t t = ag_byte_step(w->dfa, w->dfa_state[d], c);
+    *ok = t >= 0;
+    if (*ok) {
+      w->dfa_state[d + 1] = t;
+      w->can_end[d + 1] = w->can_end[d] || w->dfa->states[t].accepting;
+    }
+    return AG_OK;
+  }
+  ag_status st = ag_parser_scan(&w->parser, c, ok, err);
+  if (!st && *ok) w->can_end[d + 1] = w->can_end[d] || ag_parser_bottom_can_end(&w->parser);
+  return st;
+}
+
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
  * without a walk. `shared` is the prefix the next token shares with the last
  * one walked: the least LCP since then. */
 static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
                                  ag_error *err) {
-  ag_parser *p = &w->parser;
-  const uint32_t base = ag_parser_num_sets(p);
+  const uint32_t base = w->dfa ? 0 : ag_parser_num_sets(&w->parser);
   uint32_t depth = 0, shared = UINT32_MAX;
   bool oom = false;
-  w->can_end[0] = ag_parser_bottom_can_end(p);
   for (int32_t i = 0; i < v->n_sorted && !oom;) {
     if (v->lcp[i] < shared) shared = v->lcp[i];
     if (safe && ag_pos_bit(safe, i)) {
@@ -107,18 +151,15 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
     uint32_t len;
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
     if (shared < depth) {
-      ag_parser_truncate(p, base + shared);
+      ag_walk_truncate(w, base, shared);
       depth = shared;
     }
     shared = UINT32_MAX;
     bool ok = true;
     while (depth < len && ok) {
-      ag_status st = ag_parser_scan(p, tok[depth], &ok, err);
+      ag_status st = ag_walk_scan(w, depth, tok[depth], &ok, err);
       if (st) return st;
-      if (ok) {
-        depth++;
-        w->can_end[depth] = w->can_end[depth - 1] || ag_parser_bottom_can_end(p);
-      }
+      depth += ok;
     }
     if (!ok) {
       i = ag_classify_failed(w, v, i, depth, &oom);
@@ -127,7 +168,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
     ag_mark_accepted(w->entry, v, i);
     i++;
   }
-  ag_parser_truncate(p, base);
+  ag_walk_truncate(w, base, 0);
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
 
@@ -196,14 +237,25 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   memset(&w, 0, sizeof w);
   w.entry = calloc(1, sizeof *w.entry);
   w.can_end = malloc(sizeof *w.can_end * ((size_t)v->max_token_len + 1));
+  if (c->rule_bytes_only[rule]) {
+    w.dfa = g;
+    w.dfa_state = malloc(sizeof *w.dfa_state * ((size_t)v->max_token_len + 1));
+  }
   ag_status st = AG_OK;
   size_t pos_words = ((size_t)v->n_sorted + 31) / 32 + 1;
-  if (!w.entry || !w.can_end || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
+  if (!w.entry || !w.can_end || (w.dfa && !w.dfa_state) || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
       !(w.entry->accepted_pos = calloc(pos_words, sizeof(uint32_t))))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
-  if (!st) st = ag_parser_init_item(&w.parser, g, state, err);
+  if (!st && w.dfa) {
+    w.dfa_state[0] = state;
+    w.can_end[0] = g->states[state].accepting;
+  } else if (!st) {
+    st = ag_parser_init_item(&w.parser, g, state, err);
+    if (!st) w.can_end[0] = ag_parser_bottom_can_end(&w.parser);
+  }
   if (!st) st = ag_classify_all(&w, v, safe, err);
   ag_parser_free(&w.parser);
+  free(w.dfa_state);
   free(w.can_end);
   if (st) {
     ag_vec_free(&w.uncertain);
