@@ -1,5 +1,19 @@
 """The ``agentgrammar`` command line.
 
+``agentgrammar demo`` runs a tool-calling agent end to end on the CPU: an embedded tiny model
+(trained on first use, then cached) and demo tools, with and without the grammar, live::
+
+    agentgrammar demo                         # 5 runs, format "tags", live view and summary
+    agentgrammar demo --runs 20 --json        # only the machine-readable summary
+    agentgrammar demo --model path/to/hf-model --format qwen3
+
+``agentgrammar grammar`` prints the request grammar of a tool set and format as EBNF, and
+``agentgrammar check`` parses and validates a model output against a format and tools::
+
+    agentgrammar grammar --format hermes --tools my_tools.py:registry
+    agentgrammar check --format tags '<think>Hm.</think>
+    <response>Hi!</response>'
+
 ``agentgrammar sample`` compiles a grammar against a real tokenizer's vocabulary and
 prints a constrained random sample with the time spent compiling and masking::
 
@@ -16,7 +30,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -133,6 +147,176 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- tools, formats
+
+
+class CliError(Exception):
+    """A problem with the command's arguments or inputs (printed, exit status 2)."""
+
+
+def load_registry(spec: Optional[str]):  # type: ignore[no-untyped-def]
+    """The ``ToolRegistry`` named by ``MODULE_OR_FILE[:ATTR]`` (default: the demo tools). ATTR
+    is a registry or a function returning one; without it, the module's ``registry`` or its
+    only ``ToolRegistry``."""
+    import importlib
+    import importlib.util
+
+    from .demo.tools import demo_registry
+    from .registry import ToolRegistry
+
+    if not spec:
+        return demo_registry()
+    target, attr = spec, None
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail.isidentifier() and head:
+        target, attr = head, tail
+    try:
+        if target.endswith(".py") or Path(target).is_file():
+            path = Path(target)
+            module_spec = importlib.util.spec_from_file_location(f"_agentgrammar_tools_{path.stem}", path)
+            if module_spec is None or module_spec.loader is None:
+                raise CliError(f"cannot import {target!r}")
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except CliError:
+        raise
+    except Exception as e:
+        raise CliError(f"cannot load tools from {target!r}: {type(e).__name__}: {e}") from e
+    if attr is not None:
+        if not hasattr(module, attr):
+            raise CliError(f"{target!r} has no attribute {attr!r}")
+        found = getattr(module, attr)
+        if callable(found) and not isinstance(found, ToolRegistry):
+            found = found()
+    else:
+        found = getattr(module, "registry", None)
+        if not isinstance(found, ToolRegistry):
+            candidates = [v for v in vars(module).values() if isinstance(v, ToolRegistry)]
+            if len(candidates) != 1:
+                raise CliError(f"{target!r}: name the registry as {target}:ATTR ({len(candidates)} found)")
+            found = candidates[0]
+    if not isinstance(found, ToolRegistry):
+        raise CliError(f"{spec!r} is a {type(found).__name__}, not a ToolRegistry")
+    return found
+
+
+def _format(name: str):  # type: ignore[no-untyped-def]
+    from .formats import get
+
+    try:
+        return get(name)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+
+
+def _tool_choice(value: str) -> Any:
+    return (
+        value if value in ("auto", "none", "required") else {"type": "function", "function": {"name": value}}
+    )
+
+
+def _error_console():  # type: ignore[no-untyped-def]
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+# --------------------------------------------------------------------------- grammar, check
+
+
+def cmd_grammar(args: argparse.Namespace) -> int:
+    """Print the request grammar (EBNF) of a tool set and format."""
+    registry = load_registry(args.tools)
+    fmt = _format(args.format)
+    grammar = fmt.grammar(
+        registry,
+        tool_choice=_tool_choice(args.tool_choice),
+        parallel_tool_calls=not args.no_parallel,
+        reasoning=args.reasoning,
+    )
+    sys.stdout.write(str(grammar).rstrip("\n") + "\n")
+    return 0
+
+
+def _read_text(args: argparse.Namespace) -> str:
+    if args.file is not None:
+        if args.text is not None:
+            raise CliError("give the text or --file, not both")
+        return Path(args.file).read_text(encoding="utf-8")
+    if args.text is None:
+        raise CliError("give the text to check, --file PATH, or - for standard input")
+    if args.text == "-":
+        return sys.stdin.read()
+    return str(args.text)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Parse and validate a model output against a format and tools."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .errors import AgentGrammarError
+
+    registry = load_registry(args.tools)
+    fmt = _format(args.format)
+    text = _read_text(args)
+    console = Console()
+    result: Dict[str, Any] = {"format": fmt.name, "valid": False}
+    try:
+        out = fmt.parse(text, tools=registry)
+    except (AgentGrammarError, ValueError) as e:
+        result["error"] = str(e)
+        if args.json:
+            print(json.dumps(result))
+        else:
+            console.print(f"[bold red]invalid[/] ({fmt.name}): {e}", highlight=False)
+        return 1
+    accepted = fmt.grammar(registry, reasoning="auto").accepts(text.strip())
+    result.update(
+        valid=True,
+        grammar_accepts=accepted,
+        think=out.think,
+        tool_calls=[{"name": c.name, "arguments": c.arguments} for c in out.tool_calls],
+        response=out.response,
+        text=out.text,
+    )
+    code = 1 if args.strict and not accepted else 0
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, default=str))
+        return code
+    console.print(f"[bold green]valid[/] ({fmt.name}): parses and every call validates", highlight=False)
+    if out.think is not None:
+        console.print(f"[magenta]think:[/] {out.think}", highlight=False)
+    if out.tool_calls:
+        table = Table("tool", "arguments")
+        for c in out.tool_calls:
+            table.add_row(c.name, json.dumps(c.arguments, ensure_ascii=False))
+        console.print(table)
+    if out.response is not None:
+        console.print(f"[green]response:[/] {out.response}", highlight=False)
+    if out.text is not None:
+        console.print(f"text: {out.text}", highlight=False)
+    if not accepted:
+        console.print(
+            "[yellow]note:[/] the request grammar does not accept the text as written "
+            "(whitespace or order differs from the format's exact layout)",
+            highlight=False,
+        )
+    return code
+
+
+# --------------------------------------------------------------------------- demo
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run the agent demo (see ``agentgrammar.demo``)."""
+    from .demo.app import run_demo_command
+
+    return run_demo_command(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="agentgrammar", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -147,12 +331,65 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--seed", type=int, default=0)
     sample.add_argument("--json-output", action="store_true", help="print a machine-readable summary")
     sample.set_defaults(func=cmd_sample)
+
+    demo = sub.add_parser("demo", help="run a tool-calling agent end to end, with and without the grammar")
+    demo.add_argument("--model", help="a local Hugging Face model folder (default: the embedded demo model)")
+    demo.add_argument("--format", default="tags", help="the output format (a preset name; default tags)")
+    demo.add_argument(
+        "--tools", help="MODULE_OR_FILE[:ATTR] of a ToolRegistry (needs --model; default the demo tools)"
+    )
+    demo.add_argument("--runs", type=int, default=5, help="runs per mode (default 5)")
+    demo.add_argument("--json", action="store_true", help="print only a machine-readable summary")
+    demo.add_argument(
+        "--prompt", action="append", help="a user prompt (repeat for more; default demo prompts)"
+    )
+    demo.add_argument("--max-new-tokens", type=int, default=128)
+    demo.add_argument("--max-turns", type=int, default=3)
+    demo.add_argument(
+        "--temperature",
+        type=float,
+        default=1.0,
+        help="sampling temperature, the same in both modes (0: greedy)",
+    )
+    demo.add_argument("--seed", type=int, default=0, help="run k samples with seed SEED + k")
+    demo.add_argument("--train-steps", type=int, default=None, help="the embedded model's training budget")
+    demo.set_defaults(func=cmd_demo)
+
+    grammar = sub.add_parser("grammar", help="print the request grammar of a tool set and format as EBNF")
+    grammar.add_argument("--tools", help="MODULE_OR_FILE[:ATTR] of a ToolRegistry (default: the demo tools)")
+    grammar.add_argument("--format", default="tags", help="the output format (default tags)")
+    grammar.add_argument("--tool-choice", default="auto", help="auto, none, required or a tool name")
+    grammar.add_argument("--reasoning", default="enabled", choices=["enabled", "disabled", "auto"])
+    grammar.add_argument("--no-parallel", action="store_true", help="at most one tool call")
+    grammar.set_defaults(func=cmd_grammar)
+
+    check = sub.add_parser("check", help="parse and validate a model output against a format and tools")
+    check.add_argument("text", nargs="?", help="the text to check, or - for standard input")
+    check.add_argument("--file", help="read the text from a file")
+    check.add_argument("--tools", help="MODULE_OR_FILE[:ATTR] of a ToolRegistry (default: the demo tools)")
+    check.add_argument("--format", default="tags", help="the output format (default tags)")
+    check.add_argument(
+        "--strict", action="store_true", help="also fail when the request grammar rejects the text"
+    )
+    check.add_argument("--json", action="store_true", help="print a machine-readable result")
+    check.set_defaults(func=cmd_check)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status.
+
+    Example:
+        >>> main(["check", "--format", "tags", "<response>Hi!</response>", "--json"])
+        {"format": "tags", "valid": true, "grammar_accepts": true, "think": null, "tool_calls": [], "response": "Hi!", "text": null}
+        0
+    """
     args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except CliError as e:
+        _error_console().print(f"[bold red]error:[/] {e}", highlight=False)
+        return 2
 
 
 if __name__ == "__main__":
