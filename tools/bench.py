@@ -1,0 +1,748 @@
+"""One command for every performance workload: agentgrammar against xgrammar and llguidance.
+
+    python tools/bench.py /tmp/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl ../shared/data/maskbench
+
+    python tools/bench.py WHEEL MASKBENCH_DIR [--workloads agentic maskbench hf] [--sizes 10 100 500]
+        [--requests N] [--maskbench-sample N] [--json]
+
+Everything runs in one process, one thread (``torch.set_num_threads(1)``, xgrammar
+``max_threads=1``, llguidance's single-threaded mask fill, ``RAYON_NUM_THREADS=1``), on the
+Llama-3.2 128k vocabulary, every engine on the same inputs and interleaved, so machine noise
+hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, default eager
+``GrammarCompiler``: every token mask precomputed at compile time), ``xgr-jit`` (the same with
+``enable_dynamic_compilation=True``: masks built on first use; xgrammar's on-demand mode) and
+``llg`` (llguidance, lazy by design). Workloads:
+
+1. ``agentic``: a registry of the first ``--registry`` (500) BFCL tools both grammar engines
+   accept (loaded by ``tools/bench_request.py``); per request a random subset of each size.
+   The request is the Qwen-3 format with reasoning: ours ``formats.get("qwen3").grammar(
+   registry.select(subset))`` + ``Compiler.compile``; xgrammar ``get_model_structural_tag(
+   "qwen_3", tools=subset)`` (its think tag given the ``<think>`` opener ours expects, so both
+   read the same text) + ``compile_structural_tag``; llguidance a Lark grammar with the same
+   structure (lazy think / trigger lexemes and ``%json`` arguments, as ``llguidance.StructTag``
+   writes them) + ``LLMatcher``. *cold*: a fresh compiler (made outside the timing), our
+   per-tool caches cleared (as ``bench_request`` does); xgrammar's fresh compiler keeps its
+   default, empty cache (``cache_enabled=False``, as in ``bench_request``, also drops the
+   sharing of identical rules inside one grammar: about 4x slower at 100 tools); *warm*: one compiler per engine kept for the
+   whole run, every tool already compiled once (the full registry as a warm-up), a new subset.
+   Times are build + compile, and build + compile + first mask ("ttfm"). Then, along a
+   realistic output (think text, a sentence, two tool calls with valid arguments made from the
+   tools' schemas, a closing response, the stop token) tokenized by the Llama tokenizer, the
+   time of ``fill_next_token_bitmask`` + ``accept_token`` per token (mean, p50, p99, max).
+2. ``maskbench``: ``--maskbench-sample`` (200) MaskBench files drawn with a fixed seed; per
+   schema, cold (fresh compilers, our caches cleared), time to first mask (compile + first
+   mask) and, walking each valid instance
+   (``json.dumps``, tokenized, then the stop token), time between masks. Only schemas every
+   engine compiles and instances every engine accepts are compared; the rest are counted.
+3. ``hf``: per-step logits-processor time in the same ``generate()`` loop (tiny random
+   ``LlamaForCausalLM``), ours ``GrammarLogitsProcessor`` against xgrammar's HF processor: run by
+   ``tools/bench_hf.py`` (its JSON-schema and tool-call grammars).
+
+Each table shows medians (and the distribution columns named) and "ours/best", our figure
+over the best peer's. ``--json`` prints every figure as JSON instead of the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import warnings
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+_ROOT = Path(__file__).resolve().parents[1]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from tools.bench_request import load_bfcl_tools  # noqa: E402
+from tools.maskbench import percentile  # noqa: E402
+
+ENGINES = ("ours", "xgr", "xgr-jit", "llg")
+PEERS = ENGINES[1:]
+
+# --------------------------------------------------------------------------- statistics
+
+
+def dist_us(seconds: Sequence[float]) -> Dict[str, float]:
+    """n, mean, p50, p99, p99.9 and max of ``seconds``, in microseconds (NaN when empty)."""
+    us = [s * 1e6 for s in seconds]
+    return {
+        "n": len(us),
+        "mean": statistics.fmean(us) if us else float("nan"),
+        "p50": percentile(us, 0.5),
+        "p99": percentile(us, 0.99),
+        "p99.9": percentile(us, 0.999),
+        "max": max(us) if us else float("nan"),
+    }
+
+
+def median_ms(seconds: Sequence[float]) -> float:
+    return statistics.median(seconds) * 1e3 if seconds else float("nan")
+
+
+def ratio_to_best(row: Dict[str, float]) -> float:
+    """``row["ours"]`` over the smallest peer figure in ``row`` (NaN when there is none)."""
+    peers = [v for k, v in row.items() if k != "ours" and v == v]
+    ours = row.get("ours", float("nan"))
+    return ours / min(peers) if peers and min(peers) > 0 and ours == ours else float("nan")
+
+
+def _fmt(value: float, digits: int = 1) -> str:
+    return "n/a" if value != value else f"{value:.{digits}f}"
+
+
+def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    line = "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths)))
+    print(f"\n{title}\n{line}\n{'-' * len(line)}")
+    for r in cells:
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+
+
+# --------------------------------------------------------------------------- valid arguments
+
+
+def instance(schema: Any, depth: int = 0) -> Any:
+    """A small value valid for a (BFCL-style, ``$ref``-free) JSON schema: required properties
+    in schema order, the first enum value, bounds respected. Raises ``ValueError`` for what it
+    cannot fill (patterns, formats, ``$ref``)."""
+    if depth > 8 or not isinstance(schema, dict):
+        raise ValueError("too deep")
+    if "$ref" in schema or "pattern" in schema or "format" in schema or "not" in schema:
+        raise ValueError("not filled: $ref / pattern / format / not")
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            return instance(schema[key][0], depth + 1)
+    t = schema.get("type", "string")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "null")
+    if t == "object":
+        props = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        return {k: instance(v, depth + 1) for k, v in props.items() if k in required}
+    if t == "array":
+        items = schema.get("items", {"type": "string"})
+        return [instance(items, depth + 1) for _ in range(max(1, int(schema.get("minItems", 1))))]
+    if t == "string":
+        text = "San Francisco, CA"
+        lo, hi = int(schema.get("minLength", 0)), schema.get("maxLength")
+        text = text.ljust(lo, "x")
+        return text[: int(hi)] if hi is not None else text
+    if t in ("integer", "number"):
+        lo = schema.get("minimum", schema.get("exclusiveMinimum"))
+        hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+        value = 3 if t == "integer" else 2.5
+        if lo is not None and value <= lo:
+            value = int(lo) + 1 if t == "integer" else lo + 0.5
+        if hi is not None and value >= hi:
+            value = int(hi) - 1 if t == "integer" else hi - 0.5
+        return value
+    if t == "boolean":
+        return True
+    if t == "null":
+        return None
+    raise ValueError(f"type {t!r}")
+
+
+# --------------------------------------------------------------------------- shared setup
+
+
+class Setup:
+    """The tokenizer, our vocabulary, xgrammar's tokenizer info and llguidance's tokenizer."""
+
+    def __init__(self) -> None:
+        import llguidance.hf
+        import xgrammar as xgr
+
+        from agentgrammar import Vocabulary, allocate_token_bitmask
+        from agentgrammar.engine.tokenizers import load_llama32_tokenizer
+        from agentgrammar.errors import VocabularyError
+
+        try:
+            self.tok = load_llama32_tokenizer()
+        except VocabularyError as e:
+            raise SystemExit(str(e)) from None
+        self.vocab = Vocabulary.from_huggingface(self.tok)
+        self.stop_ids = list(self.vocab.stop_token_ids)
+        self.stop = self.stop_ids[0]
+        self.info = xgr.TokenizerInfo.from_huggingface(
+            self.tok, vocab_size=self.vocab.vocab_size, stop_token_ids=self.stop_ids
+        )
+        self.llg_tok = llguidance.hf.from_tokenizer(
+            self.tok, n_vocab=self.vocab.vocab_size, eos_token=self.stop
+        )
+        self.bitmask = allocate_token_bitmask(1, self.vocab.vocab_size, backend="numpy")
+        self.xbitmask = xgr.allocate_token_bitmask(1, self.info.vocab_size)
+        import llguidance.numpy
+
+        self.lbitmask = llguidance.numpy.allocate_token_bitmask(1, self.llg_tok.vocab_size)
+
+    def xcompiler(self, jit: bool, cache: bool) -> Any:
+        import xgrammar as xgr
+
+        return xgr.GrammarCompiler(
+            self.info, max_threads=1, cache_enabled=cache, enable_dynamic_compilation=jit
+        )
+
+    def encode(self, text: str) -> List[int]:
+        return [*self.tok.encode(text, add_special_tokens=False), self.stop]
+
+
+class Walker:
+    """A matcher of one engine with a uniform ``fill`` / ``accept``."""
+
+    def __init__(self, setup: Setup, engine: str, compiled: Any) -> None:
+        self.engine = engine
+        self.setup = setup
+        if engine == "ours":
+            from agentgrammar import Matcher
+
+            self.m = Matcher(compiled)
+        elif engine.startswith("xgr"):
+            import xgrammar as xgr
+
+            self.m = xgr.GrammarMatcher(compiled)
+        else:
+            import llguidance
+
+            self.m = llguidance.LLMatcher(setup.llg_tok, compiled)
+            if self.m.is_error():
+                raise ValueError(self.m.get_error())
+
+    def fill(self) -> None:
+        if self.engine == "ours":
+            self.m.fill_next_token_bitmask(self.setup.bitmask)
+        elif self.engine == "llg":
+            import llguidance.numpy
+
+            llguidance.numpy.fill_next_token_bitmask(self.m, self.setup.lbitmask, 0)
+        else:
+            self.m.fill_next_token_bitmask(self.setup.xbitmask)
+
+    def accept(self, token: int) -> bool:
+        if self.engine == "llg":
+            return bool(self.m.consume_token(token)) and not self.m.is_error()
+        return bool(self.m.accept_token(token))
+
+
+def walk(setup: Setup, engine: str, compiled: Any, ids: Sequence[int]) -> Optional[List[float]]:
+    """Seconds of mask + accept per token along ``ids``; None when the engine rejects a token."""
+    w = Walker(setup, engine, compiled)
+    times: List[float] = []
+    for token in ids:
+        start = time.perf_counter()
+        w.fill()
+        ok = w.accept(token)
+        times.append(time.perf_counter() - start)
+        if not ok:
+            return None
+    return times
+
+
+# --------------------------------------------------------------------------- 1. agentic
+
+
+def _llg_call_body(tool: Dict[str, Any]) -> str:
+    fn = tool["function"]
+    begin = f'\n{{"name": "{fn["name"]}", "arguments": '
+    return f"{json.dumps(begin)} %json {json.dumps(fn['parameters'])} {json.dumps(chr(125) + chr(10) + '</tool_call>')}"
+
+
+def llg_lark(tools: Sequence[Dict[str, Any]]) -> str:
+    """A Lark grammar for llguidance equivalent to the Qwen-3 request: a think block, then
+    free text with any number of ``<tool_call>`` blocks (lazy lexemes, as ``StructTag`` writes
+    them; unlike the structural tag, the free text may contain ``<think>``)."""
+    bodies = "\n".join(f"body_{i}: {_llg_call_body(t)}" for i, t in enumerate(tools))
+    options = " | ".join(f"body_{i}" for i in range(len(tools)))
+    return (
+        "%llguidance {}\n"
+        'start: think "\\n\\n" call* TEXT\n'
+        'think[lazy]: "<think>" TEXT "</think>"\n'
+        'trig[lazy]: TEXT "<tool_call>"\n'
+        f"call: trig ({options})\n"
+        "TEXT: /(.|\\n)*/\n"
+        f"{bodies}\n"
+    )
+
+
+def clear_ours() -> None:
+    """Forget every per-tool / per-schema piece our converters cache: a cold start."""
+    import agentgrammar.formats.tools as ftools
+    import agentgrammar.grammar.json_schema as js
+    import agentgrammar.grammar.json_values as jv
+    import agentgrammar.grammar.structural_tag as stc
+
+    ftools._PIECES.clear()
+    for module in (stc, jv, js):
+        for value in vars(module).values():
+            if hasattr(value, "cache_clear"):
+                value.cache_clear()
+
+
+class Agentic:
+    """Registry, request builders and output texts of the agentic workload."""
+
+    def __init__(self, setup: Setup, bfcl: Path, registry_size: int, seed: int) -> None:
+        import xgrammar as xgr
+        from xgrammar.testing import _is_grammar_accept_string
+
+        from agentgrammar import Grammar, ToolRegistry, formats
+
+        self.setup = setup
+        self.rng = random.Random(seed)
+        tools: List[Dict[str, Any]] = []
+        self.callable: Dict[str, Dict[str, Any]] = {}  # name -> valid arguments
+        fmt = formats.get("qwen3")
+        for tool in load_bfcl_tools(bfcl):  # the tools both grammar engines accept
+            tag = xgr.get_model_structural_tag("qwen_3", tools=[tool]).model_dump()
+            try:
+                Grammar.from_structural_tag(tag)
+                xg = xgr.Grammar.from_structural_tag(json.dumps(tag))
+            except Exception:
+                continue
+            tools.append(tool)
+            try:
+                args = instance(tool["function"]["parameters"])
+            except ValueError:
+                args = None
+            if args is not None:
+                call = self._call_text(tool["function"]["name"], args)
+                text = f"</think>\n\n{call}"
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    ok = fmt.grammar([tool]).accepts("<think>" + text) and _is_grammar_accept_string(xg, text)
+                if ok:
+                    self.callable[tool["function"]["name"]] = args
+            if len(tools) >= registry_size:
+                break
+        if not tools:
+            raise SystemExit(f"no usable BFCL tool in {bfcl}: is agentgrammar importable and built?")
+        self.tools = tools
+        self.by_name = {t["function"]["name"]: t for t in tools}
+        self.registry = ToolRegistry.from_openai(tools)
+
+    @staticmethod
+    def _call_text(name: str, args: Any) -> str:
+        return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args)}}}\n</tool_call>'
+
+    def subset(self, size: int) -> List[str]:
+        """Random tool names, at least two of them callable with generated arguments."""
+        names = self.rng.sample(list(self.by_name), min(size, len(self.by_name)))
+        if sum(n in self.callable for n in names) < 2:
+            extra = [n for n in self.rng.sample(sorted(self.callable), 2) if n not in names]
+            names = extra + names[: len(names) - len(extra)]
+        return names
+
+    def output(self, names: Sequence[str]) -> str:
+        calls = [n for n in names if n in self.callable][:2]
+        think = (
+            "<think>\nThe user wants two things. Let me check which tools fit: "
+            f"{calls[0]} looks right for the first part, and {calls[-1]} for the second. "
+            "I will call both, then summarize the results.\n</think>\n\n"
+        )
+        body = "Let me look that up.\n" + "\n".join(self._call_text(n, self.callable[n]) for n in calls)
+        return think + body + "\nHere is what I found: both calls went through, details below."
+
+    # -- builders: each returns a compiled object for ``Walker``
+
+    def clear_ours(self) -> None:
+        clear_ours()
+
+    def build_ours(self, compiler: Any, names: Sequence[str]) -> Any:
+        from agentgrammar import formats
+
+        return compiler.compile(formats.get("qwen3").grammar(self.registry.select(names)))
+
+    def xgr_tag(self, names: Sequence[str]) -> str:
+        import xgrammar as xgr
+
+        tag = xgr.get_model_structural_tag("qwen_3", tools=[self.by_name[n] for n in names]).model_dump()
+        think = tag["format"]["elements"][0]["elements"][0]
+        assert think["type"] == "tag" and think["end"] == "</think>", think
+        think["begin"] = "<think>"  # the opener is in the prompt in xgrammar's template; ours generates it
+        return json.dumps(tag)
+
+    def build_xgr(self, compiler: Any, names: Sequence[str]) -> Any:
+        return compiler.compile_structural_tag(self.xgr_tag(names))
+
+    def build_llg(self, names: Sequence[str]) -> Any:
+        import llguidance
+
+        return llguidance.LLMatcher.grammar_from_lark(llg_lark([self.by_name[n] for n in names]))
+
+
+def _timed_request(setup: Setup, engine: str, build: Callable[[], Any]) -> Tuple[float, float, Any]:
+    """(build + compile seconds, + first mask seconds, compiled)."""
+    start = time.perf_counter()
+    compiled = build()
+    if engine == "llg":  # llguidance compiles when the matcher is made: count it in the build
+        w = Walker(setup, engine, compiled)
+    built = time.perf_counter()
+    if engine != "llg":
+        w = Walker(setup, engine, compiled)
+    w.fill()
+    return built - start, time.perf_counter() - start, compiled
+
+
+def run_agentic(setup: Setup, args: Any) -> Dict[str, Any]:
+    from agentgrammar import Compiler
+
+    ag = Agentic(setup, args.bfcl, args.registry, args.seed)
+    print(
+        f"[agentic] registry of {len(ag.tools)} BFCL tools ({len(ag.callable)} with generated arguments); "
+        f"{args.requests} requests per size",
+        file=sys.stderr,
+    )
+    warm = {
+        "ours": Compiler(setup.vocab),
+        "xgr": setup.xcompiler(jit=False, cache=True),
+        "xgr-jit": setup.xcompiler(jit=True, cache=True),
+    }
+    everything = list(ag.by_name)
+    start = time.perf_counter()
+    ag.build_ours(warm["ours"], everything)  # warm-up: every tool seen once by every warm compiler
+    ag.build_xgr(warm["xgr"], everything)
+    ag.build_xgr(warm["xgr-jit"], everything)
+    print(f"[agentic] warm-up (full registry) {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+    results: Dict[str, Any] = {}
+    for size in args.sizes:
+        rec: Dict[str, Dict[str, List[float]]] = {
+            e: {k: [] for k in ("cold", "cold_ttfm", "warm", "warm_ttfm", "tokens")} for e in ENGINES
+        }
+        rejected: Dict[str, int] = dict.fromkeys(ENGINES, 0)
+        n_tokens: List[int] = []
+        for _ in range(args.requests):
+            names = ag.subset(size)
+            ids = setup.encode(ag.output(names))
+            n_tokens.append(len(ids))
+            compiled: Dict[str, Any] = {}
+            for engine in ENGINES:  # interleaved per request
+                if engine == "ours":
+                    ag.clear_ours()
+                    cold = _timed_request(setup, engine, partial(ag.build_ours, Compiler(setup.vocab), names))
+                    hot = _timed_request(setup, engine, partial(ag.build_ours, warm["ours"], names))
+                elif engine == "llg":  # no compiler object, nothing kept between requests
+                    cold = _timed_request(setup, engine, partial(ag.build_llg, names))
+                    hot = _timed_request(setup, engine, partial(ag.build_llg, names))
+                else:
+                    cold = _timed_request(
+                        setup,
+                        engine,
+                        partial(ag.build_xgr, setup.xcompiler(engine == "xgr-jit", True), names),
+                    )
+                    hot = _timed_request(setup, engine, partial(ag.build_xgr, warm[engine], names))
+                rec[engine]["cold"].append(cold[0])
+                rec[engine]["cold_ttfm"].append(cold[1])
+                rec[engine]["warm"].append(hot[0])
+                rec[engine]["warm_ttfm"].append(hot[1])
+                compiled[engine] = hot[2]
+            for engine in ENGINES:
+                times = walk(setup, engine, compiled[engine], ids)
+                if times is None:
+                    rejected[engine] += 1
+                else:
+                    rec[engine]["tokens"].extend(times)
+        results[str(size)] = {
+            "tokens_per_output": statistics.median(n_tokens),
+            "rejected_outputs": rejected,
+            "engines": {
+                e: {
+                    "cold_ms": median_ms(rec[e]["cold"]),
+                    "cold_ttfm_ms": median_ms(rec[e]["cold_ttfm"]),
+                    "warm_ms": median_ms(rec[e]["warm"]),
+                    "warm_ttfm_ms": median_ms(rec[e]["warm_ttfm"]),
+                    "per_token_us": dist_us(rec[e]["tokens"]),
+                }
+                for e in ENGINES
+            },
+        }
+        print(f"[agentic] size {size} done", file=sys.stderr)
+    return {
+        "registry": len(ag.tools),
+        "callable": len(ag.callable),
+        "requests": args.requests,
+        "sizes": results,
+        "llg_note": "Lark equivalent of the Qwen-3 structural tag (free text may contain <think>)",
+    }
+
+
+def print_agentic(res: Dict[str, Any]) -> None:
+    build_rows, token_rows = [], []
+    for size, r in res["sizes"].items():
+        eng = r["engines"]
+        for key, label in (
+            ("cold_ms", "cold build+compile ms"),
+            ("cold_ttfm_ms", "cold +1st mask ms"),
+            ("warm_ms", "warm build+compile ms"),
+            ("warm_ttfm_ms", "warm +1st mask ms"),
+        ):
+            row = {e: eng[e][key] for e in ENGINES}
+            build_rows.append([size, label, *(_fmt(row[e]) for e in ENGINES), _fmt(ratio_to_best(row), 2)])
+        for key in ("mean", "p50", "p99", "max"):
+            row = {e: eng[e]["per_token_us"][key] for e in ENGINES}
+            token_rows.append(
+                [
+                    size,
+                    f"per token {key} µs",
+                    *(_fmt(row[e], 0) for e in ENGINES),
+                    _fmt(ratio_to_best(row), 2),
+                ]
+            )
+        token_rows.append([size, "rejected outputs", *(str(r["rejected_outputs"][e]) for e in ENGINES), ""])
+    head = ["tools", "measure", *ENGINES, "ours/best"]
+    print_table(
+        f"Agentic requests (qwen3 + reasoning, {res['registry']}-tool BFCL registry): medians of "
+        f"{res['requests']} requests",
+        head,
+        build_rows,
+    )
+    tokens = ", ".join(f"{s}: {r['tokens_per_output']:.0f}" for s, r in res["sizes"].items())
+    print_table(
+        f"Agentic masks: fill_next_token_bitmask + accept_token per token along the outputs (tokens per output {tokens})",
+        head,
+        token_rows,
+    )
+    print(f"llg: {res['llg_note']}")
+
+
+# --------------------------------------------------------------------------- 2. maskbench
+
+
+def _ours_json_schema(compiler: Any, schema: Any) -> Any:
+    from agentgrammar import Grammar
+
+    return compiler.compile(Grammar.from_json_schema(schema))
+
+
+def run_maskbench(setup: Setup, args: Any) -> Dict[str, Any]:
+    import llguidance
+
+    from agentgrammar import Compiler
+
+    paths = sorted(p for p in args.maskbench.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
+    sample = random.Random(args.seed).sample(paths, min(args.maskbench_sample, len(paths)))
+    ttfm: Dict[str, List[float]] = {e: [] for e in ENGINES}
+    between: Dict[str, List[float]] = {e: [] for e in ENGINES}
+    failed: Dict[str, int] = dict.fromkeys(ENGINES, 0)
+    rejected: Dict[str, int] = dict.fromkeys(ENGINES, 0)
+    schemas = instances = 0
+    for i, path in enumerate(sample):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        schema = data["schema"]
+        # cold, for every engine: fresh compilers (made outside the timing), our caches cleared
+        clear_ours()
+        ours = Compiler(setup.vocab)
+        xcomp = {
+            "xgr": setup.xcompiler(jit=False, cache=True),
+            "xgr-jit": setup.xcompiler(jit=True, cache=True),
+        }
+        builders: Dict[str, Callable[[], Any]] = {
+            "ours": partial(_ours_json_schema, ours, schema),
+            "xgr": partial(xcomp["xgr"].compile_json_schema, json.dumps(schema)),
+            "xgr-jit": partial(xcomp["xgr-jit"].compile_json_schema, json.dumps(schema)),
+            "llg": partial(
+                llguidance.LLMatcher.grammar_from_json_schema,
+                schema,
+                defaults={"whitespace_flexible": True, "coerce_one_of": True},
+            ),
+        }
+        first: Dict[str, float] = {}
+        compiled: Dict[str, Any] = {}
+        for engine, build in builders.items():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    _, first[engine], compiled[engine] = _timed_request(setup, engine, build)
+            except Exception:
+                failed[engine] += 1
+        if len(compiled) < len(ENGINES):
+            continue
+        schemas += 1
+        for engine in ENGINES:
+            ttfm[engine].append(first[engine])
+        for test in data.get("tests", []):
+            if not test.get("valid"):
+                continue
+            ids = setup.encode(json.dumps(test["data"]))
+            runs = {e: walk(setup, e, compiled[e], ids) for e in ENGINES}
+            for e, t in runs.items():
+                rejected[e] += t is None
+            if all(t is not None for t in runs.values()):
+                instances += 1
+                for e, t in runs.items():
+                    between[e].extend(t[1:])  # mask + accept after the first
+        if (i + 1) % 50 == 0:
+            print(f"[maskbench] {i + 1}/{len(sample)}", file=sys.stderr)
+    return {
+        "sample": len(sample),
+        "schemas_compared": schemas,
+        "instances_compared": instances,
+        "compile_failed": failed,
+        "instances_rejected": rejected,
+        "ttfm_us": {e: dist_us(ttfm[e]) for e in ENGINES},
+        "between_us": {e: dist_us(between[e]) for e in ENGINES},
+    }
+
+
+def print_maskbench(res: Dict[str, Any]) -> None:
+    rows = []
+    for label, key in (("time to first mask µs", "ttfm_us"), ("time between masks µs", "between_us")):
+        for stat in ("mean", "p50", "p99", "p99.9", "max"):
+            row = {e: res[key][e][stat] for e in ENGINES}
+            rows.append([f"{label} {stat}", *(_fmt(row[e], 0) for e in ENGINES), _fmt(ratio_to_best(row), 2)])
+    rows.append(["compile failed (schemas)", *(str(res["compile_failed"][e]) for e in ENGINES), ""])
+    rows.append(["valid instances rejected", *(str(res["instances_rejected"][e]) for e in ENGINES), ""])
+    print_table(
+        f"MaskBench: {res['sample']} sampled files, {res['schemas_compared']} compiled by all, "
+        f"{res['instances_compared']} valid instances accepted by all (between = mask + accept)",
+        ["measure", *ENGINES, "ours/best"],
+        rows,
+    )
+
+
+# --------------------------------------------------------------------------- 3. hf
+
+
+def run_hf(args: Any) -> Dict[str, Any]:
+    try:
+        from tools import bench_hf
+    except ImportError as e:  # tools/bench_hf.py not there
+        return {"source": "tools/bench_hf.py", "error": str(e), "results": []}
+
+    return {
+        "source": "tools/bench_hf.py",
+        "results": [
+            bench_hf.bench(kind, args.hf_repeats, args.hf_max_new_tokens, args.hf_prompt)
+            for kind in ("json", "tools")
+        ],
+    }
+
+
+def print_hf(res: Dict[str, Any]) -> None:
+    if not res["results"]:
+        print(f"\nHF generate(): n/a ({res.get('error')})")
+        return
+    rows = []
+    for r in res["results"]:
+        ours, xgr = r["rows"]["agentgrammar"], r["rows"]["xgrammar"]
+        for key, label in (
+            ("step_median_ms", "processor step p50 ms"),
+            ("step_mean_ms", "processor step mean ms"),
+            ("step_p90_ms", "processor step p90 ms"),
+            ("generate_median_ms", "generate() ms"),
+            ("overhead_per_token_ms", "overhead / token ms"),
+        ):
+            a, b = ours[key], xgr[key]
+            ratio = a / b if a > 0 and b > 0 else float("nan")  # overheads under noise can be < 0
+            rows.append([r["grammar"], label, f"{a:.3f}", f"{b:.3f}", _fmt(ratio, 2)])
+        rows.append(
+            [
+                r["grammar"],
+                "tokens / same output",
+                str(ours["tokens"]),
+                str(xgr["tokens"]),
+                str(r["same_output"]),
+            ]
+        )
+    r0 = res["results"][0]
+    print_table(
+        f"HF generate(): per-step logits-processor time, tiny random Llama, {r0['repeats']} runs of "
+        f"{r0['max_new_tokens']} new tokens (via {res['source']})",
+        ["grammar", "measure", "ours", "xgr", "ours/best"],
+        rows,
+    )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bfcl", type=Path, help="the bfcl-eval wheel, or a folder holding its data files")
+    parser.add_argument("maskbench", type=Path, help="a folder of MaskBench *.json files")
+    parser.add_argument(
+        "--workloads",
+        nargs="+",
+        choices=["agentic", "maskbench", "hf"],
+        default=["agentic", "maskbench", "hf"],
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500])
+    parser.add_argument("--requests", type=int, default=3, help="random subsets (requests) per size")
+    parser.add_argument("--registry", type=int, default=500, help="BFCL tools in the registry")
+    parser.add_argument("--maskbench-sample", type=int, default=200)
+    parser.add_argument("--hf-repeats", type=int, default=5)
+    parser.add_argument("--hf-max-new-tokens", type=int, default=64)
+    parser.add_argument("--hf-prompt", default="Weather in Paris for the next three days, as JSON:")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print every figure as JSON instead of tables")
+    args = parser.parse_args(argv)
+
+    import torch
+    import xgrammar as xgr
+
+    torch.set_num_threads(1)
+    setup = Setup()
+    out: Dict[str, Any] = {
+        "threads": 1,
+        "vocab_size": setup.vocab.vocab_size,
+        "xgrammar_jit": "GrammarCompiler(enable_dynamic_compilation=True)",
+        "versions": {
+            "xgrammar": getattr(xgr, "__version__", _version("xgrammar")),
+            "llguidance": _version("llguidance"),
+            "torch": torch.__version__,
+        },
+    }
+    for name in args.workloads:
+        start = time.perf_counter()
+        if name == "agentic":
+            out["agentic"] = run_agentic(setup, args)
+        elif name == "maskbench":
+            out["maskbench"] = run_maskbench(setup, args)
+        else:
+            out["hf"] = run_hf(args)
+        out.setdefault("wall_s", {})[name] = round(time.perf_counter() - start, 1)
+        print(f"[{name}] {out['wall_s'][name]} s", file=sys.stderr)
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+        return out
+    print(
+        f"Single thread, Llama-3.2 vocabulary ({setup.vocab.vocab_size} tokens); xgrammar {out['versions']['xgrammar']} "
+        f"(xgr = eager, xgr-jit = enable_dynamic_compilation=True), llguidance {out['versions']['llguidance']}; "
+        "ours/best = ours over the best peer (< 1: ours faster)"
+    )
+    if "agentic" in out:
+        print_agentic(out["agentic"])
+    if "maskbench" in out:
+        print_maskbench(out["maskbench"])
+    if "hf" in out:
+        print_hf(out["hf"])
+    return out
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "?"
+
+
+if __name__ == "__main__":
+    main()
