@@ -12,25 +12,14 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from agentgrammar import Compiler, ToolRegistry, Vocabulary  # noqa: E402
+from tests.hf_models import tiny_llama_config  # noqa: E402
 from tests.hf_tokenizers import llama32_tokenizer  # noqa: E402
 
 SCRIPT_BIAS = 100.0
 
 
 def _config(tok: Any) -> Any:
-    return transformers.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.eos_token_id,
-    )
+    return tiny_llama_config(tok, max_positions=2048)
 
 
 class ScriptedLlama(transformers.LlamaForCausalLM):

@@ -16,7 +16,6 @@ text) and more seeds are ``slow`` (all rows checked as valid prefixes or parsed 
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple
 
 import pytest
@@ -30,7 +29,7 @@ from typing_extensions import Annotated  # noqa: E402
 from agentgrammar import Compiler, Grammar, Matcher, ToolRegistry, Vocabulary  # noqa: E402
 from agentgrammar.formats import AgentFormat, get, names  # noqa: E402
 from agentgrammar.hf import GrammarLogitsProcessor  # noqa: E402
-from tests.hf_tokenizers import llama32_tokenizer  # noqa: E402
+from tests.hf_models import padded_llama32_tokenizer, tiny_llama  # noqa: E402
 
 PRESETS = names()
 PROMPTS = [
@@ -102,11 +101,7 @@ def one_thread() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    # A copy: the shared, cached tokenizer must keep its padding settings for other tests.
-    t = copy.deepcopy(llama32_tokenizer())
-    t.padding_side = "left"
-    t.pad_token = t.eos_token
-    return t
+    return padded_llama32_tokenizer()
 
 
 @pytest.fixture(scope="module")
@@ -121,24 +116,8 @@ def compiler(vocab: Vocabulary) -> Compiler:
 
 @pytest.fixture(scope="module")
 def model(tok: Any, vocab: Vocabulary) -> Any:
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tok) + 63,  # a padded model vocabulary, wider than the tokenizer's
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.eos_token_id,
-    )
-    m = transformers.LlamaForCausalLM(config).eval()
-    m.generation_config.pad_token_id = tok.eos_token_id
-    m.generation_config.eos_token_id = list(vocab.stop_token_ids)
-    return m
+    # a padded model vocabulary, wider than the tokenizer's
+    return tiny_llama(tok, vocab, vocab_size=len(tok) + 63, layers=1, heads=2)
 
 
 class LongTokenBias(transformers.LogitsProcessor):  # type: ignore[misc]

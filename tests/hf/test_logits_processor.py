@@ -7,7 +7,6 @@ path, with the bitmask copied to the scores' device by ``apply_token_bitmask_inp
 
 from __future__ import annotations
 
-import copy
 import functools
 from typing import Any, FrozenSet, List
 
@@ -19,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 from agentgrammar import Compiler, Grammar, Matcher, MatcherError, Vocabulary  # noqa: E402
 from agentgrammar.engine.compiler import byte_compiler  # noqa: E402
 from agentgrammar.hf import GrammarLogitsProcessor  # noqa: E402
-from tests.hf_tokenizers import llama32_tokenizer  # noqa: E402
+from tests.hf_models import padded_llama32_tokenizer, tiny_llama  # noqa: E402
 
 SCHEMA = {
     "type": "object",
@@ -37,11 +36,7 @@ MAX_NEW = 40  # enough for BOUNDED_SCHEMA: 11 + ≤10 + 6 + ≤3 + 1 characters,
 
 @pytest.fixture(scope="module")
 def tok() -> Any:
-    # A copy: the shared, cached tokenizer must keep its padding settings for other tests.
-    t = copy.deepcopy(llama32_tokenizer())
-    t.padding_side = "left"
-    t.pad_token = t.eos_token
-    return t
+    return padded_llama32_tokenizer()
 
 
 @pytest.fixture(scope="module")
@@ -56,27 +51,8 @@ def compiler(vocab: Vocabulary) -> Compiler:
 
 @pytest.fixture(scope="module")
 def model(tok: Any, vocab: Vocabulary) -> Any:
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tok) + 63,  # a padded model vocabulary, wider than the tokenizer's
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.eos_token_id,
-    )
-    m = transformers.LlamaForCausalLM(config).eval()
-    m.generation_config.pad_token_id = tok.eos_token_id
-    # generate() must stop on every token the grammar treats as a stop token (as Llama-3.2-Instruct's
-    # generation config does: <|end_of_text|> and <|eot_id|>); otherwise a row that ends with
-    # <|eot_id|> gets one more token, the forced EOS (see test_terminated_row_...).
-    m.generation_config.eos_token_id = list(vocab.stop_token_ids)
-    return m
+    # a padded model vocabulary, wider than the tokenizer's
+    return tiny_llama(tok, vocab, vocab_size=len(tok) + 63, hidden_size=64, max_positions=256)
 
 
 @pytest.fixture(scope="module")
