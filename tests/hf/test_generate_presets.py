@@ -29,7 +29,7 @@ from typing_extensions import Annotated  # noqa: E402
 from agentgrammar import Compiler, Grammar, Matcher, ToolRegistry, Vocabulary  # noqa: E402
 from agentgrammar.formats import AgentFormat, get, names  # noqa: E402
 from agentgrammar.hf import GrammarLogitsProcessor  # noqa: E402
-from tests.hf_models import padded_llama32_tokenizer, tiny_llama  # noqa: E402
+from tests.hf_models import tiny_llama  # noqa: E402
 
 PRESETS = names()
 PROMPTS = [
@@ -97,21 +97,6 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def tok() -> Any:
-    return padded_llama32_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def vocab(tok: Any) -> Vocabulary:
-    return Vocabulary.from_huggingface(tok)
-
-
-@pytest.fixture(scope="module")
-def compiler(vocab: Vocabulary) -> Compiler:
-    return Compiler(vocab)
 
 
 @pytest.fixture(scope="module")

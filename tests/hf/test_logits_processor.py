@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 from agentgrammar import Compiler, Grammar, Matcher, MatcherError, Vocabulary  # noqa: E402
 from agentgrammar.engine.compiler import byte_compiler  # noqa: E402
 from agentgrammar.hf import GrammarLogitsProcessor  # noqa: E402
-from tests.hf_models import padded_llama32_tokenizer, tiny_llama  # noqa: E402
+from tests.hf_models import tiny_llama  # noqa: E402
 
 SCHEMA = {
     "type": "object",
@@ -32,21 +32,6 @@ BOUNDED_SCHEMA = {
     "properties": {**SCHEMA["properties"], "n": {"type": "integer", "minimum": 0, "maximum": 999}},
 }
 MAX_NEW = 40  # enough for BOUNDED_SCHEMA: 11 + ≤10 + 6 + ≤3 + 1 characters, then EOS
-
-
-@pytest.fixture(scope="module")
-def tok() -> Any:
-    return padded_llama32_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def vocab(tok: Any) -> Vocabulary:
-    return Vocabulary.from_huggingface(tok)
-
-
-@pytest.fixture(scope="module")
-def compiler(vocab: Vocabulary) -> Compiler:
-    return Compiler(vocab)
 
 
 @pytest.fixture(scope="module")
