@@ -120,6 +120,14 @@ struct ag_vocab {
 
 void ag_vocab_retain(ag_vocab *v);
 
+/*
+ * The first sorted position after i whose token does not begin with the first
+ * `len` bytes of token i (which has at least len bytes): the end of the run of
+ * tokens a mask walk skips once byte len - 1 is rejected. Galloping, then
+ * binary search: O(log run) comparisons instead of a scan of the run.
+ */
+int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len);
+
 static inline const uint8_t *ag_vocab_token(const ag_vocab *v, int32_t id, uint32_t *len) {
   *len = v->offsets[id + 1] - v->offsets[id];
   return v->blob + v->offsets[id];

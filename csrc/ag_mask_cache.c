@@ -89,10 +89,10 @@ static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
  * sharing its first depth+1 bytes (they fail there too); returns the next position. */
 static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
                                   bool *oom) {
-  bool uncertain = w->can_end[depth];
+  if (!w->can_end[depth]) return ag_vocab_prefix_end(v, i, depth + 1); /* all rejected */
   int32_t j = i;
   do {
-    if (uncertain && !ag_vec_push(&w->uncertain, j)) *oom = true;
+    if (!ag_vec_push(&w->uncertain, j)) *oom = true;
     j++;
   } while (j < v->n_sorted && v->lcp[j] > depth);
   return j;

@@ -252,7 +252,7 @@ static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint3
     int32_t j = i + 1;
     if (ok) ag_set_bit(mask, v->sorted_ids[i]);
     else /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
-      while (j < n && v->lcp[j] > depth) j++;
+      j = ag_vocab_prefix_end(v, i, depth + 1);
     i = ag_next_position(candidates, j, n);
   }
 done:

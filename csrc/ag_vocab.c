@@ -66,6 +66,32 @@ static ag_status ag_vocab_sort(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
+/* Whether sorted token j begins with the len bytes at p. */
+static bool ag_vocab_has_prefix(const ag_vocab *v, int32_t j, const uint8_t *p, uint32_t len) {
+  uint32_t tl;
+  const uint8_t *t = ag_vocab_token(v, v->sorted_ids[j], &tl);
+  return tl >= len && memcmp(t, p, len) == 0;
+}
+
+int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len) {
+  uint32_t tl;
+  const uint8_t *p = ag_vocab_token(v, v->sorted_ids[i], &tl);
+  int32_t n = v->n_sorted, lo = i + 1, step = 1; /* the answer is in [lo, hi] */
+  if (lo >= n || v->lcp[lo] < len) return lo;    /* the common case: a run of one */
+  int32_t hi = lo;
+  while (hi < n && ag_vocab_has_prefix(v, hi, p, len)) { /* gallop past the run's end */
+    lo = hi + 1;
+    hi = (int32_t)((int64_t)hi + step < n ? hi + step : n);
+    step *= 2;
+  }
+  while (lo < hi) { /* tokens in [lo, hi) are unknown, hi does not have the prefix (or is n) */
+    int32_t mid = lo + (hi - lo) / 2;
+    if (ag_vocab_has_prefix(v, mid, p, len)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 static ag_status ag_vocab_collect_stops(ag_vocab *v, ag_error *err) {
   int32_t n = 0;
   for (int32_t i = 0; i < v->n_tokens; i++) n += v->kinds[i] == AG_TOKEN_STOP;
