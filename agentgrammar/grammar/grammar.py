@@ -294,11 +294,19 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
                 taken.add(name)
                 return name
 
+    done: Dict[int, Expr] = {}  # by identity: front-ends share subtrees, walk each once
+
     def walk(e: Expr, base: str, counter: List[int]) -> Expr:
-        if isinstance(e, Seq):
-            return Seq(tuple(walk(x, base, counter) for x in e.items))
-        if isinstance(e, Choice):
-            return Choice(tuple(walk(x, base, counter) for x in e.items))
+        found = done.get(id(e))
+        if found is None:
+            found = done[id(e)] = rewrite(e, base, counter)
+        return found
+
+    def rewrite(e: Expr, base: str, counter: List[int]) -> Expr:
+        if isinstance(e, (Seq, Choice)):
+            items = tuple(walk(x, base, counter) for x in e.items)
+            # unchanged subtrees stay the same objects, so the serializer writes them once
+            return e if all(a is b for a, b in zip(items, e.items)) else type(e)(items)
         if isinstance(e, Repeat):
             item = walk(e.item, base, counter)
             copies = e.min > 1 or (e.max is not None and e.max > 1)
@@ -306,7 +314,7 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
                 name = fresh(base, counter)
                 extra.append(Rule(name, item))
                 item = RuleRef(name)
-            return Repeat(item, e.min, e.max)
+            return e if item is e.item else Repeat(item, e.min, e.max)
         return e
 
     out = []

@@ -29,6 +29,7 @@ Character classes are lowered to UTF-8 byte sequences here.
 from __future__ import annotations
 
 from array import array
+from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .ir import ByteClass, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
@@ -60,6 +61,7 @@ class _Writer:
         self.offsets: List[int] = []
         self.data = array("i")
         self._memo: Dict[Tuple[int, ...], int] = {}
+        self._by_id: Dict[int, int] = {}  # the rules keep every node alive while they are written
 
     def node(self, words: Sequence[int]) -> int:
         key = tuple(words)
@@ -77,6 +79,13 @@ class _Writer:
         return parts[0] if len(parts) == 1 else self.node((KIND_SEQ, len(parts), *parts))
 
     def expr(self, e: Expr) -> int:
+        """The node of ``e``; a subtree object that several rules share is written once."""
+        found = self._by_id.get(id(e))
+        if found is None:
+            found = self._by_id[id(e)] = self._expr(e)
+        return found
+
+    def _expr(self, e: Expr) -> int:
         if isinstance(e, Literal):
             return self.node((KIND_LITERAL, len(e.value), *e.value))
         if isinstance(e, ByteClass):
@@ -113,7 +122,7 @@ class _Writer:
         return self.node(payload)
 
     def _char_class(self, e: CharClass) -> int:
-        seqs = class_to_sequences(e.ranges, e.negated)
+        seqs = _class_sequences(e.ranges, e.negated)
         singles = [s[0] for s in seqs if len(s) == 1]
         kids: List[int] = []
         if singles:
@@ -123,6 +132,13 @@ class _Writer:
         if not kids:  # an empty class matches nothing: an empty byte set
             return self.node((KIND_BYTES, 0))
         return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+
+
+@lru_cache(maxsize=8192)
+def _class_sequences(ranges: Tuple[Tuple[int, int], ...], negated: bool) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
+    """``class_to_sequences``, remembered: grammars repeat the same few classes many times
+    (a JSON string's characters), and lowering one to UTF-8 is the costliest part of writing."""
+    return tuple(tuple(s) for s in class_to_sequences(ranges, negated))
 
 
 def serialize(rules: Sequence[Rule], root: str, embed_index: Optional[Callable[[Any], int]] = None) -> bytes:
