@@ -135,7 +135,9 @@ class _Writer:
 
 
 @lru_cache(maxsize=8192)
-def _class_sequences(ranges: Tuple[Tuple[int, int], ...], negated: bool) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
+def _class_sequences(
+    ranges: Tuple[Tuple[int, int], ...], negated: bool
+) -> Tuple[Tuple[Tuple[int, int], ...], ...]:
     """``class_to_sequences``, remembered: grammars repeat the same few classes many times
     (a JSON string's characters), and lowering one to UTF-8 is the costliest part of writing."""
     return tuple(tuple(s) for s in class_to_sequences(ranges, negated))
