@@ -26,6 +26,7 @@ struct ag_matcher {
   uint32_t *accepted_pos; /* [ceil(n_sorted / 32)] */
   uint32_t *state_stamp; /* [n_states] */
   uint32_t stamp;
+  AG_VEC(const ag_state_masks *) classes; /* the current set's scannable states' classes */
 };
 
 static bool ag_is_stop(const ag_matcher *m, int32_t id) {
@@ -86,6 +87,7 @@ void ag_matcher_free(ag_matcher *m) {
   free(m->state_stamp);
   free(m->pos_bits);
   free(m->accepted_pos);
+  ag_vec_free(&m->classes);
   free(m->stop_ids);
   ag_compiled_free(m->compiled);
   free(m);
@@ -273,18 +275,16 @@ static void ag_mark_uncertain(ag_matcher *m, const ag_state_masks *e) {
   }
 }
 
-/* The union of the cached accepted sets of every scannable state in the current
- * Earley set, then the uncertain tokens checked against the parser. */
-static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
+/* Collects the classes of the distinct scannable states in the current Earley set. */
+static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error *err) {
   const ag_grammar *g = m->compiled->grammar;
   const ag_parser *p = &m->parser;
-  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
-  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
-  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
   if (++m->stamp == 0) {
     memset(m->state_stamp, 0, sizeof *m->state_stamp * (size_t)g->n_states);
     m->stamp = 1;
   }
+  m->classes.len = 0;
+  *any_uncertain = false;
   uint32_t begin = p->set_start.data[p->set_start.len - 1];
   for (uint32_t it = begin; it < p->items.len; it++) {
     int32_t s = p->items.data[it].state;
@@ -293,7 +293,31 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
     const ag_state_masks *e;
     ag_status st = ag_compiled_state_masks(m->compiled, s, &e, err);
     if (st) return st;
-    for (size_t w = 0; w < words; w++) mask[w] |= e->accepted[w];
+    if (!ag_vec_push(&m->classes, e)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+    *any_uncertain = *any_uncertain || e->n_uncertain > 0;
+  }
+  return AG_OK;
+}
+
+/* The union of the cached accepted sets of every scannable state in the current
+ * Earley set, then the uncertain tokens checked against the parser. Without
+ * uncertain tokens (the common case) the union is the whole answer. */
+static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
+  bool any_uncertain;
+  ag_status st = ag_collect_classes(m, &any_uncertain, err);
+  if (st) return st;
+  for (size_t k = 0; k < m->classes.len; k++) {
+    const uint32_t *accepted = m->classes.data[k]->accepted;
+    if (k == 0) memcpy(mask, accepted, words * sizeof *mask);
+    else
+      for (size_t w = 0; w < words; w++) mask[w] |= accepted[w];
+  }
+  if (!any_uncertain) return AG_OK;
+  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
+  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
+  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
+  for (size_t k = 0; k < m->classes.len; k++) {
+    const ag_state_masks *e = m->classes.data[k];
     for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
     ag_mark_uncertain(m, e);
   }
@@ -302,10 +326,14 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   return ag_walk_tokens(m, m->pos_bits, mask, err);
 }
 
-static int32_t ag_popcount_words(const uint32_t *mask, size_t words) {
-  int32_t n = 0;
-  for (size_t w = 0; w < words; w++) n += __builtin_popcount(mask[w]);
-  return n;
+/* Whether the first n bits of mask are all set; stops at the first gap (usually word 0). */
+static bool ag_all_set(const uint32_t *mask, int32_t n) {
+  int32_t full = n / 32;
+  for (int32_t w = 0; w < full; w++)
+    if (mask[w] != 0xffffffffu) return false;
+  if (n % 32 == 0) return true;
+  uint32_t tail = (1u << (n % 32)) - 1;
+  return (mask[full] & tail) == tail;
 }
 
 static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all_allowed,
@@ -329,7 +357,7 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
     uint32_t bit = 1u << (id & 31);
     mask[id >> 5] = can_stop ? (mask[id >> 5] | bit) : (mask[id >> 5] & ~bit);
   }
-  *all_allowed = ag_popcount_words(mask, need) == v->mask_size;
+  *all_allowed = ag_all_set(mask, v->mask_size);
   return AG_OK;
 }
 
