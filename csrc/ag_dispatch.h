@@ -61,6 +61,18 @@ ag_status ag_ac_build(const ag_dispatch *d, ag_ac *ac, ag_error *err);
 void ag_ac_free(ag_ac *ac);
 
 /*
+ * The safe tokens of d's words (see below) from the vocabulary's shared cache,
+ * computed and added on first use. When the cache is full (a bound against
+ * unbounded growth), the set is computed for the caller, who then owns it:
+ * *owned is set to it (NULL for a shared set, which lives as long as v).
+ * Thread-safe.
+ */
+ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const uint32_t **out,
+                               uint32_t **owned, ag_error *err);
+/* Frees a vocabulary's safe-token cache (ag_vocab_free). */
+void ag_safe_cache_free(struct ag_safe_entry *head);
+
+/*
  * Sets, in pos_bits (a bitset over the vocabulary's sorted positions, zeroed by
  * the caller), the tokens that are safe in free text: they contain no word and
  * no non-empty prefix of theirs is a proper suffix of a word. From any

@@ -102,6 +102,8 @@ void ag_grammar_retain(ag_grammar *g);
 
 /* ---- vocabulary -------------------------------------------------------- */
 
+#define AG_CLASS_BUCKETS 256
+
 struct ag_vocab {
   atomic_int refs;
   int32_t n_tokens;
@@ -116,6 +118,13 @@ struct ag_vocab {
   int32_t *stop_ids;    /* the tokens of kind STOP */
   int32_t n_stop;
   uint32_t max_token_len;
+  /* The safe-token sets of dispatch word lists (ag_dispatch.c), shared by every
+   * grammar compiled for this vocabulary: a push-only, lock-free list, bounded. */
+  _Atomic(struct ag_safe_entry *) safe_cache;
+  atomic_int safe_cache_len;
+  /* Token classes of byte-only automata (ag_class_cache.c), shared the same way. */
+  _Atomic(struct ag_class_entry *) class_cache[AG_CLASS_BUCKETS];
+  atomic_int class_cache_len;
 };
 
 void ag_vocab_retain(ag_vocab *v);

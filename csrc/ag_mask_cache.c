@@ -10,7 +10,8 @@ struct ag_mask_cache {
   int32_t n_rules;
   /* [n_rules] a dispatch rule's safe tokens as a sorted-position bitset, NULL
    * until computed; the array is NULL when the grammar has no dispatch rule. */
-  _Atomic(uint32_t *) *safe;
+  _Atomic(const uint32_t *) *safe;
+  uint32_t **safe_owned; /* [n_rules] the sets this cache computed itself (the vocabulary's was full) */
   /* [n_rules] 1 when no state of the rule has a rule edge: its states are
    * classified by walking its byte automaton alone, without the Earley parser. */
   uint8_t *rule_bytes_only;
@@ -24,11 +25,15 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
   c->rule_bytes_only = malloc((size_t)g->n_rules);
-  if (g->rule_dispatch) c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
-  if (!c->entries || !c->rule_bytes_only || (g->rule_dispatch && !c->safe)) {
+  if (g->rule_dispatch) {
+    c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
+    c->safe_owned = calloc((size_t)g->n_rules, sizeof *c->safe_owned);
+  }
+  if (!c->entries || !c->rule_bytes_only || (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
     free(c->entries);
     free(c->rule_bytes_only);
     free(c->safe);
+    free(c->safe_owned);
     free(c);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
@@ -46,7 +51,12 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   return AG_OK;
 }
 
+/* Frees an entry this grammar's cache owns (shared ones belong to the vocabulary). */
 static void ag_state_masks_free(ag_state_masks *e) {
+  if (e && !e->shared) ag_state_masks_destroy(e);
+}
+
+void ag_state_masks_destroy(ag_state_masks *e) {
   if (!e) return;
   free(e->accepted);
   free(e->accepted_pos);
@@ -58,8 +68,9 @@ static void ag_state_masks_free(ag_state_masks *e) {
 void ag_mask_cache_free(ag_mask_cache *c) {
   if (!c) return;
   for (int32_t s = 0; s < c->n_states; s++) ag_state_masks_free(atomic_load(&c->entries[s]));
-  if (c->safe)
-    for (int32_t r = 0; r < c->n_rules; r++) free(atomic_load(&c->safe[r]));
+  if (c->safe_owned)
+    for (int32_t r = 0; r < c->n_rules; r++) free(c->safe_owned[r]);
+  free(c->safe_owned);
   free(c->safe);
   free(c->rule_bytes_only);
   free(c->entries);
@@ -197,28 +208,27 @@ static ag_status ag_store_uncertain(ag_state_masks *e, const ag_vocab *v, void *
 }
 
 /* The safe tokens of dispatch rule r, computed now if no thread has yet. */
+/* The safe tokens of dispatch rule r: the vocabulary's shared set for its words. */
 static ag_status ag_safe_tokens(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                                 int32_t r, const uint32_t **out, ag_error *err) {
-  uint32_t *bits = atomic_load_explicit(&c->safe[r], memory_order_acquire);
+  const uint32_t *bits = atomic_load_explicit(&c->safe[r], memory_order_acquire);
   if (bits) {
     *out = bits;
     return AG_OK;
   }
-  size_t words = ((size_t)v->n_sorted + 31) / 32 + 1;
-  if (!(bits = calloc(words, sizeof *bits)))
-    return ag_fail(err, AG_ERR_NOMEM, r, "out of memory finding safe tokens");
-  ag_status st = ag_dispatch_safe_tokens(g->rule_dispatch[r], v, bits, err);
-  if (st) {
-    free(bits);
-    return st;
-  }
-  uint32_t *expected = NULL;
+  uint32_t *owned = NULL;
+  ag_status st = ag_vocab_safe_tokens(v, g->rule_dispatch[r], &bits, &owned, err);
+  if (st) return st;
+  const uint32_t *expected = NULL;
   if (atomic_compare_exchange_strong_explicit(&c->safe[r], &expected, bits, memory_order_acq_rel,
                                               memory_order_acquire)) {
-    atomic_fetch_add(&c->bytes, words * sizeof *bits);
+    if (owned) {
+      c->safe_owned[r] = owned; /* only the thread that published writes this slot */
+      atomic_fetch_add(&c->bytes, ((size_t)v->n_sorted + 31) / 32 * sizeof *owned);
+    }
     *out = bits;
   } else {
-    free(bits);
+    free(owned);
     *out = expected;
   }
   return AG_OK;
@@ -279,13 +289,23 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     *out = e;
     return AG_OK;
   }
-  ag_status st = ag_compute(c, g, v, state, &e, err);
-  if (st) return st;
+  ag_class_key key;
+  bool keyed = c->rule_bytes_only[g->state_rule[state]] && ag_class_key_make(g, state, &key);
+  if (keyed) e = (ag_state_masks *)ag_class_cache_find(v, &key);
+  if (!e) {
+    ag_status st = ag_compute(c, g, v, state, &e, err);
+    if (st) {
+      if (keyed) ag_class_key_free(&key);
+      return st;
+    }
+    if (keyed) ag_class_cache_add(v, &key, e); /* takes the key when it takes e */
+  }
+  if (keyed) ag_class_key_free(&key);
   /* Two threads may compute the same state; the first to publish wins. */
   ag_state_masks *expected = NULL;
   if (atomic_compare_exchange_strong_explicit(&c->entries[state], &expected, e,
                                               memory_order_acq_rel, memory_order_acquire)) {
-    atomic_fetch_add(&c->bytes, e->bytes);
+    if (!e->shared) atomic_fetch_add(&c->bytes, e->bytes);
     *out = e;
   } else {
     ag_state_masks_free(e);

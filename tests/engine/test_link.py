@@ -79,17 +79,28 @@ def test_parts_are_compiled_once_and_shared() -> None:
     word_1 = next(p for p in first._parts if p.grammar is WORD)
     word_2 = next(p for p in second._parts if p.grammar is WORD)
     assert word_1 is word_2
-    # Masks computed inside WORD through the first grammar are in the part's cache for the second.
-    before = word_1.memory_size_bytes
-    m = Matcher(first)
-    assert m.accept_string('<c>"a')
-    m.fill_next_token_bitmask(allocate_token_bitmask(1, first.vocabulary.vocab_size, backend="numpy"))
-    assert word_1.memory_size_bytes > before
-    filled = word_1.memory_size_bytes
-    m2 = Matcher(second)
-    assert m2.accept_string('<c>"a')
-    m2.fill_next_token_bitmask(allocate_token_bitmask(1, second.vocabulary.vocab_size, backend="numpy"))
-    assert word_1.memory_size_bytes == filled
+
+
+def test_byte_only_states_share_their_classes_across_grammars() -> None:
+    """A state of a rule made of bytes alone is classified once per vocabulary: its classes
+    are shared, so they are not counted in the compiled grammar's own memory."""
+    compiler = Compiler(vocab(), cache_limit_bytes=0)
+    mask = allocate_token_bitmask(1, len(TOKENS), backend="numpy")
+    for prefix in ("x", "y"):  # two grammars, the same automaton after their first byte
+        compiled = compiler.compile(Grammar.from_ebnf(f'root ::= "{prefix}" [ab]+'))
+        m = Matcher(compiled)
+        assert m.accept_string(prefix)
+        before = compiled.memory_size_bytes
+        m.fill_next_token_bitmask(mask)
+        assert compiled.memory_size_bytes == before
+        assert sorted(m.allowed_token_ids()) == [3, 4, 11]  # a, b, ab
+    # a state whose rule has a rule edge is classified by the grammar itself, and counted
+    compiled = compiler.compile(Grammar.from_ebnf('root ::= "x" item+\nitem ::= "a" | "b" item'))
+    m = Matcher(compiled)
+    assert m.accept_string("x")
+    before = compiled.memory_size_bytes
+    m.fill_next_token_bitmask(mask)
+    assert compiled.memory_size_bytes > before
 
 
 def test_same_content_in_another_object_is_the_same_part() -> None:
