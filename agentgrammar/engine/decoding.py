@@ -158,17 +158,23 @@ def decode_tokens(tokens: Iterable[Union[str, bytes]], vocab_type: str) -> List[
     decode = _DECODERS[vocab_type]
     out: List[bytes] = []
     append = out.append
-    for i, tok in enumerate(tokens):
-        if type(tok) is str:
-            append(decode(tok))
-        elif type(tok) is bytes:
-            append(tok)
-        elif isinstance(tok, str):
-            append(decode(str(tok)))
-        elif isinstance(tok, (bytes, bytearray)):
-            append(bytes(tok))
-        else:
-            raise VocabularyError(f"token {i} must be str or bytes, got {type(tok).__name__}: {tok!r}")
+    i, tok = -1, None
+    try:
+        for i, tok in enumerate(tokens):
+            if type(tok) is str:
+                append(decode(tok))
+            elif type(tok) is bytes:
+                append(tok)
+            elif isinstance(tok, str):
+                append(decode(str(tok)))
+            elif isinstance(tok, (bytes, bytearray)):
+                append(bytes(tok))
+            else:
+                raise VocabularyError(f"token {i} must be str or bytes, got {type(tok).__name__}: {tok!r}")
+    except UnicodeEncodeError:
+        raise VocabularyError(
+            f"token {i} ({tok!r}) is not valid Unicode: it holds a lone surrogate"
+        ) from None
     return out
 
 

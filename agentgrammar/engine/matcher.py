@@ -12,9 +12,10 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from typing import Any, List, Optional, Sequence, Union
 
-from ..errors import MatcherError
+from ..errors import MatcherError, TokenIdError
 from ._native import ffi, lib, new_error, raise_error
 from .bitmask import bitmask_row_pointer
 from .compiler import CompiledGrammar
@@ -32,6 +33,17 @@ def _utf8_prefix(data: bytes) -> str:
         except UnicodeDecodeError:
             continue
     return data.decode("utf-8", "ignore")
+
+
+def _int32(value: Any, what: str, limit: int) -> int:
+    """``value`` as an int that fits the C core's int32 arguments, else ``TokenIdError``."""
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TokenIdError(f"{what} must be an integer, got {value!r}") from None
+    if not -(2**31) <= n < 2**31:
+        raise TokenIdError(f"{what} {n} is out of range [0, {limit})")
+    return n
 
 
 class Matcher:
@@ -54,7 +66,15 @@ class Matcher:
             raise TypeError(f"Matcher needs a CompiledGrammar, got {type(compiled).__name__}")
         self._compiled = compiled
         self._vocab_size = compiled.vocabulary.vocab_size
-        stops = list(stop_token_ids) if stop_token_ids is not None else None
+        n_tokens = compiled.vocabulary.num_tokens
+        stops = None
+        if stop_token_ids is not None:
+            stops = [_int32(t, "stop token id", n_tokens) for t in stop_token_ids]
+            for t in stops:  # ids past the tokenizer (model padding) are never allowed
+                if not 0 <= t < n_tokens:
+                    raise TokenIdError(
+                        f"stop token id {t} is outside the vocabulary's tokens [0, {n_tokens})"
+                    )
         out = ffi.new("ag_matcher **")
         err = new_error()
         ids = ffi.new("int32_t[]", stops or [0]) if stops is not None else ffi.NULL
@@ -86,7 +106,8 @@ class Matcher:
 
         Raises TokenIdError for an id outside the vocabulary and MatcherError after termination.
         """
-        self._check(lib.ag_matcher_accept_token(self._handle, int(token_id), self._flag, self._err))
+        token = _int32(token_id, "token id", self._vocab_size)
+        self._check(lib.ag_matcher_accept_token(self._handle, token, self._flag, self._err))
         return bool(self._flag[0])
 
     def accept_tokens(self, token_ids: Sequence[int]) -> bool:
@@ -132,7 +153,8 @@ class Matcher:
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undo the last ``num_tokens`` accepted steps (tokens, strings or a stop token)."""
-        self._check(lib.ag_matcher_rollback(self._handle, int(num_tokens), self._err))
+        steps = _int32(num_tokens, "rollback count", self.num_accepted_steps + 1)
+        self._check(lib.ag_matcher_rollback(self._handle, steps, self._err))
 
     @property
     def num_accepted_steps(self) -> int:

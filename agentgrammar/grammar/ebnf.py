@@ -747,4 +747,7 @@ def parse_ebnf(text: str, root: str = "root") -> List[Rule]:
     """
     if not isinstance(text, str):
         raise TypeError(f"EBNF text must be a str, not {type(text).__name__}")
-    return _Parser(text, root).parse()
+    try:
+        return _Parser(text, root).parse()
+    except RecursionError:  # the nesting limit assumes a shallow caller; a deep one runs out first
+        raise GrammarError("the grammar nests too deeply for the Python stack here") from None

@@ -213,13 +213,20 @@ _UNSUPPORTED = frozenset(
 )
 
 
+#: The largest count a length or size keyword may give (larger ones could never be generated).
+MAX_COUNT = 2**31 - 1
+
+
 def _count(schema: Dict[str, Any], keyword: str, conv: Any, path: str) -> Optional[int]:
-    """A count keyword's value (``2.0`` reads as 2); SchemaError unless a non-negative integer."""
+    """A count keyword's value (``2.0`` reads as 2); SchemaError unless a non-negative integer
+    up to ``MAX_COUNT``."""
     x = schema.get(keyword)
     if isinstance(x, float) and x.is_integer():
         x = int(x)
     if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
         raise conv.fail(f"'{keyword}' must be a non-negative integer", path, keyword)
+    if x is not None and x > MAX_COUNT:
+        raise conv.fail(f"'{keyword}' is {x}; the largest supported is {MAX_COUNT}", path, keyword)
     return x
 
 
@@ -1163,14 +1170,19 @@ class _Converter:
         """``if``/``then``/``else`` and the dependency keywords as anyOf / allOf / not."""
         rest = {k: v for k, v in schema.items() if k not in _REWRITTEN_KW}
         clauses: List[Any] = []
-        if "if" in schema:
-            cond = schema["if"]
+        cond = schema.get("if", True)
+        then, otherwise = schema.get("then", True), schema.get("else", True)
+        if "if" not in schema or (then is True and otherwise is True):
+            pass  # without then/else, if constrains nothing
+        elif isinstance(cond, bool):
+            clauses.append(then if cond else otherwise)
+        else:
             negated = self.negate(cond, _ptr(path, "if"))
             clauses.append(
                 {
                     "anyOf": [
-                        {"allOf": [cond, schema.get("then", True)]},
-                        {"allOf": [negated, schema.get("else", True)]},
+                        {"allOf": [cond, then]},
+                        {"allOf": [negated, otherwise]},
                     ]
                 }
             )
@@ -1505,6 +1517,8 @@ class _Converter:
         for k, x in (("minLength", lo), ("maxLength", hi)):
             if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
                 raise self.fail(f"'{k}' must be a non-negative integer", path, k)
+            if x is not None and x > MAX_COUNT:
+                raise self.fail(f"'{k}' is {x}; the largest supported is {MAX_COUNT}", path, k)
         if hi is not None and lo > hi:
             return None
         pattern, fmt = schema.get("pattern"), schema.get("format")
@@ -2073,6 +2087,22 @@ class _Converter:
 # --------------------------------------------------------------------------- entry point
 
 
+#: How deep a schema document may nest (objects and arrays), checked before converting it.
+MAX_SCHEMA_DEPTH = 256
+
+
+def _check_depth(doc: Any) -> None:
+    """``SchemaError`` for a document nested deeper than ``MAX_SCHEMA_DEPTH`` (iteratively: a deep
+    document must not exhaust the Python stack before the converter's own limits apply)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise SchemaError(f"the schema nests more than {MAX_SCHEMA_DEPTH} levels")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+
+
 def _load(schema: Any) -> Any:
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         return schema.model_json_schema()
@@ -2081,6 +2111,8 @@ def _load(schema: Any) -> Any:
             return json.loads(schema)
         except ValueError as e:
             raise SchemaError(f"the schema is not valid JSON: {e}") from None
+        except RecursionError:
+            raise SchemaError(f"the schema JSON nests more than {MAX_SCHEMA_DEPTH} levels") from None
     if isinstance(schema, (dict, bool)):
         return schema
     raise SchemaError(
@@ -2117,6 +2149,7 @@ def json_schema_rules(
         Rule(name='root', body=Choice(items=(Literal(value=b'"a"'), Literal(value=b'1'), Literal(value=b'null'))))
     """
     doc = _load(schema)
+    _check_depth(doc)
     layout = _Layout(whitespace, indent, separators, max_whitespace)
     conv = _Converter(
         doc, layout, strict=strict, lenient=lenient, any_order=any_order, xgrammar=xgrammar_types
@@ -2124,7 +2157,18 @@ def json_schema_rules(
     conv.taken.add("root")
     conv.ref_memo[("", 0)] = "root"
     conv.rules["root"] = EMPTY
-    expr = conv.convert(doc, "", 0, "root")
+    try:
+        expr = conv.convert(doc, "", 0, "root")
+    except RecursionError:
+        # $ref chains that merge into themselves, or automata too long to lower recursively
+        raise SchemaError(
+            "the schema is too deeply nested or recursive to convert (a $ref cycle merged with "
+            "sibling keywords, or a pattern automaton too long)",
+            pointer="#",
+        ) from None
+    except (TypeError, AttributeError, KeyError, IndexError) as e:
+        # A keyword value of the wrong type that no check caught: still a malformed schema.
+        raise SchemaError(f"malformed schema: {type(e).__name__}: {e}", pointer="#") from None
     if expr is None:
         raise SchemaError("the schema accepts no value (it is false or unsatisfiable)", pointer="#")
     conv.rules["root"] = expr

@@ -29,6 +29,7 @@ from __future__ import annotations
 import unicodedata
 from typing import List, NoReturn, Optional, Tuple, Union
 
+from ..errors import GrammarError
 from .ebnf import MAX_NESTING, MAX_REPEAT, error_at
 from .ir import EMPTY, MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Rule, Seq
 from .utf8 import complement_ranges, normalize_ranges
@@ -318,7 +319,7 @@ class _RegexParser:
             name = self.p[self.i + 1 : end]
             try:
                 cp = ord(unicodedata.lookup(name))
-            except KeyError:
+            except (KeyError, UnicodeError):  # UnicodeError: a lone surrogate in the name
                 self.fail(start, f"unknown character name '\\N{{{name}}}'")
             self.i = end + 1
         elif c == "c":
@@ -490,8 +491,11 @@ def parse_regex(pattern: str) -> Expr:
     """
     if not isinstance(pattern, str):
         raise TypeError(f"a regex pattern must be a str, not {type(pattern).__name__}")
-    tree = _RegexParser(pattern).parse()
-    return _Lowering(pattern).lower(tree, True, True)
+    try:
+        tree = _RegexParser(pattern).parse()
+        return _Lowering(pattern).lower(tree, True, True)
+    except RecursionError:  # the nesting limit assumes a shallow caller; a deep one runs out first
+        raise GrammarError("the regex nests too deeply for the Python stack here") from None
 
 
 def regex_rules(pattern: str, name: str = "root") -> List[Rule]:

@@ -340,7 +340,13 @@ def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for a structural tag given as a model, a dict or JSON text."""
     tag = parse_structural_tag(obj)
     b = _Builder()
-    body = b.convert(tag.format, "$.format")
+    try:
+        body = b.convert(tag.format, "$.format")
+    except UnicodeEncodeError as e:
+        bad = e.object[e.start : e.end] if isinstance(e.object, str) else "?"
+        raise StructuralTagError(
+            f"a string of the tag is not valid Unicode: it holds the lone surrogate {bad!r}", path="$.format"
+        ) from None
     if body is None:
         raise StructuralTagError("the structural tag accepts no text", path="$.format")
     return [Rule("root", body), *(Rule(n, x) for n, x in b.rules.items())], "root"
