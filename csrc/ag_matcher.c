@@ -44,9 +44,9 @@ static ag_status ag_copy_stops(ag_matcher *m, const int32_t *ids, int32_t n, ag_
   m->stop_ids = malloc(sizeof *m->stop_ids * (size_t)(n ? n : 1));
   if (!m->stop_ids) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   for (int32_t i = 0; i < n; i++) {
-    if (ids[i] < 0 || ids[i] >= v->mask_size)
-      return ag_fail(err, AG_ERR_RANGE, -1, "stop token id %d is outside the vocabulary [0, %d)",
-                     ids[i], v->mask_size);
+    if (ids[i] < 0 || ids[i] >= v->n_tokens) /* past the tokens: padding, never allowed */
+      return ag_fail(err, AG_ERR_RANGE, -1, "stop token id %d is outside the vocabulary's tokens [0, %d)",
+                     ids[i], v->n_tokens);
     if (!ag_is_stop(m, ids[i])) m->stop_ids[m->n_stop++] = ids[i]; /* drop duplicates */
   }
   return AG_OK;

@@ -614,7 +614,10 @@ def test_conversion_is_fast() -> None:
             "#/oneOf",
         ),
         (
-            {"$defs": {"a": {"if": {"items": {"type": "integer"}}, "then": {"minItems": 1}}}, "$ref": "#/$defs/a"},
+            {
+                "$defs": {"a": {"if": {"items": {"type": "integer"}}, "then": {"minItems": 1}}},
+                "$ref": "#/$defs/a",
+            },
             "items",
             "#/$defs/a/if/items",
         ),
