@@ -38,6 +38,16 @@ class MatcherError(AgentGrammarError):
     """A matcher call is not allowed in the matcher's state (e.g. accepting after termination)."""
 
 
+class MaskTimeoutError(MatcherError):
+    """A token mask ran past the matcher's time budget (``Matcher(mask_time_budget_s=...)``);
+    the matcher is unchanged, so the caller may retry with a larger budget or drop the row.
+
+    Example:
+        >>> issubclass(MaskTimeoutError, MatcherError)
+        True
+    """
+
+
 class TokenIdError(AgentGrammarError, IndexError):
     """A token id is outside the vocabulary."""
 

@@ -71,8 +71,8 @@ void ag_compiled_free(ag_compiled *c) {
   free(c);
 }
 
-ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, const ag_state_masks **out,
-                                  ag_error *err) {
+ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
+                                  const ag_state_masks **out, ag_error *err) {
   const ag_grammar *g = c->grammar;
   if (g->n_parts && state < g->part_state_begin[g->n_parts]) {
     int32_t lo = 0, hi = g->n_parts - 1; /* the last part beginning at or before state */
@@ -81,9 +81,10 @@ ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, const ag_state_
       if (g->part_state_begin[mid] <= state) lo = mid;
       else hi = mid - 1;
     }
-    return ag_compiled_state_masks(c->parts[lo], state - g->part_state_begin[lo], out, err);
+    return ag_compiled_state_masks(c->parts[lo], state - g->part_state_begin[lo], deadline, out,
+                                   err);
   }
-  return ag_mask_cache_get(c->cache, g, c->vocab, state, out, err);
+  return ag_mask_cache_get(c->cache, g, c->vocab, state, deadline, out, err);
 }
 
 size_t ag_compiled_memory_bytes(const ag_compiled *c) {

@@ -100,6 +100,10 @@ static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
 static ag_status ag_closure(ag_parser *p, ag_error *err) {
   int32_t k = (int32_t)p->set_start.len - 1;
   for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
+    if (p->items.len - ag_current_start(p) > AG_MAX_SET_ITEMS)
+      return ag_fail(err, AG_ERR_LIMIT, -1,
+                     "an Earley set grew past %d items: the grammar is too ambiguous at this point",
+                     AG_MAX_SET_ITEMS);
     ag_item it = p->items.data[i];
     bool ok = ag_predict(p, it, k);
     /* origin == k means the rule matched nothing here: handled by ag_predict. */

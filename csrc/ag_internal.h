@@ -28,6 +28,11 @@ ag_status ag_fail(ag_error *err, ag_status status, int32_t rule, const char *fmt
  */
 bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size);
 
+/* Seconds on a wall clock, for time budgets. */
+double ag_now(void);
+/* AG_ERR_TIMEOUT when a deadline (0: none) has passed. */
+ag_status ag_check_deadline(double deadline, ag_error *err);
+
 #define AG_VEC(T) \
   struct {        \
     T *data;      \
@@ -45,6 +50,7 @@ bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size);
 #define AG_MAX_STATES (1 << 24)   /* automaton states in one grammar */
 #define AG_MAX_RULES (1 << 20)    /* rules in one grammar */
 #define AG_MAX_REPEAT 100000      /* the largest {m,n} bound that is unrolled */
+#define AG_MAX_SET_ITEMS (1 << 20) /* items in one Earley set (one step of the parser) */
 
 /* ---- grammar automata ---------------------------------------------------
  * Every rule is a deterministic automaton over bytes and rule references.

@@ -86,6 +86,7 @@ typedef struct ag_classify {
   const ag_grammar *dfa; /* set when the rule has byte edges only: walk its automaton */
   int32_t *dfa_state;    /* [max_token_len + 1] the automaton state after d bytes */
   bool *can_end; /* [max_token_len + 1] */
+  double deadline; /* 0: none */
   AG_VEC(int32_t) uncertain;
   ag_state_masks *entry;
 } ag_classify;
@@ -153,7 +154,12 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   const uint32_t base = w->dfa ? 0 : ag_parser_num_sets(&w->parser);
   uint32_t depth = 0, shared = UINT32_MAX;
   bool oom = false;
-  for (int32_t i = 0; i < v->n_sorted && !oom;) {
+  for (int32_t i = 0, checked = 0; i < v->n_sorted && !oom;) {
+    if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
+      ag_status st = ag_check_deadline(w->deadline, err);
+      if (st) return st;
+      checked = i + 4096;
+    }
     if (v->lcp[i] < shared) shared = v->lcp[i];
     if (safe && ag_pos_bit(safe, i)) {
       ag_mark_accepted(w->entry, v, i++);
@@ -235,7 +241,7 @@ static ag_status ag_safe_tokens(ag_mask_cache *c, const ag_grammar *g, const ag_
 }
 
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, ag_state_masks **out, ag_error *err) {
+                            int32_t state, double deadline, ag_state_masks **out, ag_error *err) {
   const uint32_t *safe = NULL;
   int32_t rule = g->state_rule[state];
   if (c->safe && g->rule_dispatch[rule]) {
@@ -245,6 +251,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   size_t words = ((size_t)v->mask_size + 31) / 32;
   ag_classify w;
   memset(&w, 0, sizeof w);
+  w.deadline = deadline;
   w.entry = calloc(1, sizeof *w.entry);
   w.can_end = malloc(sizeof *w.can_end * ((size_t)v->max_token_len + 1));
   if (c->rule_bytes_only[rule]) {
@@ -283,7 +290,8 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
 }
 
 ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, const ag_state_masks **out, ag_error *err) {
+                            int32_t state, double deadline, const ag_state_masks **out,
+                            ag_error *err) {
   ag_state_masks *e = atomic_load_explicit(&c->entries[state], memory_order_acquire);
   if (e) {
     *out = e;
@@ -293,7 +301,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   bool keyed = c->rule_bytes_only[g->state_rule[state]] && ag_class_key_make(g, state, &key);
   if (keyed) e = (ag_state_masks *)ag_class_cache_find(v, &key);
   if (!e) {
-    ag_status st = ag_compute(c, g, v, state, &e, err);
+    ag_status st = ag_compute(c, g, v, state, deadline, &e, err);
     if (st) {
       if (keyed) ag_class_key_free(&key);
       return st;

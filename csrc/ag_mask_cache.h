@@ -62,14 +62,16 @@ typedef struct ag_mask_cache ag_mask_cache;
 
 ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err);
 void ag_mask_cache_free(ag_mask_cache *cache);
-/* The classes of `state`, computed now if no thread has yet. Thread-safe. */
+/* The classes of `state`, computed now if no thread has yet (AG_ERR_TIMEOUT, and
+ * nothing kept, past `deadline`; 0: none). Thread-safe. */
 ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, const ag_state_masks **out, ag_error *err);
+                            int32_t state, double deadline, const ag_state_masks **out,
+                            ag_error *err);
 size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
 
 /* The classes of a compiled grammar's state: from the part that owns the state
  * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */
-ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, const ag_state_masks **out,
-                                  ag_error *err);
+ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
+                                  const ag_state_masks **out, ag_error *err);
 
 #endif /* AG_MASK_CACHE_H */

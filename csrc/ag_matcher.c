@@ -21,6 +21,8 @@ struct ag_matcher {
   int32_t n_stop;
   bool terminate_without_stop;
   bool stopped; /* a stop token was accepted */
+  double budget;   /* seconds a mask fill may take; 0: unbounded */
+  double deadline; /* of the fill in progress; 0: none */
   /* Scratch for masks: the uncertain sorted positions, and which states were seen. */
   uint32_t *pos_bits;     /* [ceil(n_sorted / 32)] */
   uint32_t *accepted_pos; /* [ceil(n_sorted / 32)] */
@@ -101,6 +103,10 @@ int ag_matcher_is_terminated(const ag_matcher *m) {
 }
 
 int32_t ag_matcher_num_steps(const ag_matcher *m) { return (int32_t)m->steps.len; }
+
+void ag_matcher_set_time_budget(ag_matcher *m, double seconds) {
+  m->budget = seconds > 0 ? seconds : 0;
+}
 
 void ag_matcher_reset(ag_matcher *m) {
   ag_parser_truncate(&m->parser, 1);
@@ -233,8 +239,10 @@ static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint3
   ag_parser *p = &m->parser;
   uint32_t base = ag_parser_num_sets(p), depth = 0;
   ag_status st = AG_OK;
-  int32_t prev = -1, n = v->n_sorted;
+  int32_t prev = -1, n = v->n_sorted, walked = 0;
   for (int32_t i = ag_next_position(candidates, 0, n); i < n;) {
+    if (m->deadline > 0 && (++walked & 1023) == 0 && (st = ag_check_deadline(m->deadline, err)))
+      goto done;
     if (ag_get_bit(mask, v->sorted_ids[i])) {
       i = ag_next_position(candidates, i + 1, n);
       continue;
@@ -291,7 +299,7 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     if (m->state_stamp[s] == m->stamp || g->states[s].byte_begin == g->states[s].byte_end) continue;
     m->state_stamp[s] = m->stamp;
     const ag_state_masks *e;
-    ag_status st = ag_compiled_state_masks(m->compiled, s, &e, err);
+    ag_status st = ag_compiled_state_masks(m->compiled, s, m->deadline, &e, err);
     if (st) return st;
     if (!ag_vec_push(&m->classes, e)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
     *any_uncertain = *any_uncertain || e->n_uncertain > 0;
@@ -346,8 +354,10 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
   memset(mask, 0, n_words * sizeof *mask);
   bool terminated = ag_matcher_is_terminated(m);
   if (!terminated) {
+    m->deadline = m->budget > 0 ? ag_now() + m->budget : 0;
     ag_status st = cached ? ag_cached_mask(m, mask, need, err)
                           : ag_walk_tokens(m, NULL, mask, err);
+    m->deadline = 0;
     if (st) return st;
   }
   /* Stop tokens are decided by whether the grammar can end, never by their text. */

@@ -2,6 +2,19 @@
 #include "ag_internal.h"
 
 #include <stdio.h>
+#include <time.h>
+
+double ag_now(void) {
+  struct timespec ts;
+  if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return 0.0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+ag_status ag_check_deadline(double deadline, ag_error *err) {
+  if (deadline > 0 && ag_now() > deadline)
+    return ag_fail(err, AG_ERR_TIMEOUT, -1, "the token mask ran past its time budget");
+  return AG_OK;
+}
 
 ag_status ag_fail(ag_error *err, ag_status status, int32_t rule, const char *fmt, ...) {
   if (err) {

@@ -29,7 +29,8 @@ typedef enum ag_status {
   AG_ERR_NOMEM = 2,   /* an allocation failed */
   AG_ERR_STATE = 3,   /* the call is not allowed in the object's current state */
   AG_ERR_RANGE = 4,   /* an index or token id out of range */
-  AG_ERR_LIMIT = 5    /* a configured size limit was exceeded */
+  AG_ERR_LIMIT = 5,   /* a configured size limit was exceeded */
+  AG_ERR_TIMEOUT = 6  /* a step ran past its time budget (ag_matcher_set_time_budget) */
 } ag_status;
 
 /* Filled on failure. `rule` names the grammar rule concerned, or -1. */
@@ -141,6 +142,12 @@ ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_wo
 
 /* Undoes the last n accepted steps (tokens, byte strings, or a stop token). */
 ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err);
+/*
+ * Bounds each mask fill (ag_matcher_fill_mask) to `seconds` of wall time; past
+ * it the fill stops with AG_ERR_TIMEOUT and the matcher is unchanged, so one
+ * pathological grammar cannot stall a whole batch. 0 (the default) means none.
+ */
+void ag_matcher_set_time_budget(ag_matcher *m, double seconds);
 /* How many steps can be rolled back now. */
 int32_t ag_matcher_num_steps(const ag_matcher *m);
 

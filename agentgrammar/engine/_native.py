@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, NoReturn, Optional, Type
 
-from ..errors import AgentGrammarError, MatcherError, TokenIdError
+from ..errors import AgentGrammarError, MaskTimeoutError, MatcherError, TokenIdError
 
 try:
     from .._core import ffi, lib  # type: ignore[import-not-found]
@@ -29,6 +29,7 @@ def new_error():  # type: ignore[no-untyped-def]
 _BY_STATUS: dict[int, Type[AgentGrammarError]] = {
     lib.AG_ERR_RANGE: TokenIdError,
     lib.AG_ERR_STATE: MatcherError,
+    lib.AG_ERR_TIMEOUT: MaskTimeoutError,
 }
 
 

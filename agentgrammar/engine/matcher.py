@@ -53,6 +53,9 @@ class Matcher:
     exactly when the grammar can end, and accepting one terminates the matcher. With
     ``terminate_without_stop_token=True`` the matcher terminates as soon as the grammar
     is complete. Every accepted step can be undone with :meth:`rollback`.
+    ``mask_time_budget_s`` bounds each mask fill: past it the fill raises
+    :class:`~agentgrammar.errors.MaskTimeoutError` and the matcher is unchanged, so one
+    pathological grammar cannot stall a serving batch (default: no bound).
     """
 
     def __init__(
@@ -61,6 +64,7 @@ class Matcher:
         *,
         stop_token_ids: Optional[Sequence[int]] = None,
         terminate_without_stop_token: bool = False,
+        mask_time_budget_s: Optional[float] = None,
     ) -> None:
         if not isinstance(compiled, CompiledGrammar):
             raise TypeError(f"Matcher needs a CompiledGrammar, got {type(compiled).__name__}")
@@ -89,6 +93,10 @@ class Matcher:
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)
         self._handle = ffi.gc(out[0], lib.ag_matcher_free)
+        if mask_time_budget_s is not None:
+            if not mask_time_budget_s > 0:
+                raise ValueError(f"mask_time_budget_s must be positive, got {mask_time_budget_s!r}")
+            lib.ag_matcher_set_time_budget(self._handle, float(mask_time_budget_s))
         self._err = new_error()
         self._flag = ffi.new("int *")
 
