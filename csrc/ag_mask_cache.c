@@ -154,6 +154,12 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   const uint32_t base = w->dfa ? 0 : ag_parser_num_sets(&w->parser);
   uint32_t depth = 0, shared = UINT32_MAX;
   bool oom = false;
+  /* The bytes that can start a token here: a token starting with any other fails
+   * at its first byte, which is known without scanning it (with the Earley
+   * parser, a scan costs the whole set, large in deeply nested rules). */
+  uint32_t first[8];
+  if (w->dfa) memset(first, 0xff, sizeof first);
+  else ag_parser_next_bytes(&w->parser, first);
   for (int32_t i = 0, checked = 0; i < v->n_sorted && !oom;) {
     if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
       ag_status st = ag_check_deadline(w->deadline, err);
@@ -172,7 +178,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       depth = shared;
     }
     shared = UINT32_MAX;
-    bool ok = true;
+    bool ok = depth > 0 || ((first[tok[0] >> 5] >> (tok[0] & 31)) & 1u);
     while (depth < len && ok) {
       ag_status st = ag_walk_scan(w, depth, tok[depth], &ok, err);
       if (st) return st;
