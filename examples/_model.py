@@ -95,6 +95,31 @@ def chat_prompt(tokenizer: Any, user: str, system: Optional[str] = None) -> str:
     return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
 
 
+def generate_constrained(
+    loaded: Loaded, prompt: str, compiled: Any, *, max_new_tokens: int, seed: int = 0
+) -> str:
+    """Greedy ``generate()`` of ``prompt`` inside ``compiled`` (a ``CompiledGrammar``); the new
+    text. ``structured_output.py`` and ``existing_generate.py`` spell this call out."""
+    import torch
+
+    from agentgrammar.hf import GrammarLogitsProcessor
+
+    tok = loaded.tokenizer
+    inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
+    processor = GrammarLogitsProcessor(compiled)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        out = loaded.model.generate(
+            **inputs,
+            logits_processor=[processor],
+            eos_token_id=list(compiled.vocabulary.stop_token_ids),
+            pad_token_id=tok.pad_token_id,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+        )
+    return str(tok.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True))
+
+
 def load_for_agent(path: Optional[str], format_name: str, *, random: bool = False) -> Loaded:
     """A model for the agent examples: ``path`` if given; else, unless ``random``, the demo model
     for ``format_name`` (trained and cached on first use); else the tiny random Llama."""

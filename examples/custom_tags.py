@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 from typing import Literal
 
-import torch
-from _model import RANDOM_NOTE, add_model_argument, chat_prompt, load
+from _model import RANDOM_NOTE, add_model_argument, chat_prompt, generate_constrained, load
 from pydantic import Field
 from typing_extensions import Annotated
 
 from agentgrammar import AgentFormat, Compiler, Grammar, ToolRegistry, Vocabulary
 from agentgrammar import structural_tag as st
-from agentgrammar.hf import GrammarLogitsProcessor
 
 registry = ToolRegistry()
 
@@ -100,19 +98,8 @@ def main() -> None:
 
     system = CALL_TAGS.render_tools(registry)  # the prompt block that describes the tools
     prompt = chat_prompt(tok, "What is the weather in Lisbon?", system=system)
-    inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
-    processor = GrammarLogitsProcessor(compiler.compile(grammar))
-    torch.manual_seed(args.seed)
-    with torch.no_grad():
-        out = model.generate(
-            **inputs,
-            logits_processor=[processor],
-            eos_token_id=list(vocab.stop_token_ids),
-            pad_token_id=tok.pad_token_id,
-            max_new_tokens=args.max_new_tokens,
-            do_sample=False,
-        )
-    text = tok.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    compiled = compiler.compile(grammar)
+    text = generate_constrained(loaded, prompt, compiled, max_new_tokens=args.max_new_tokens, seed=args.seed)
     print(f"generated: {text}")
     if loaded.random:
         print(RANDOM_NOTE)

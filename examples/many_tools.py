@@ -20,11 +20,9 @@ import random
 import time
 from typing import Any, Dict, List, Set
 
-import torch
-from _model import RANDOM_NOTE, add_model_argument, chat_prompt, load
+from _model import RANDOM_NOTE, add_model_argument, chat_prompt, generate_constrained, load
 
 from agentgrammar import Compiler, ToolRegistry, Vocabulary, formats
-from agentgrammar.hf import GrammarLogitsProcessor
 
 VERBS = ["get", "list", "create", "update", "delete", "search", "count", "export", "archive", "sync"]
 NOUNS = ["user", "order", "invoice", "ticket", "file", "event", "report", "device", "repo", "note"]
@@ -96,19 +94,7 @@ def main() -> None:
 
     # Generate the last request (tools = the first subset) and check the call.
     prompt = chat_prompt(tok, "Close the pending tickets.", system=fmt.render_tools(tools))
-    inputs = tok(prompt, return_tensors="pt", add_special_tokens=False)
-    processor = GrammarLogitsProcessor(compiled)
-    torch.manual_seed(args.seed)
-    with torch.no_grad():
-        out = model.generate(
-            **inputs,
-            logits_processor=[processor],
-            eos_token_id=list(vocab.stop_token_ids),
-            pad_token_id=tok.pad_token_id,
-            max_new_tokens=args.max_new_tokens,
-            do_sample=False,
-        )
-    text = tok.decode(out[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+    text = generate_constrained(loaded, prompt, compiled, max_new_tokens=args.max_new_tokens, seed=args.seed)
     print(f"generated: {text}")
     if loaded.random:
         print(RANDOM_NOTE)
