@@ -81,10 +81,58 @@ static bool ag_predict(ag_parser *p, ag_item it, int32_t k) {
   return true;
 }
 
+/* Sets smaller than this are scanned; larger ones are indexed (a chain of n nested
+ * rules completes n times into one set of n items: quadratic without it). */
+#define AG_WAIT_INDEX_MIN 64
+
+static int ag_cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The waiting index of set `origin` (see ag_parser.wait), built if stale. */
+static bool ag_wait_index(ag_parser *p, int32_t origin) {
+  if (p->wait_valid && p->wait_origin == origin) return true;
+  const ag_grammar *g = p->g;
+  uint32_t begin = p->set_start.data[origin], end = p->set_start.data[origin + 1];
+  p->wait.len = 0;
+  for (uint32_t i = begin; i < end; i++) {
+    const ag_state *s = &g->states[p->items.data[i].state];
+    for (uint32_t e = s->rule_begin; e < s->rule_end; e++)
+      if (!ag_vec_push(&p->wait, ((uint64_t)(uint32_t)g->rule_edges[e].rule << 32) | i)) return false;
+  }
+  qsort(p->wait.data, p->wait.len, sizeof *p->wait.data, ag_cmp_u64);
+  p->wait_origin = origin;
+  p->wait_valid = true;
+  return true;
+}
+
+/* The target of state s's edge over `rule` (a state's rule edges have distinct rules). */
+static int32_t ag_rule_target(const ag_grammar *g, int32_t s, int32_t rule) {
+  for (uint32_t e = g->states[s].rule_begin; e < g->states[s].rule_end; e++)
+    if (g->rule_edges[e].rule == rule) return g->rule_edges[e].target;
+  return -1;
+}
+
 /* Advances every item of set `origin` that waits on `rule`. */
 static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
   const ag_grammar *g = p->g;
   uint32_t begin = p->set_start.data[origin], end = p->set_start.data[origin + 1];
+  if (end - begin >= AG_WAIT_INDEX_MIN) {
+    if (!ag_wait_index(p, origin)) return false;
+    uint64_t key = (uint64_t)(uint32_t)rule << 32;
+    size_t lo = 0, hi = p->wait.len;
+    while (lo < hi) { /* the first entry for `rule` */
+      size_t mid = lo + (hi - lo) / 2;
+      if (p->wait.data[mid] < key) lo = mid + 1;
+      else hi = mid;
+    }
+    for (; lo < p->wait.len && (p->wait.data[lo] >> 32) == (uint32_t)rule; lo++) {
+      ag_item w = p->items.data[(uint32_t)p->wait.data[lo]];
+      if (!ag_add(p, (ag_item){ag_rule_target(g, w.state, rule), w.origin})) return false;
+    }
+    return true;
+  }
   for (uint32_t i = begin; i < end; i++) {
     ag_item w = p->items.data[i];
     const ag_state *s = &g->states[w.state];
@@ -124,6 +172,7 @@ ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err) {
 void ag_parser_restart(ag_parser *p) {
   p->items.len = 0;
   p->set_start.len = 0;
+  p->wait_valid = false;
   if (!ag_vec_push(&p->set_start, 0)) return;
   ag_index_clear(p);
   if (!ag_add(p, (ag_item){p->g->rule_start[p->g->root], 0})) return;
@@ -154,6 +203,7 @@ void ag_parser_free(ag_parser *p) {
   ag_vec_free(&p->set_start);
   free(p->slot_item);
   free(p->slot_stamp);
+  ag_vec_free(&p->wait);
   memset(p, 0, sizeof *p);
 }
 
@@ -197,6 +247,7 @@ void ag_parser_truncate(ag_parser *p, uint32_t n_sets) {
   if (n_sets == 0 || n_sets >= p->set_start.len) return;
   p->items.len = p->set_start.data[n_sets];
   p->set_start.len = n_sets;
+  if (p->wait_valid && p->wait_origin >= (int32_t)n_sets) p->wait_valid = false; /* its set is gone */
 }
 
 bool ag_parser_can_end(const ag_parser *p) {

@@ -25,6 +25,12 @@ typedef struct ag_parser {
   uint32_t *slot_stamp;
   uint32_t n_slots;
   uint32_t stamp;
+  /* Completing into a large earlier set looks its waiting items up here instead
+   * of scanning the set: the set's rule edges as (rule << 32 | item index),
+   * sorted, for the last set asked for. Valid until that set is popped. */
+  AG_VEC(uint64_t) wait;
+  int32_t wait_origin;
+  bool wait_valid;
 } ag_parser;
 
 ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err);

@@ -11,6 +11,7 @@ accept_string of the concatenated tokens reaches the same state.
 from __future__ import annotations
 
 import os
+import random
 import sys
 from typing import List, Tuple
 
@@ -336,3 +337,36 @@ def test_cached_masks_equal_direct_walk(grammar, voc, rnd, steps):
             if not allowed or matcher.is_terminated():
                 break
             assert matcher.accept_token(rnd.choice(allowed))
+
+
+def _wide_nested_grammar(n: int) -> Grammar:
+    """Earley sets of more than n items: n rules predicted at every opening, each nesting the
+    whole choice again, so completions go into large earlier sets (the indexed path)."""
+    alts = " | ".join(f"a{i}" for i in range(n))
+    rules = ["root ::= item+", f"item ::= {alts}"]
+    rules += [f'a{i} ::= "(" item* ")" | "{chr(97 + i % 26)}"' for i in range(n)]
+    return Grammar.from_ebnf("\n".join(rules))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_large_sets_with_rollback_equal_reference(seed: int) -> None:
+    grammar = _wide_nested_grammar(90)
+    voc = (["(", ")", "a", "b", "c", "((", "))", "(a", "b)", "</s>"], [9], [], 10)
+    compiled, ref, vocab = setup(grammar, voc)
+    rnd = random.Random(seed)
+    matcher = Matcher(compiled)
+    path: List[int] = []
+    for _ in range(40):
+        got, want = engine_mask(matcher, vocab.vocab_size), ref_mask(ref, vocab.vocab_size)
+        assert np.array_equal(got, want), explain(grammar, list(vocab.token_bytes), path, got, want)
+        allowed = [t for t in ref.allowed_token_ids() if t not in vocab.stop_token_ids]
+        if path and rnd.random() < 0.25:  # roll back a few steps, on both sides
+            k = rnd.randint(1, len(path))
+            matcher.rollback(k)
+            del path[-k:]
+            ref = ReferenceMatcher(grammar, vocab.token_bytes, vocab.stop_token_ids, [], vocab.vocab_size)
+            assert all(ref.accept_token(t) for t in path)
+            continue
+        t = rnd.choice(allowed)
+        assert matcher.accept_token(t) and ref.accept_token(t)
+        path.append(t)
