@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import operator
 import time
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..engine.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from ..engine.compiler import CompiledGrammar
@@ -69,6 +69,9 @@ class GrammarLogitsProcessor:
             from the first call.
         eos_token_id: the token forced once a row's grammar has terminated, so that
             ``generate()`` ends the row; default the vocabulary's first stop token.
+        jump_forward: where the grammar admits exactly one continuation (``{"name": "`` after
+            a call opens), allow only the token that spells its longest prefix, so the forced
+            text is written as a tokenizer would write it, in the fewest tokens. Default off.
 
     How it follows a generation: the first call after construction or :meth:`reset` records the
     prompt length (padded prompts all have the same length, so left padding is fine) and accepts
@@ -111,8 +114,11 @@ class GrammarLogitsProcessor:
         *,
         batch_size: Optional[int] = None,
         eos_token_id: Optional[int] = None,
+        jump_forward: bool = False,
     ) -> None:
         self._torch = _torch()
+        self._jump = bool(jump_forward)
+        self._spellings: Dict[int, Tuple[Dict[bytes, int], int]] = {}
         if isinstance(compiled, CompiledGrammar):
             grammars: List[CompiledGrammar] = [compiled]
             self._shared = True
@@ -226,6 +232,8 @@ class GrammarLogitsProcessor:
                     f"row {i}: no token of the vocabulary can continue the grammar here "
                     "(the grammar needs text that no token spells, or the vocabulary has no stop token)"
                 )
+            elif self._jump:
+                self._jump_forward(i, matcher)
         self._apply(scores)
         self.call_times_s.append(time.perf_counter() - start)
         return scores
@@ -299,6 +307,33 @@ class GrammarLogitsProcessor:
                         "the model sampled a token the mask "
                         "disallowed: was the processor given every step, before any sampling warper?)"
                     )
+
+    def _spelling_index(self, matcher: Matcher) -> Tuple[Dict[bytes, int], int]:
+        """``({token bytes: id}, longest token)`` of the matcher's vocabulary (normal tokens)."""
+        vocab = matcher.compiled_grammar.vocabulary
+        found = self._spellings.get(id(vocab))
+        if found is None:
+            kinds, index = vocab.token_kinds(), {}
+            for i, b in enumerate(vocab.token_bytes):
+                if b and kinds[i] == 0:
+                    index.setdefault(b, i)
+            found = self._spellings[id(vocab)] = (index, max(map(len, index), default=0))
+        return found
+
+    def _jump_forward(self, i: int, matcher: Matcher) -> None:
+        """Where the grammar forces a continuation, allow only the token that spells its longest
+        prefix, as a tokenizer would write that text (the model's choice there is no choice)."""
+        forced = matcher.find_jump_forward_bytes()
+        if not forced:
+            return
+        index, longest = self._spelling_index(matcher)
+        row = self._bitmask[i]
+        for n in range(min(len(forced), longest), 0, -1):
+            token = index.get(forced[:n])
+            if token is not None and (int(row[token // 32]) >> (token % 32)) & 1:
+                row.zero_()
+                row[token // 32] = _int32_bit(token % 32)
+                return
 
     @staticmethod
     def _token_text(matcher: Matcher, token: int) -> str:

@@ -300,3 +300,25 @@ def test_rows_reordered_are_refused():
     processor(torch.tensor([[0, 0], [0, 2]]), torch.zeros(2, 40))
     with pytest.raises(MatcherError, match=r"row 0's earlier tokens changed.*beam search"):
         processor(torch.tensor([[0, 2, 1], [0, 2, 1]]), torch.zeros(2, 40))
+
+
+def test_jump_forward_writes_forced_text_in_the_fewest_tokens(model, tok, compiler, bounded_grammar):
+    compiled = compiler.compile(bounded_grammar)
+    plain = GrammarLogitsProcessor(compiled)
+    jumping = GrammarLogitsProcessor(compiled, jump_forward=True)
+    scores = torch.zeros(1, compiled.vocabulary.vocab_size)
+    prompt = _encode(tok, ["The weather in Paris:"])["input_ids"]
+    out = jumping(prompt, scores.clone())
+    only = torch.isfinite(out[0]).nonzero().flatten().tolist()
+    assert len(only) == 1  # the forced '{"city": "' opens with its longest single token
+    forced = b'{"city": "'
+    spelled = compiled.vocabulary.token_bytes[only[0]]
+    assert forced.startswith(spelled)
+    assert not any(
+        forced.startswith(b) and len(b) > len(spelled) for b in compiled.vocabulary.token_bytes if b
+    )
+    # without jump_forward the model may start the same text with shorter tokens too
+    assert len(torch.isfinite(plain(prompt, scores.clone())[0]).nonzero()) > 1
+    # and a whole generation with it stays inside the grammar
+    new = _generate(model, tok, GrammarLogitsProcessor(compiled, jump_forward=True), ["Paris:"])
+    assert _check_row(tok, bounded_grammar, new[0].tolist(), must_end=True).startswith('{"city": "')
