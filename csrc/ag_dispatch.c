@@ -228,10 +228,14 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
     *out = found->bits;
     return AG_OK;
   }
-  size_t words = ((size_t)v->n_sorted + 31) / 32 + 1;
-  uint32_t *bits = calloc(words, sizeof *bits);
+  uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
   ag_status st = bits ? ag_dispatch_safe_tokens(d, v, bits, err)
                       : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
+  if (!st) { /* the same set by token id, after the positions */
+    uint32_t *ids = bits + ag_safe_pos_words(v);
+    for (int32_t i = 0; i < v->n_sorted; i++)
+      if ((bits[i >> 5] >> (i & 31)) & 1u) ids[v->sorted_ids[i] >> 5] |= 1u << (v->sorted_ids[i] & 31);
+  }
   ag_safe_entry *e = NULL;
   if (!st && atomic_fetch_add(&mv->safe_cache_len, 1) < AG_SAFE_CACHE_MAX &&
       (e = calloc(1, sizeof *e))) {

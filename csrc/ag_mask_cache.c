@@ -167,8 +167,8 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       checked = i + 4096;
     }
     if (v->lcp[i] < shared) shared = v->lcp[i];
-    if (safe && ag_pos_bit(safe, i)) {
-      ag_mark_accepted(w->entry, v, i++);
+    if (safe && ag_pos_bit(safe, i)) { /* already in the entry (ag_compute copied them) */
+      i++;
       continue;
     }
     uint32_t len;
@@ -236,7 +236,7 @@ static ag_status ag_safe_tokens(ag_mask_cache *c, const ag_grammar *g, const ag_
                                               memory_order_acquire)) {
     if (owned) {
       c->safe_owned[r] = owned; /* only the thread that published writes this slot */
-      atomic_fetch_add(&c->bytes, ((size_t)v->n_sorted + 31) / 32 * sizeof *owned);
+      atomic_fetch_add(&c->bytes, ag_safe_words(v) * sizeof *owned);
     }
     *out = bits;
   } else {
@@ -269,6 +269,10 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (!w.entry || !w.can_end || (w.dfa && !w.dfa_state) || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
       !(w.entry->accepted_pos = calloc(pos_words, sizeof(uint32_t))))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
+    memcpy(w.entry->accepted_pos, safe, ag_safe_pos_words(v) * sizeof *safe);
+    memcpy(w.entry->accepted, safe + ag_safe_pos_words(v), (words + 1) * sizeof *safe);
+  }
   if (!st && w.dfa) {
     w.dfa_state[0] = state;
     w.can_end[0] = g->states[state].accepting;
