@@ -171,7 +171,7 @@ static void ag_clear_prefixed(const ag_vocab *v, const uint8_t *s, uint32_t sl, 
     uint32_t tl;
     const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &tl);
     if (tl < sl || memcmp(t, s, sl) != 0) break;
-    bits[i >> 5] &= ~(1u << (i & 31));
+    ag_bit_clear(bits, i);
   }
 }
 
@@ -234,7 +234,7 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
   if (!st) { /* the same set by token id, after the positions */
     uint32_t *ids = bits + ag_safe_pos_words(v);
     for (int32_t i = 0; i < v->n_sorted; i++)
-      if ((bits[i >> 5] >> (i & 31)) & 1u) ids[v->sorted_ids[i] >> 5] |= 1u << (v->sorted_ids[i] & 31);
+      if (ag_bit(bits, i)) ag_bit_set(ids, v->sorted_ids[i]);
   }
   ag_safe_entry *e = NULL;
   if (!st && atomic_fetch_add(&mv->safe_cache_len, 1) < AG_SAFE_CACHE_MAX &&
@@ -283,7 +283,7 @@ ag_status ag_dispatch_safe_tokens(const ag_dispatch *d, const ag_vocab *v, uint3
         state[k + 1] = ac.delta[(size_t)state[k] * 256 + t[k]];
         hit[k + 1] = hit[k] || ag_ac_hit(&ac, state[k + 1]);
       }
-      if (!hit[len]) pos_bits[i >> 5] |= 1u << (i & 31);
+      if (!hit[len]) ag_bit_set(pos_bits, i);
     }
     /* A token that begins with a proper suffix of a word could finish that word
      * after the free text's partial match. */

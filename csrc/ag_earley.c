@@ -85,11 +85,6 @@ static bool ag_predict(ag_parser *p, ag_item it, int32_t k) {
  * rules completes n times into one set of n items: quadratic without it). */
 #define AG_WAIT_INDEX_MIN 64
 
-static int ag_cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* The waiting index of set `origin` (see ag_parser.wait), built if stale. */
 static bool ag_wait_index(ag_parser *p, int32_t origin) {
   if (p->wait_valid && p->wait_origin == origin) return true;
@@ -207,27 +202,13 @@ void ag_parser_free(ag_parser *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* The target of state s on byte b, or -1. Edges are sorted and disjoint. */
-static int32_t ag_step_byte(const ag_grammar *g, int32_t s, uint8_t b) {
-  const ag_state *st = &g->states[s];
-  uint32_t lo = st->byte_begin, hi = st->byte_end;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    const ag_byte_edge *e = &g->byte_edges[mid];
-    if (b < e->lo) hi = mid;
-    else if (b > e->hi) lo = mid + 1;
-    else return e->target;
-  }
-  return -1;
-}
-
 ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
   uint32_t begin = ag_current_start(p), end = (uint32_t)p->items.len;
   if (!ag_vec_push(&p->set_start, end)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   ag_index_clear(p);
   for (uint32_t i = begin; i < end; i++) {
     ag_item it = p->items.data[i];
-    int32_t t = ag_step_byte(p->g, it.state, byte);
+    int32_t t = ag_state_step(p->g, it.state, byte);
     if (t >= 0 && !ag_add(p, (ag_item){t, it.origin})) {
       ag_parser_truncate(p, (uint32_t)p->set_start.len - 1);
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory in the Earley parser");
@@ -267,7 +248,7 @@ int ag_parser_next_bytes(const ag_parser *p, uint32_t set_bits[8]) {
     const ag_state *s = &g->states[p->items.data[i].state];
     for (uint32_t e = s->byte_begin; e < s->byte_end; e++)
       for (int b = g->byte_edges[e].lo; b <= g->byte_edges[e].hi; b++)
-        set_bits[b >> 5] |= 1u << (b & 31);
+        ag_bit_set(set_bits, b);
   }
   int n = 0;
   for (int w = 0; w < 8; w++) n += __builtin_popcount(set_bits[w]);

@@ -137,11 +137,6 @@ static int ag_cmp_i32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static int ag_cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* Sorting. Most sets here have a handful of elements, where insertion sort
  * beats qsort's call overhead; an empty vector's data may be NULL, which
  * qsort forbids. */

@@ -28,6 +28,15 @@ ag_status ag_fail(ag_error *err, ag_status status, int32_t rule, const char *fmt
  */
 bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size);
 
+/* Three-way comparison of uint64_t values, for qsort. */
+int ag_cmp_u64(const void *a, const void *b);
+
+/* ---- bitsets over token ids or sorted positions, 32 per word ----------- */
+
+static inline bool ag_bit(const uint32_t *bits, int32_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
+static inline void ag_bit_set(uint32_t *bits, int32_t i) { bits[i >> 5] |= 1u << (i & 31); }
+static inline void ag_bit_clear(uint32_t *bits, int32_t i) { bits[i >> 5] &= ~(1u << (i & 31)); }
+
 /* Seconds on a wall clock, for time budgets. */
 double ag_now(void);
 /* AG_ERR_TIMEOUT when a deadline (0: none) has passed. */
@@ -105,6 +114,19 @@ struct ag_grammar {
 };
 
 void ag_grammar_retain(ag_grammar *g);
+
+/* The state reached from s on byte c, or -1 (a state's byte edges are sorted and disjoint). */
+static inline int32_t ag_state_step(const ag_grammar *g, int32_t s, uint8_t c) {
+  uint32_t lo = g->states[s].byte_begin, hi = g->states[s].byte_end;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    const ag_byte_edge *e = &g->byte_edges[mid];
+    if (c < e->lo) hi = mid;
+    else if (c > e->hi) lo = mid + 1;
+    else return e->target;
+  }
+  return -1;
+}
 
 /* ---- vocabulary -------------------------------------------------------- */
 

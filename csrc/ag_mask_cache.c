@@ -92,9 +92,8 @@ typedef struct ag_classify {
 } ag_classify;
 
 static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
-  int32_t id = v->sorted_ids[i];
-  e->accepted[id >> 5] |= 1u << (id & 31);
-  e->accepted_pos[i >> 5] |= 1u << (i & 31);
+  ag_bit_set(e->accepted, v->sorted_ids[i]);
+  ag_bit_set(e->accepted_pos, i);
 }
 
 /* Classifies sorted token i, which failed at byte `depth`, and every later token
@@ -110,20 +109,6 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
   return j;
 }
 
-static bool ag_pos_bit(const uint32_t *bits, int32_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
-
-/* The state reached from s on byte c, or -1 (byte edges are sorted and disjoint). */
-static int32_t ag_byte_step(const ag_grammar *g, int32_t s, uint8_t c) {
-  uint32_t lo = g->states[s].byte_begin, hi = g->states[s].byte_end;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    const ag_byte_edge *e = &g->byte_edges[mid];
-    if (c < e->lo) hi = mid;
-    else if (c > e->hi) lo = mid + 1;
-    else return e->target;
-  }
-  return -1;
-}
 
 /* Back to the first `depth` bytes of the current token (base: the parser's sets before it). */
 static void ag_walk_truncate(ag_classify *w, uint32_t base, uint32_t depth) {
@@ -133,7 +118,7 @@ static void ag_walk_truncate(ag_classify *w, uint32_t base, uint32_t depth) {
 /* Scans byte c after d bytes: *ok says whether it is allowed; sets can_end[d + 1]. */
 static ag_status ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c, bool *ok, ag_error *err) {
   if (w->dfa) {
-    int32_t t = ag_byte_step(w->dfa, w->dfa_state[d], c);
+    int32_t t = ag_state_step(w->dfa, w->dfa_state[d], c);
     *ok = t >= 0;
     if (*ok) {
       w->dfa_state[d + 1] = t;
@@ -167,7 +152,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       checked = i + 4096;
     }
     if (v->lcp[i] < shared) shared = v->lcp[i];
-    if (safe && ag_pos_bit(safe, i)) { /* already in the entry (ag_compute copied them) */
+    if (safe && ag_bit(safe, i)) { /* already in the entry (ag_compute copied them) */
       i++;
       continue;
     }
@@ -212,7 +197,7 @@ static ag_status ag_store_uncertain(ag_state_masks *e, const ag_vocab *v, void *
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   }
   for (size_t k = 0; k < list->len; k++)
-    e->uncertain_bits[list->data[k] >> 5] |= 1u << (list->data[k] & 31);
+    ag_bit_set(e->uncertain_bits, list->data[k]);
   e->n_uncertain = (int32_t)list->len;
   e->bytes = bit_words * sizeof(uint32_t);
   ag_vec_free(list);

@@ -202,8 +202,6 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err) {
   return AG_OK;
 }
 
-static void ag_set_bit(uint32_t *mask, int32_t id) { mask[id >> 5] |= 1u << (id & 31); }
-static bool ag_get_bit(const uint32_t *mask, int32_t id) { return (mask[id >> 5] >> (id & 31)) & 1u; }
 
 /* The common prefix length of the tokens at sorted positions a < b. */
 static uint32_t ag_common_prefix(const ag_vocab *v, int32_t a, int32_t b) {
@@ -243,7 +241,7 @@ static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint3
   for (int32_t i = ag_next_position(candidates, 0, n); i < n;) {
     if (m->deadline > 0 && (++walked & 1023) == 0 && (st = ag_check_deadline(m->deadline, err)))
       goto done;
-    if (ag_get_bit(mask, v->sorted_ids[i])) {
+    if (ag_bit(mask, v->sorted_ids[i])) {
       i = ag_next_position(candidates, i + 1, n);
       continue;
     }
@@ -260,7 +258,7 @@ static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint3
       depth += ok;
     }
     int32_t j = i + 1;
-    if (ok) ag_set_bit(mask, v->sorted_ids[i]);
+    if (ok) ag_bit_set(mask, v->sorted_ids[i]);
     else /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
       j = ag_vocab_prefix_end(v, i, depth + 1);
     i = ag_next_position(candidates, j, n);
@@ -279,7 +277,7 @@ static void ag_mark_uncertain(ag_matcher *m, const ag_state_masks *e) {
   }
   for (int32_t k = 0; k < e->n_uncertain; k++) {
     int32_t i = e->uncertain[k];
-    m->pos_bits[i >> 5] |= 1u << (i & 31);
+    ag_bit_set(m->pos_bits, i);
   }
 }
 
@@ -392,7 +390,7 @@ ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_
     uint32_t bits[8];
     if (ag_parser_next_bytes(p, bits) != 1) break;
     int b = 0;
-    while (!(bits[b >> 5] & (1u << (b & 31)))) b++;
+    while (!ag_bit(bits, b)) b++;
     bool ok;
     if ((st = ag_parser_scan(p, (uint8_t)b, &ok, err)) || !ok) break;
     buf[(*len)++] = (uint8_t)b;

@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <time.h>
 
+int ag_cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
 double ag_now(void) {
   struct timespec ts;
   if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return 0.0;
