@@ -175,57 +175,25 @@ static void ag_clear_prefixed(const ag_vocab *v, const uint8_t *s, uint32_t sl, 
   }
 }
 
-/* How many word lists a vocabulary keeps safe tokens for (each costs n_sorted / 8 bytes). */
-#define AG_SAFE_CACHE_MAX 256
-
-typedef struct ag_safe_entry {
-  struct ag_safe_entry *next;
-  uint32_t *key; /* n_words, then each word's length, then the bytes packed in words */
-  size_t key_words;
-  uint32_t *bits;
-} ag_safe_entry;
-
-/* The words of d as one array of uint32 (lengths, then bytes), for comparing. */
-static uint32_t *ag_safe_key(const ag_dispatch *d, size_t *n) {
+/* The words of d as a cache key: their count, each one's length, then the bytes. */
+static bool ag_safe_key(const ag_dispatch *d, ag_vcache_key *key) {
   size_t bytes = d->offsets[d->n_words];
-  *n = 1 + (size_t)d->n_words + (bytes + 3) / 4;
-  uint32_t *key = calloc(*n, sizeof *key);
-  if (!key) return NULL;
-  key[0] = (uint32_t)d->n_words;
-  for (int32_t k = 0; k < d->n_words; k++) key[1 + k] = d->offsets[k + 1] - d->offsets[k];
-  if (bytes) memcpy(key + 1 + d->n_words, d->bytes, bytes);
-  return key;
-}
-
-static const ag_safe_entry *ag_safe_find(const ag_vocab *v, const uint32_t *key, size_t n) {
-  for (const ag_safe_entry *e = atomic_load_explicit(&((ag_vocab *)v)->safe_cache,
-                                                     memory_order_acquire);
-       e; e = e->next)
-    if (e->key_words == n && memcmp(e->key, key, n * sizeof *key) == 0) return e;
-  return NULL;
-}
-
-void ag_safe_cache_free(ag_safe_entry *e) {
-  while (e) {
-    ag_safe_entry *next = e->next;
-    free(e->key);
-    free(e->bits);
-    free(e);
-    e = next;
-  }
+  key->n = 1 + (size_t)d->n_words + (bytes + 3) / 4;
+  if (!(key->words = calloc(key->n, sizeof *key->words))) return false;
+  key->words[0] = (uint32_t)d->n_words;
+  for (int32_t k = 0; k < d->n_words; k++) key->words[1 + k] = d->offsets[k + 1] - d->offsets[k];
+  if (bytes) memcpy(key->words + 1 + d->n_words, d->bytes, bytes);
+  ag_vcache_key_seal(key);
+  return true;
 }
 
 ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const uint32_t **out,
                                uint32_t **owned, ag_error *err) {
-  ag_vocab *mv = (ag_vocab *)v; /* the cache is the only part of a vocabulary that changes */
-  size_t n;
-  uint32_t *key = ag_safe_key(d, &n);
-  if (!key) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
+  ag_vcache_key key;
+  if (!ag_safe_key(d, &key)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
   *owned = NULL;
-  const ag_safe_entry *found = ag_safe_find(v, key, n);
-  if (found) {
-    free(key);
-    *out = found->bits;
+  if ((*out = ag_vcache_find(v, AG_VCACHE_SAFE, &key))) {
+    ag_vcache_key_free(&key);
     return AG_OK;
   }
   uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
@@ -236,27 +204,13 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
     for (int32_t i = 0; i < v->n_sorted; i++)
       if (ag_bit(bits, i)) ag_bit_set(ids, v->sorted_ids[i]);
   }
-  ag_safe_entry *e = NULL;
-  if (!st && atomic_fetch_add(&mv->safe_cache_len, 1) < AG_SAFE_CACHE_MAX &&
-      (e = calloc(1, sizeof *e))) {
-    e->key = key;
-    e->key_words = n;
-    e->bits = bits;
-    e->next = atomic_load_explicit(&mv->safe_cache, memory_order_acquire);
-    /* Two threads may add the same words: both entries stay, both are correct. */
-    while (!atomic_compare_exchange_weak_explicit(&mv->safe_cache, &e->next, e,
-                                                  memory_order_acq_rel, memory_order_acquire))
-      continue;
-    *out = bits;
-    return AG_OK;
-  }
-  free(key);
+  if (!st && !ag_vcache_add(v, AG_VCACHE_SAFE, &key, bits, free)) *owned = bits;
+  ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
   if (st) {
     free(bits);
     return st;
   }
   *out = bits;
-  *owned = bits;
   return AG_OK;
 }
 

@@ -68,16 +68,14 @@ static inline size_t ag_safe_words(const ag_vocab *v) {
 }
 
 /*
- * The safe tokens of d's words (see below) from the vocabulary's shared cache,
- * computed and added on first use. When the cache is full (a bound against
- * unbounded growth), the set is computed for the caller, who then owns it:
+ * The safe tokens of d's words (see below) from the vocabulary's shared cache
+ * (AG_VCACHE_SAFE), computed and added on first use. When the cache is full (a
+ * bound against unbounded growth), the set is computed for the caller, who then owns it:
  * *owned is set to it (NULL for a shared set, which lives as long as v).
  * Thread-safe.
  */
 ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const uint32_t **out,
                                uint32_t **owned, ag_error *err);
-/* Frees a vocabulary's safe-token cache (ag_vocab_free). */
-void ag_safe_cache_free(struct ag_safe_entry *head);
 
 /*
  * Sets, in pos_bits (a bitset over the vocabulary's sorted positions, zeroed by

@@ -130,7 +130,19 @@ static inline int32_t ag_state_step(const ag_grammar *g, int32_t s, uint8_t c) {
 
 /* ---- vocabulary -------------------------------------------------------- */
 
-#define AG_CLASS_BUCKETS 256
+/* The vocabulary's shared caches (ag_vocab_cache.c): results that depend only
+ * on the vocabulary and a key of words (a dispatch's words, the canonical form
+ * of a byte automaton) are kept with the vocabulary, so every grammar compiled
+ * for it (one Compiler) shares them. Thread-safe; values live as long as the
+ * vocabulary. */
+#define AG_VCACHE_BUCKETS 256
+typedef enum ag_vcache_kind { AG_VCACHE_SAFE = 0, AG_VCACHE_CLASSES = 1, AG_VCACHE_KINDS = 2 } ag_vcache_kind;
+
+typedef struct ag_vcache_key {
+  uint32_t *words;
+  size_t n;
+  uint64_t hash; /* set by ag_vcache_key_seal */
+} ag_vcache_key;
 
 struct ag_vocab {
   atomic_int refs;
@@ -146,16 +158,21 @@ struct ag_vocab {
   int32_t *stop_ids;    /* the tokens of kind STOP */
   int32_t n_stop;
   uint32_t max_token_len;
-  /* The safe-token sets of dispatch word lists (ag_dispatch.c), shared by every
-   * grammar compiled for this vocabulary: a push-only, lock-free list, bounded. */
-  _Atomic(struct ag_safe_entry *) safe_cache;
-  atomic_int safe_cache_len;
-  /* Token classes of byte-only automata (ag_class_cache.c), shared the same way. */
-  _Atomic(struct ag_class_entry *) class_cache[AG_CLASS_BUCKETS];
-  atomic_int class_cache_len;
+  _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
+  atomic_int cache_len[AG_VCACHE_KINDS];
 };
 
 void ag_vocab_retain(ag_vocab *v);
+
+void ag_vcache_key_seal(ag_vcache_key *key);
+void ag_vcache_key_free(ag_vcache_key *key);
+/* The value of `kind` under key, or NULL. */
+void *ag_vcache_find(const ag_vocab *v, ag_vcache_kind kind, const ag_vcache_key *key);
+/* Adds value under key, taking both (destroy frees the value with the
+ * vocabulary), unless that kind is full: then it takes nothing, returns false. */
+bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, void *value,
+                   void (*destroy)(void *));
+void ag_vcache_free(ag_vocab *v);
 
 /*
  * The first sorted position after i whose token does not begin with the first

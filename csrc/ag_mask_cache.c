@@ -56,6 +56,9 @@ static void ag_state_masks_free(ag_state_masks *e) {
   if (e && !e->shared) ag_state_masks_destroy(e);
 }
 
+/* The vocabulary cache's destructor for shared classes. */
+static void ag_destroy_shared_masks(void *e) { ag_state_masks_destroy(e); }
+
 void ag_state_masks_destroy(ag_state_masks *e) {
   if (!e) return;
   free(e->accepted);
@@ -292,18 +295,21 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     *out = e;
     return AG_OK;
   }
-  ag_class_key key;
+  ag_vcache_key key;
   bool keyed = c->rule_bytes_only[g->state_rule[state]] && ag_class_key_make(g, state, &key);
-  if (keyed) e = (ag_state_masks *)ag_class_cache_find(v, &key);
+  if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   if (!e) {
     ag_status st = ag_compute(c, g, v, state, deadline, &e, err);
     if (st) {
-      if (keyed) ag_class_key_free(&key);
+      if (keyed) ag_vcache_key_free(&key);
       return st;
     }
-    if (keyed) ag_class_cache_add(v, &key, e); /* takes the key when it takes e */
+    /* Marked before it is published: a grammar that finds it must not free it. */
+    e->shared = keyed;
+    if (keyed && !ag_vcache_add(v, AG_VCACHE_CLASSES, &key, e, ag_destroy_shared_masks))
+      e->shared = false;
   }
-  if (keyed) ag_class_key_free(&key);
+  if (keyed) ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
   /* Two threads may compute the same state; the first to publish wins. */
   ag_state_masks *expected = NULL;
   if (atomic_compare_exchange_strong_explicit(&c->entries[state], &expected, e,

@@ -34,29 +34,19 @@ typedef struct ag_state_masks {
 /* Frees an entry (the owner's business: a grammar's cache, or the vocabulary's). */
 void ag_state_masks_destroy(ag_state_masks *e);
 
-/* ---- classes shared across grammars (ag_class_cache.c) -------------------
+/* ---- classes shared across grammars (ag_class_key.c) ---------------------
  * A state of a rule made of bytes alone is classified from its byte automaton
  * alone, so states with the same reachable automaton have the same classes in
- * any grammar. The vocabulary keeps such classes under a canonical form of the
- * automaton, so each is computed once per vocabulary (one Compiler), however
- * many grammars (tools, schemas, requests) contain it. */
-typedef struct ag_class_key {
-  uint32_t *words; /* the canonical automaton: per state in breadth-first order,
-                    * accepting, n_edges, (lo, hi, target's order) per edge; then the count */
-  size_t n;
-  uint64_t hash;
-} ag_class_key;
+ * any grammar. The vocabulary's cache (AG_VCACHE_CLASSES) keeps such classes
+ * under a canonical form of the automaton, so each is computed once per
+ * vocabulary (one Compiler), however many grammars (tools, schemas, requests)
+ * contain it. */
 
-/* The canonical form of the byte automaton from `state`; false when it is too
- * large to share (or memory ran out), and then key holds nothing. */
-bool ag_class_key_make(const ag_grammar *g, int32_t state, ag_class_key *key);
-void ag_class_key_free(ag_class_key *key);
-const ag_state_masks *ag_class_cache_find(const ag_vocab *v, const ag_class_key *key);
-/* Adds e under key, taking both, unless the cache is full (then nothing is
- * taken and it returns false). A shared entry is marked so. Thread-safe. */
-bool ag_class_cache_add(const ag_vocab *v, ag_class_key *key, ag_state_masks *e);
-/* Frees a vocabulary's class cache (ag_vocab_free). */
-void ag_class_cache_free(ag_vocab *v);
+/* The canonical form of the byte automaton from `state` as a cache key: per
+ * state in breadth-first order, accepting, n_edges, (lo, hi, target's order)
+ * per edge; then the count. False when it is too large to share (or memory ran
+ * out), and then key holds nothing. */
+bool ag_class_key_make(const ag_grammar *g, int32_t state, ag_vcache_key *key);
 
 typedef struct ag_mask_cache ag_mask_cache;
 

@@ -1,7 +1,6 @@
 /* ag_vocab.c - the token vocabulary: exact token bytes, kinds, and a
  * byte-sorted order with common-prefix lengths so mask walks share prefixes. */
-#include "ag_dispatch.h"
-#include "ag_mask_cache.h"
+#include "ag_internal.h"
 
 typedef struct ag_sort_entry {
   const uint8_t *bytes;
@@ -113,10 +112,8 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   ag_vocab *v = calloc(1, sizeof *v);
   if (!v) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   atomic_init(&v->refs, 1);
-  atomic_init(&v->safe_cache, NULL);
-  atomic_init(&v->safe_cache_len, 0);
-  for (int b = 0; b < AG_CLASS_BUCKETS; b++) atomic_init(&v->class_cache[b], NULL);
-  atomic_init(&v->class_cache_len, 0);
+  for (int b = 0; b < AG_VCACHE_BUCKETS; b++) atomic_init(&v->cache[b], NULL);
+  for (int k = 0; k < AG_VCACHE_KINDS; k++) atomic_init(&v->cache_len[k], 0);
   v->n_tokens = n_tokens;
   v->mask_size = mask_size;
   size_t blob_len = offsets[n_tokens];
@@ -148,8 +145,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->sorted_ids);
   free(v->lcp);
   free(v->stop_ids);
-  ag_safe_cache_free(atomic_load(&v->safe_cache));
-  ag_class_cache_free(v);
+  ag_vcache_free(v);
   free(v);
 }
 

@@ -1,0 +1,65 @@
+/* ag_class_key.c - the canonical form of a state's byte automaton, the key under
+ * which the vocabulary shares the state's token classes (see ag_mask_cache.h). */
+#include "ag_mask_cache.h"
+
+/* Bounds of what is shared: the automaton's size, and its key's. */
+#define AG_CLASS_KEY_MAX_STATES 1024
+#define AG_CLASS_KEY_MAX_WORDS (1 << 16)
+
+/* A small open-addressing map from state id to breadth-first order. */
+typedef struct ag_order_map {
+  int32_t state[2 * AG_CLASS_KEY_MAX_STATES];
+  int32_t order[2 * AG_CLASS_KEY_MAX_STATES];
+} ag_order_map;
+
+/* The order of state s, giving it the next one (*count) when new; -1 when full. */
+static int32_t ag_order_of(ag_order_map *m, int32_t s, int32_t *queue, int32_t *count) {
+  uint32_t mask = 2 * AG_CLASS_KEY_MAX_STATES - 1, i = ((uint32_t)s * 2654435761u) & mask;
+  while (m->state[i] >= 0) {
+    if (m->state[i] == s) return m->order[i];
+    i = (i + 1) & mask;
+  }
+  if (*count >= AG_CLASS_KEY_MAX_STATES) return -1;
+  m->state[i] = s;
+  m->order[i] = *count;
+  queue[*count] = s;
+  return (*count)++;
+}
+
+static bool ag_key_push(ag_vcache_key *key, size_t cap, uint32_t w) {
+  if (key->n >= cap) return false;
+  key->words[key->n++] = w;
+  return true;
+}
+
+bool ag_class_key_make(const ag_grammar *g, int32_t state, ag_vcache_key *key) {
+  memset(key, 0, sizeof *key);
+  ag_order_map *m = malloc(sizeof *m);
+  int32_t *queue = malloc(sizeof *queue * AG_CLASS_KEY_MAX_STATES);
+  key->words = malloc(sizeof *key->words * AG_CLASS_KEY_MAX_WORDS);
+  bool ok = m && queue && key->words;
+  if (ok) memset(m->state, 0xff, sizeof m->state); /* every slot -1: empty */
+  int32_t count = 0;
+  ok = ok && ag_order_of(m, state, queue, &count) == 0;
+  for (int32_t head = 0; ok && head < count; head++) {
+    const ag_state *st = &g->states[queue[head]];
+    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, st->accepting) &&
+         ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, st->byte_end - st->byte_begin);
+    for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
+      const ag_byte_edge *be = &g->byte_edges[e];
+      int32_t order = ag_order_of(m, be->target, queue, &count);
+      ok = order >= 0 && ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, be->lo) &&
+           ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, be->hi) &&
+           ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)order);
+    }
+  }
+  ok = ok && ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)count);
+  free(m);
+  free(queue);
+  if (!ok) {
+    ag_vcache_key_free(key);
+    return false;
+  }
+  ag_vcache_key_seal(key);
+  return true;
+}

@@ -1,0 +1,74 @@
+/* ag_vocab_cache.c - results kept with a vocabulary and shared by every grammar
+ * compiled for it (see ag_internal.h): push-only, lock-free lists in a fixed
+ * array of buckets, a bounded number of entries of each kind. */
+#include "ag_internal.h"
+
+/* Entries of each kind per vocabulary: safe-token sets (n_sorted / 4 bytes
+ * each) and the token classes of byte automata (two 128k-bit sets for a
+ * Llama-3 vocabulary). */
+static const int ag_vcache_max[AG_VCACHE_KINDS] = {256, 2048};
+
+typedef struct ag_vcache_entry {
+  struct ag_vcache_entry *next;
+  ag_vcache_kind kind;
+  ag_vcache_key key;
+  void *value;
+  void (*destroy)(void *);
+} ag_vcache_entry;
+
+void ag_vcache_key_seal(ag_vcache_key *key) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < key->n; i++) h = (h ^ key->words[i]) * 1099511628211ull;
+  key->hash = h;
+}
+
+void ag_vcache_key_free(ag_vcache_key *key) {
+  free(key->words);
+  memset(key, 0, sizeof *key);
+}
+
+static _Atomic(struct ag_vcache_entry *) *ag_bucket(const ag_vocab *v, uint64_t hash) {
+  return &((ag_vocab *)v)->cache[hash % AG_VCACHE_BUCKETS];
+}
+
+void *ag_vcache_find(const ag_vocab *v, ag_vcache_kind kind, const ag_vcache_key *key) {
+  for (const ag_vcache_entry *e = atomic_load_explicit(ag_bucket(v, key->hash), memory_order_acquire);
+       e; e = e->next)
+    if (e->kind == kind && e->key.hash == key->hash && e->key.n == key->n &&
+        memcmp(e->key.words, key->words, key->n * sizeof *key->words) == 0)
+      return e->value;
+  return NULL;
+}
+
+bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, void *value,
+                   void (*destroy)(void *)) {
+  ag_vocab *mv = (ag_vocab *)v; /* the caches are the only part of a vocabulary that changes */
+  if (atomic_fetch_add(&mv->cache_len[kind], 1) >= ag_vcache_max[kind]) return false;
+  ag_vcache_entry *e = calloc(1, sizeof *e);
+  if (!e) return false;
+  e->kind = kind;
+  e->key = *key;
+  memset(key, 0, sizeof *key);
+  e->value = value;
+  e->destroy = destroy;
+  _Atomic(struct ag_vcache_entry *) *bucket = ag_bucket(v, e->key.hash);
+  e->next = atomic_load_explicit(bucket, memory_order_acquire);
+  /* Two threads may add the same key: both entries stay, both are correct. */
+  while (!atomic_compare_exchange_weak_explicit(bucket, &e->next, e, memory_order_acq_rel,
+                                                memory_order_acquire))
+    continue;
+  return true;
+}
+
+void ag_vcache_free(ag_vocab *v) {
+  for (int b = 0; b < AG_VCACHE_BUCKETS; b++) {
+    ag_vcache_entry *e = atomic_load(&v->cache[b]);
+    while (e) {
+      ag_vcache_entry *next = e->next;
+      ag_vcache_key_free(&e->key);
+      e->destroy(e->value);
+      free(e);
+      e = next;
+    }
+  }
+}
