@@ -11,12 +11,14 @@ Example:
 from . import formats, structural_tag
 from .agent import Agent, AgentRun
 from .engine import (
+    BatchMatcher,
     CompiledGrammar,
     Compiler,
     Matcher,
     Vocabulary,
     allocate_token_bitmask,
     apply_token_bitmask_inplace,
+    batch_fill_next_token_bitmask,
 )
 from .errors import (
     AgentGrammarError,
@@ -42,6 +44,7 @@ __all__ = [
     "AgentGrammarError",
     "AgentOutput",
     "AgentRun",
+    "BatchMatcher",
     "BitmaskError",
     "CompiledGrammar",
     "Compiler",
@@ -62,6 +65,7 @@ __all__ = [
     "__version__",
     "allocate_token_bitmask",
     "apply_token_bitmask_inplace",
+    "batch_fill_next_token_bitmask",
     "formats",
     "structural_tag",
 ]

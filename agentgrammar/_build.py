@@ -32,7 +32,7 @@ def _cdef_from_header(text: str) -> str:
 
 
 def _compile_args() -> list[str]:
-    args = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden"]
+    args = ["-std=c11", "-O2", "-Wall", "-Wextra", "-fvisibility=hidden", "-pthread"]
     sanitize = os.environ.get("AGENTGRAMMAR_SANITIZE")
     if sanitize:
         args += [f"-fsanitize={sanitize}", "-fno-omit-frame-pointer", "-g", "-O1"]
@@ -41,7 +41,7 @@ def _compile_args() -> list[str]:
 
 def _link_args() -> list[str]:
     sanitize = os.environ.get("AGENTGRAMMAR_SANITIZE")
-    return [f"-fsanitize={sanitize}"] if sanitize else []
+    return ["-pthread"] + ([f"-fsanitize={sanitize}"] if sanitize else [])
 
 
 ffibuilder = FFI()

@@ -54,6 +54,12 @@ ag_status ag_check_deadline(double deadline, ag_error *err);
   (ag_vec_reserve((v), (v)->len + 1) ? ((v)->data[(v)->len++] = (x), true) : false)
 #define ag_vec_free(v) (free((v)->data), (v)->data = NULL, (v)->len = (v)->cap = 0)
 
+/* ---- thread pool (ag_pool.c) -------------------------------------------
+ * Runs fn(ctx, i) for i in [0, n_tasks) on the pool's threads and the caller,
+ * and returns when every task has finished. */
+typedef void (*ag_pool_fn)(void *ctx, int32_t task);
+void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks);
+
 /* ---- limits ------------------------------------------------------------ */
 
 #define AG_MAX_STATES (1 << 24)   /* automaton states in one grammar */

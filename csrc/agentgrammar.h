@@ -167,6 +167,33 @@ ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_
 /* Returns to the start of the grammar. */
 void ag_matcher_reset(ag_matcher *m);
 
+/* ---- batches ---------------------------------------------------------- */
+
+typedef struct ag_pool ag_pool;
+
+/*
+ * A pool of n_threads threads (the calling thread counts as one, so 1 starts
+ * none) for filling a batch's masks in parallel. The threads sleep between
+ * batches and stop in ag_pool_free. A pool runs one batch at a time; callers
+ * in several threads take turns.
+ */
+ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err);
+void ag_pool_free(ag_pool *pool);
+int32_t ag_pool_num_threads(const ag_pool *pool);
+
+/*
+ * Fills n matchers' masks on the pool's threads, as ag_matcher_fill_mask does:
+ * matcher i writes row rows[i] of `masks`, an array of n_rows rows of
+ * row_words words each. results[i] is 1 when every token is allowed, 0 when
+ * not, and -status when the matcher's fill failed (its row is then zeroed or
+ * partly written). The matchers must be distinct, and so must the rows. A
+ * failure of one matcher does not stop the others: the call returns the
+ * status of the first failed one (lowest i) with its message in err.
+ */
+ag_status ag_batch_fill_masks(ag_pool *pool, ag_matcher *const *matchers, const int32_t *rows,
+                              int32_t n, uint32_t *masks, size_t n_rows, size_t row_words,
+                              int32_t *results, ag_error *err);
+
 #ifdef __cplusplus
 }
 #endif

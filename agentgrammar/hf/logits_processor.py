@@ -22,6 +22,7 @@ import operator
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..engine.batch import BatchMatcher
 from ..engine.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from ..engine.compiler import CompiledGrammar
 from ..engine.matcher import Matcher
@@ -72,6 +73,8 @@ class GrammarLogitsProcessor:
         jump_forward: where the grammar admits exactly one continuation (``{"name": "`` after
             a call opens), allow only the token that spells its longest prefix, so the forced
             text is written as a tokenizer would write it, in the fewest tokens. Default off.
+        max_threads: threads that fill the rows' masks in parallel when there are several rows
+            (:class:`~agentgrammar.BatchMatcher`; ``"auto"``: half the CPUs, at most 8).
 
     How it follows a generation: the first call after construction or :meth:`reset` records the
     prompt length (padded prompts all have the same length, so left padding is fine) and accepts
@@ -115,9 +118,16 @@ class GrammarLogitsProcessor:
         batch_size: Optional[int] = None,
         eos_token_id: Optional[int] = None,
         jump_forward: bool = False,
+        max_threads: Union[int, str] = "auto",
     ) -> None:
         self._torch = _torch()
         self._jump = bool(jump_forward)
+        if max_threads != "auto" and (
+            isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1
+        ):
+            raise ValueError(f"max_threads must be a positive int or 'auto', got {max_threads!r}")
+        self._max_threads = max_threads
+        self._pool: Optional[BatchMatcher] = None
         self._spellings: Dict[int, Tuple[Dict[bytes, int], int]] = {}
         if isinstance(compiled, CompiledGrammar):
             grammars: List[CompiledGrammar] = [compiled]
@@ -222,18 +232,7 @@ class GrammarLogitsProcessor:
             self._failed = False
         self._generated = input_ids[:, self._prompt_len :].clone()
 
-        bitmask = self._bitmask
-        for i, matcher in enumerate(self._matchers):
-            if matcher.is_terminated():
-                bitmask[i].zero_()
-                bitmask[i, self._eos // 32] = _int32_bit(self._eos % 32)
-            elif matcher.fill_next_token_bitmask(bitmask, i) and not bitmask[i].any():
-                raise MatcherError(
-                    f"row {i}: no token of the vocabulary can continue the grammar here "
-                    "(the grammar needs text that no token spells, or the vocabulary has no stop token)"
-                )
-            elif self._jump:
-                self._jump_forward(i, matcher)
+        self._fill_masks()
         self._apply(scores)
         self.call_times_s.append(time.perf_counter() - start)
         return scores
@@ -243,6 +242,32 @@ class GrammarLogitsProcessor:
         return f"<GrammarLogitsProcessor {kind} rows={len(self._matchers) or None} eos={self._eos}>"
 
     # ---- internals -----------------------------------------------------------------------------
+
+    def _fill_masks(self) -> None:
+        """Fill every row's mask: terminated rows may only end, the others (several at once on
+        the C thread pool when there are more rows than one) follow their grammar."""
+        bitmask = self._bitmask
+        live = []
+        for i, matcher in enumerate(self._matchers):
+            if matcher.is_terminated():
+                bitmask[i].zero_()
+                bitmask[i, self._eos // 32] = _int32_bit(self._eos % 32)
+            else:
+                live.append(i)
+        if len(live) > 1:
+            if self._pool is None:
+                self._pool = BatchMatcher(max_threads=self._max_threads)
+            needs = self._pool.fill_next_token_bitmask([self._matchers[i] for i in live], bitmask, live)
+        else:
+            needs = [self._matchers[i].fill_next_token_bitmask(bitmask, i) for i in live]
+        for i, need in zip(live, needs):
+            if need and not bitmask[i].any():
+                raise MatcherError(
+                    f"row {i}: no token of the vocabulary can continue the grammar here "
+                    "(the grammar needs text that no token spells, or the vocabulary has no stop token)"
+                )
+            if self._jump:
+                self._jump_forward(i, self._matchers[i])
 
     def _rows_misfit(self, rows: int) -> Optional[str]:
         n = len(self._grammars)

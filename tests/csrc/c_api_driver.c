@@ -233,6 +233,39 @@ static void test_bad_inputs(ag_vocab *v) {
   CHECK(bad == NULL);
 }
 
+/* Batches on a pool: same masks as one by one, and every bad argument refused. */
+static void test_batch(ag_compiled *c) {
+  ag_pool *pool = NULL, *none = NULL;
+  ag_error err;
+  ag_matcher *m[3] = {NULL, NULL, NULL};
+  int ok;
+  CHECK(ag_pool_new(0, &none, &err) == AG_ERR_INVALID && none == NULL);
+  CHECK(ag_pool_new(100000, &none, &err) == AG_ERR_INVALID && none == NULL);
+  CHECK(ag_pool_new(3, &pool, &err) == AG_OK && ag_pool_num_threads(pool) == 3);
+  for (int i = 0; i < 3; i++) CHECK(ag_matcher_new(c, NULL, -1, 0, &m[i], &err) == AG_OK);
+  CHECK(ag_matcher_accept_token(m[1], 4, &ok, &err) == AG_OK && ok == 1); /* "12" */
+  uint32_t masks[4 * 2];
+  int32_t rows[3] = {3, 0, 2}, results[3] = {-9, -9, -9};
+  memset(masks, 0xab, sizeof masks);
+  CHECK(ag_batch_fill_masks(pool, m, rows, 3, masks, 4, 2, results, &err) == AG_OK);
+  CHECK(results[0] == 0 && results[1] == 0 && results[2] == 0);
+  CHECK(masks[3 * 2] == mask_of(m[0]) && masks[0] == mask_of(m[1]) && masks[2 * 2] == mask_of(m[2]));
+  CHECK(masks[1 * 2] == 0xababababu); /* row 1 untouched */
+  ag_matcher *twice[2] = {m[0], m[0]};
+  int32_t same_rows[2] = {1, 1}, bad_rows[2] = {0, 4};
+  CHECK(ag_batch_fill_masks(pool, twice, rows, 2, masks, 4, 2, results, &err) == AG_ERR_INVALID);
+  CHECK(ag_batch_fill_masks(pool, m, same_rows, 2, masks, 4, 2, results, &err) == AG_ERR_INVALID);
+  CHECK(ag_batch_fill_masks(pool, m, bad_rows, 2, masks, 4, 2, results, &err) == AG_ERR_RANGE);
+  CHECK(ag_batch_fill_masks(NULL, m, rows, 3, masks, 4, 2, results, &err) == AG_ERR_INVALID);
+  CHECK(ag_batch_fill_masks(pool, m, rows, 0, masks, 4, 2, results, &err) == AG_OK);
+  /* One short row: that matcher fails, the others are filled, the first failure reported. */
+  CHECK(ag_batch_fill_masks(pool, m, rows, 3, masks, 4, 1, results, &err) == AG_ERR_INVALID);
+  CHECK(results[0] == -AG_ERR_INVALID && strstr(err.message, "matcher 0 (row 3)") != NULL);
+  for (int i = 0; i < 3; i++) ag_matcher_free(m[i]);
+  ag_pool_free(pool);
+  ag_pool_free(NULL);
+}
+
 int main(void) {
   ag_vocab *v = make_vocab();
   ag_grammar *g = NULL;
@@ -247,6 +280,7 @@ int main(void) {
   test_bad_inputs(v);
   test_dispatch(v);
   test_link(v);
+  test_batch(c);
   ag_compiled_free(c);
   ag_vocab_free(v);
   if (failures) fprintf(stderr, "%d checks failed\n", failures);

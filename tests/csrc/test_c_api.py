@@ -37,6 +37,7 @@ def test_c_api_driver_is_clean_under_sanitizers(tmp_path: Path) -> None:
             "-Werror",
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",
+            "-pthread",
             f"-I{ROOT / 'csrc'}",
             str(ROOT / "tests/csrc/c_api_driver.c"),
             *sources,

@@ -302,6 +302,49 @@ static void *run(void *arg) {
   return NULL;
 }
 
+/* Every grammar's matchers walk in lock step, their masks filled together on a pool: the
+ * batch path under TSan, fresh caches filled by the pool's threads at once. */
+static uint64_t batch_walk(ag_compiled **compiled, int32_t pool_threads) {
+  enum { COPIES = 3 };
+  ag_error err; ag_pool *pool; int flag;
+  check(ag_pool_new(pool_threads, &pool, &err), &err, "pool_new");
+  int32_t n = n_grammars * COPIES, size = ag_vocab_mask_size(vocab);
+  size_t words = ((size_t)size + 31) / 32;
+  ag_matcher *all[MAX_G * COPIES], *live[MAX_G * COPIES];
+  int32_t rows[MAX_G * COPIES], results[MAX_G * COPIES];
+  uint64_t seeds[MAX_G * COPIES], h = 1469598103934665603ULL;
+  uint32_t *masks = calloc((size_t)n * words, 4);
+  for (int32_t i = 0; i < n; i++) {
+    check(ag_matcher_new(compiled[i % n_grammars], NULL, -1, 0, &all[i], &err), &err, "matcher_new");
+    seeds[i] = 77 + (uint64_t)i;
+  }
+  for (int step = 0; step < n_steps; step++) {
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++)
+      if (!ag_matcher_is_terminated(all[i])) { live[k] = all[i]; rows[k] = i; k++; }
+    if (k == 0) break;
+    check(ag_batch_fill_masks(pool, live, rows, k, masks, (size_t)n, words, results, &err), &err, "batch_fill");
+    for (int32_t j = 0; j < k; j++) {
+      int32_t i = rows[j];
+      uint32_t *mask = masks + (size_t)i * words;
+      for (size_t w = 0; w < words; w++) h = (h ^ mask[w]) * 1099511628211ULL;
+      if (rnd(&seeds[i]) % 8 == 0 && ag_matcher_num_steps(all[i]) > 0) {
+        check(ag_matcher_rollback(all[i], 1, &err), &err, "rollback");
+        continue;
+      }
+      int32_t tok = -1;
+      for (int32_t t = (int32_t)(rnd(&seeds[i]) % (uint64_t)size), tries = 0; tries < size && tok < 0; tries++, t = (t + 1) % size)
+        if ((mask[t / 32] >> (t % 32)) & 1) tok = t;
+      if (tok < 0) continue;
+      check(ag_matcher_accept_token(all[i], tok, &flag, &err), &err, "accept_token");
+    }
+  }
+  for (int32_t i = 0; i < n; i++) ag_matcher_free(all[i]);
+  free(masks);
+  ag_pool_free(pool);
+  return h;
+}
+
 static void compile_all(ag_compiled **out) {
   ag_error err;
   for (int g = 0; g < n_grammars; g++) {
@@ -345,6 +388,12 @@ int main(int argc, char **argv) {
     for (int r = 0; r < n_requests; r++) bad += one.hashes[r] != jobs[t].hashes[r];
     free(one.hashes); free(jobs[t].hashes);
   }
+  ag_compiled *batched[MAX_G], *serial[MAX_G];
+  compile_all(batched);
+  compile_all(serial);
+  uint64_t pooled = batch_walk(batched, 4), alone = batch_walk(serial, 1);
+  bad += pooled != alone;
+  for (int g = 0; g < n_grammars; g++) { ag_compiled_free(batched[g]); ag_compiled_free(serial[g]); }
   for (int g = 0; g < n_grammars; g++) { ag_compiled_free(shared[g]); ag_compiled_free(fresh[g]); free(gwords[g]); }
   ag_vocab_free(vocab); free(blob); free(offsets); free(kinds);
   printf("requests %d, mismatches %d\n", n_threads * n_requests, bad);

@@ -1,0 +1,165 @@
+/*
+ * ag_pool.c - a fixed pool of worker threads that run one batch job at a time.
+ *
+ * A job is n independent tasks fn(ctx, i). Tasks are handed out by an atomic
+ * counter, so a slow task (a state's first mask walk) does not hold up the
+ * others, and the calling thread works too: a pool of n threads starts n - 1.
+ * Workers sleep on a condition variable between jobs; nothing spins.
+ *
+ * Why the `busy` count: a worker that wakes late may still be inside a job that
+ * the caller already saw finish. A new job is only set up once no worker is
+ * inside the old one, so its function and context are never read half-changed.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "ag_internal.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+
+#define AG_POOL_MAX_THREADS 256
+
+struct ag_pool {
+  pthread_mutex_t run; /* one job at a time, whatever thread submits it */
+  pthread_mutex_t lock;
+  pthread_cond_t wake; /* workers: a new job, or stop */
+  pthread_cond_t idle; /* the submitter: the last worker left the job */
+  pthread_t *threads;
+  int32_t n_workers; /* threads started; the submitter is one more */
+  uint64_t job;      /* bumped for every job */
+  int32_t busy;      /* workers inside the current job */
+  bool stop;
+  ag_pool_fn fn;
+  void *ctx;
+  int32_t n_tasks;
+  atomic_int next; /* the next task to hand out */
+};
+
+/* Runs tasks of the current job until none is left. */
+static void ag_pool_drain(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks) {
+  for (;;) {
+    int i = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
+    if (i >= n_tasks) return;
+    fn(ctx, (int32_t)i);
+  }
+}
+
+static void *ag_pool_worker(void *arg) {
+  ag_pool *pool = arg;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&pool->lock);
+  for (;;) {
+    while (!pool->stop && pool->job == seen) pthread_cond_wait(&pool->wake, &pool->lock);
+    if (pool->stop) break;
+    seen = pool->job;
+    ag_pool_fn fn = pool->fn;
+    void *ctx = pool->ctx;
+    int32_t n_tasks = pool->n_tasks;
+    pool->busy++;
+    pthread_mutex_unlock(&pool->lock);
+    ag_pool_drain(pool, fn, ctx, n_tasks);
+    pthread_mutex_lock(&pool->lock);
+    if (--pool->busy == 0) pthread_cond_broadcast(&pool->idle);
+  }
+  pthread_mutex_unlock(&pool->lock);
+  return NULL;
+}
+
+/* Stops and joins the started workers. */
+static void ag_pool_stop(ag_pool *pool) {
+  pthread_mutex_lock(&pool->lock);
+  pool->stop = true;
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+  for (int32_t t = 0; t < pool->n_workers; t++) pthread_join(pool->threads[t], NULL);
+  pool->n_workers = 0;
+}
+
+/* Starts the workers with every signal blocked: signals belong to the host's threads. */
+static ag_status ag_pool_start(ag_pool *pool, int32_t n_workers, ag_error *err) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = 0;
+  while (pool->n_workers < n_workers) {
+    rc = pthread_create(&pool->threads[pool->n_workers], NULL, ag_pool_worker, pool);
+    if (rc != 0) break;
+    pool->n_workers++;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0)
+    return ag_fail(err, AG_ERR_NOMEM, -1, "could not start thread %d of the pool (error %d)",
+                   (int)pool->n_workers + 1, rc);
+  return AG_OK;
+}
+
+static void ag_pool_destroy(ag_pool *pool) {
+  pthread_cond_destroy(&pool->idle);
+  pthread_cond_destroy(&pool->wake);
+  pthread_mutex_destroy(&pool->lock);
+  pthread_mutex_destroy(&pool->run);
+  free(pool->threads);
+  free(pool);
+}
+
+ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err) {
+  *out = NULL;
+  if (n_threads < 1 || n_threads > AG_POOL_MAX_THREADS)
+    return ag_fail(err, AG_ERR_INVALID, -1, "a pool needs 1 to %d threads, got %d",
+                   AG_POOL_MAX_THREADS, (int)n_threads);
+  ag_pool *pool = calloc(1, sizeof *pool);
+  if (!pool) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory for a thread pool");
+  pool->threads = calloc((size_t)n_threads, sizeof *pool->threads);
+  if (!pool->threads) {
+    free(pool);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory for a thread pool");
+  }
+  pthread_mutex_init(&pool->run, NULL);
+  pthread_mutex_init(&pool->lock, NULL);
+  pthread_cond_init(&pool->wake, NULL);
+  pthread_cond_init(&pool->idle, NULL);
+  atomic_init(&pool->next, 0);
+  ag_status st = ag_pool_start(pool, n_threads - 1, err);
+  if (st != AG_OK) {
+    ag_pool_stop(pool);
+    ag_pool_destroy(pool);
+    return st;
+  }
+  *out = pool;
+  return AG_OK;
+}
+
+void ag_pool_free(ag_pool *pool) {
+  if (!pool) return;
+  ag_pool_stop(pool);
+  ag_pool_destroy(pool);
+}
+
+int32_t ag_pool_num_threads(const ag_pool *pool) { return pool->n_workers + 1; }
+
+void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks) {
+  if (n_tasks <= 0) return;
+  pthread_mutex_lock(&pool->run);
+  if (pool->n_workers == 0 || n_tasks == 1) {
+    for (int32_t i = 0; i < n_tasks; i++) fn(ctx, i);
+    pthread_mutex_unlock(&pool->run);
+    return;
+  }
+  pthread_mutex_lock(&pool->lock);
+  while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
+  pool->fn = fn;
+  pool->ctx = ctx;
+  pool->n_tasks = n_tasks;
+  atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+  pool->job++;
+  pthread_cond_broadcast(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+
+  ag_pool_drain(pool, fn, ctx, n_tasks);
+
+  /* Every task is handed out; wait for the workers still running one. */
+  pthread_mutex_lock(&pool->lock);
+  while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
+  pthread_mutex_unlock(&pool->lock);
+  pthread_mutex_unlock(&pool->run);
+}
