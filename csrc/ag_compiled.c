@@ -3,6 +3,21 @@
  * a linked grammar, the compiled parts whose caches serve the part states). */
 #include "ag_mask_cache.h"
 
+/* The grammar's automata, which a compiled grammar holds (parts' automata are
+ * copied into a linked grammar, so they count again there). */
+static size_t ag_grammar_bytes(const ag_grammar *g) {
+  size_t n = sizeof *g;
+  n += (size_t)g->n_states * (sizeof(ag_state) + sizeof(int32_t));
+  n += (size_t)g->n_rules * (sizeof(int32_t) + sizeof(bool));
+  return n + g->n_byte_edges * sizeof(ag_byte_edge) + g->n_rule_edges * sizeof(ag_rule_edge);
+}
+
+/* What the grammar adds to its vocabulary's count (ag_vocab_cache_bytes): its own
+ * automata and cache; the same sum is taken off when it is freed. */
+static size_t ag_compiled_counted_bytes(const ag_compiled *c) {
+  return sizeof *c + ag_grammar_bytes(c->grammar) + ag_mask_cache_bytes(c->cache);
+}
+
 static ag_status ag_compiled_make(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **out,
                                   ag_error *err) {
   *out = NULL;
@@ -21,6 +36,7 @@ static ag_status ag_compiled_make(ag_grammar *grammar, ag_vocab *vocab, ag_compi
   ag_vocab_retain(vocab);
   c->grammar = grammar;
   c->vocab = vocab;
+  ag_vocab_count(vocab, ag_compiled_counted_bytes(c));
   *out = c;
   return AG_OK;
 }
@@ -65,6 +81,7 @@ void ag_compiled_free(ag_compiled *c) {
   if (c->parts)
     for (int32_t k = 0; k < c->grammar->n_parts; k++) ag_compiled_free(c->parts[k]);
   free(c->parts);
+  ag_vocab_uncount(c->vocab, ag_compiled_counted_bytes(c));
   ag_mask_cache_free(c->cache);
   ag_grammar_free(c->grammar);
   ag_vocab_free(c->vocab);
@@ -88,13 +105,8 @@ ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline
 }
 
 size_t ag_compiled_memory_bytes(const ag_compiled *c) {
-  const ag_grammar *g = c->grammar;
   const ag_vocab *v = c->vocab;
-  size_t n = sizeof *c + sizeof *g + sizeof *v;
-  n += (size_t)g->n_states * (sizeof(ag_state) + sizeof(int32_t));
-  n += (size_t)g->n_rules * (sizeof(int32_t) + sizeof(bool));
-  n += g->n_byte_edges * sizeof(ag_byte_edge) + g->n_rule_edges * sizeof(ag_rule_edge);
+  size_t n = ag_compiled_counted_bytes(c) + sizeof *v;
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
-  n += (size_t)v->n_sorted * (sizeof(int32_t) + sizeof(uint16_t));
-  return n + ag_mask_cache_bytes(c->cache);
+  return n + (size_t)v->n_sorted * (sizeof(int32_t) + sizeof(uint16_t));
 }

@@ -204,7 +204,8 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
     for (int32_t i = 0; i < v->n_sorted; i++)
       if (ag_bit(bits, i)) ag_bit_set(ids, v->sorted_ids[i]);
   }
-  if (!st && !ag_vcache_add(v, AG_VCACHE_SAFE, &key, bits, free)) *owned = bits;
+  if (!st && !ag_vcache_add(v, AG_VCACHE_SAFE, &key, bits, ag_safe_words(v) * sizeof *bits, free))
+    *owned = bits;
   ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
   if (st) {
     free(bits);

@@ -66,6 +66,7 @@ void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks);
 #define AG_MAX_RULES (1 << 20)    /* rules in one grammar */
 #define AG_MAX_REPEAT 100000      /* the largest {m,n} bound that is unrolled */
 #define AG_MAX_SET_ITEMS (1 << 20) /* items in one Earley set (one step of the parser) */
+#define AG_DEFAULT_SHARED_CACHE_BYTES ((size_t)64 << 20) /* a vocabulary's shared cache */
 
 /* ---- grammar automata ---------------------------------------------------
  * Every rule is a deterministic automaton over bytes and rule references.
@@ -165,8 +166,20 @@ struct ag_vocab {
   int32_t n_stop;
   uint32_t max_token_len;
   _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
-  atomic_int cache_len[AG_VCACHE_KINDS];
+  atomic_size_t shared_bytes; /* held by the entries of `cache` */
+  atomic_size_t shared_limit; /* past it, ag_vcache_add refuses (ag_vocab_set_shared_cache_limit) */
+  /* Held by the live grammars compiled for this vocabulary (automata and token-mask
+   * caches) plus shared_bytes: what a Compiler bounds by evicting grammars. */
+  atomic_size_t cache_bytes;
 };
+
+/* Counts n more bytes (or, with ag_vocab_uncount, fewer) held for this vocabulary. */
+static inline void ag_vocab_count(const ag_vocab *v, size_t n) {
+  atomic_fetch_add(&((ag_vocab *)v)->cache_bytes, n);
+}
+static inline void ag_vocab_uncount(const ag_vocab *v, size_t n) {
+  atomic_fetch_sub(&((ag_vocab *)v)->cache_bytes, n);
+}
 
 void ag_vocab_retain(ag_vocab *v);
 
@@ -174,10 +187,11 @@ void ag_vcache_key_seal(ag_vcache_key *key);
 void ag_vcache_key_free(ag_vcache_key *key);
 /* The value of `kind` under key, or NULL. */
 void *ag_vcache_find(const ag_vocab *v, ag_vcache_kind kind, const ag_vcache_key *key);
-/* Adds value under key, taking both (destroy frees the value with the
- * vocabulary), unless that kind is full: then it takes nothing, returns false. */
+/* Adds value (holding `bytes`) under key, taking both (destroy frees the value
+ * with the vocabulary), unless that would pass the vocabulary's shared-cache
+ * byte limit: then it takes nothing and returns false. */
 bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, void *value,
-                   void (*destroy)(void *));
+                   size_t bytes, void (*destroy)(void *));
 void ag_vcache_free(ag_vocab *v);
 
 /*

@@ -82,6 +82,12 @@ void ag_mask_cache_free(ag_mask_cache *c) {
 
 size_t ag_mask_cache_bytes(const ag_mask_cache *c) { return atomic_load(&((ag_mask_cache *)c)->bytes); }
 
+/* An entry of n bytes joins the cache: counted here and in the vocabulary's total. */
+static void ag_cache_grow(ag_mask_cache *c, const ag_vocab *v, size_t n) {
+  atomic_fetch_add(&c->bytes, n);
+  ag_vocab_count(v, n);
+}
+
 /* The classification walk's state: can_end[d] says whether the item's rule could
  * end after at most d bytes of the current token (a running OR by depth). */
 typedef struct ag_classify {
@@ -224,7 +230,7 @@ static ag_status ag_safe_tokens(ag_mask_cache *c, const ag_grammar *g, const ag_
                                               memory_order_acquire)) {
     if (owned) {
       c->safe_owned[r] = owned; /* only the thread that published writes this slot */
-      atomic_fetch_add(&c->bytes, ag_safe_words(v) * sizeof *owned);
+      ag_cache_grow(c, v, ag_safe_words(v) * sizeof *owned);
     }
     *out = bits;
   } else {
@@ -306,7 +312,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     }
     /* Marked before it is published: a grammar that finds it must not free it. */
     e->shared = keyed;
-    if (keyed && !ag_vcache_add(v, AG_VCACHE_CLASSES, &key, e, ag_destroy_shared_masks))
+    if (keyed && !ag_vcache_add(v, AG_VCACHE_CLASSES, &key, e, e->bytes, ag_destroy_shared_masks))
       e->shared = false;
   }
   if (keyed) ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
@@ -314,7 +320,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_state_masks *expected = NULL;
   if (atomic_compare_exchange_strong_explicit(&c->entries[state], &expected, e,
                                               memory_order_acq_rel, memory_order_acquire)) {
-    if (!e->shared) atomic_fetch_add(&c->bytes, e->bytes);
+    if (!e->shared) ag_cache_grow(c, v, e->bytes);
     *out = e;
   } else {
     ag_state_masks_free(e);

@@ -113,7 +113,9 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   if (!v) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   atomic_init(&v->refs, 1);
   for (int b = 0; b < AG_VCACHE_BUCKETS; b++) atomic_init(&v->cache[b], NULL);
-  for (int k = 0; k < AG_VCACHE_KINDS; k++) atomic_init(&v->cache_len[k], 0);
+  atomic_init(&v->shared_bytes, 0);
+  atomic_init(&v->shared_limit, AG_DEFAULT_SHARED_CACHE_BYTES);
+  atomic_init(&v->cache_bytes, 0);
   v->n_tokens = n_tokens;
   v->mask_size = mask_size;
   size_t blob_len = offsets[n_tokens];
@@ -151,3 +153,15 @@ void ag_vocab_free(ag_vocab *v) {
 
 int32_t ag_vocab_num_tokens(const ag_vocab *v) { return v->n_tokens; }
 int32_t ag_vocab_mask_size(const ag_vocab *v) { return v->mask_size; }
+
+size_t ag_vocab_cache_bytes(const ag_vocab *vocab) {
+  return atomic_load(&((ag_vocab *)vocab)->cache_bytes);
+}
+
+size_t ag_vocab_shared_cache_bytes(const ag_vocab *vocab) {
+  return atomic_load(&((ag_vocab *)vocab)->shared_bytes);
+}
+
+void ag_vocab_set_shared_cache_limit(ag_vocab *vocab, size_t bytes) {
+  atomic_store(&vocab->shared_limit, bytes);
+}

@@ -1,12 +1,12 @@
 /* ag_vocab_cache.c - results kept with a vocabulary and shared by every grammar
  * compiled for it (see ag_internal.h): push-only, lock-free lists in a fixed
- * array of buckets, a bounded number of entries of each kind. */
+ * array of buckets, bounded in bytes (ag_vocab_set_shared_cache_limit).
+ *
+ * Why push-only and not LRU: readers hold entries without locks or reference
+ * counts (a mask fill may be using one), so an entry can never be freed before
+ * the vocabulary. The byte bound keeps that floor small; what does not fit is
+ * kept per grammar, and goes with the grammar. */
 #include "ag_internal.h"
-
-/* Entries of each kind per vocabulary: safe-token sets (n_sorted / 4 bytes
- * each) and the token classes of byte automata (two 128k-bit sets for a
- * Llama-3 vocabulary). */
-static const int ag_vcache_max[AG_VCACHE_KINDS] = {256, 2048};
 
 typedef struct ag_vcache_entry {
   struct ag_vcache_entry *next;
@@ -41,11 +41,20 @@ void *ag_vcache_find(const ag_vocab *v, ag_vcache_kind kind, const ag_vcache_key
 }
 
 bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, void *value,
-                   void (*destroy)(void *)) {
+                   size_t bytes, void (*destroy)(void *)) {
   ag_vocab *mv = (ag_vocab *)v; /* the caches are the only part of a vocabulary that changes */
-  if (atomic_fetch_add(&mv->cache_len[kind], 1) >= ag_vcache_max[kind]) return false;
+  bytes += sizeof(ag_vcache_entry) + key->n * sizeof *key->words;
+  size_t before = atomic_fetch_add(&mv->shared_bytes, bytes);
+  if (before + bytes > atomic_load(&mv->shared_limit)) {
+    atomic_fetch_sub(&mv->shared_bytes, bytes);
+    return false;
+  }
   ag_vcache_entry *e = calloc(1, sizeof *e);
-  if (!e) return false;
+  if (!e) {
+    atomic_fetch_sub(&mv->shared_bytes, bytes);
+    return false;
+  }
+  ag_vocab_count(v, bytes);
   e->kind = kind;
   e->key = *key;
   memset(key, 0, sizeof *key);

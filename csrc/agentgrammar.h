@@ -63,6 +63,21 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
 void ag_vocab_free(ag_vocab *vocab);
 int32_t ag_vocab_num_tokens(const ag_vocab *vocab);
 int32_t ag_vocab_mask_size(const ag_vocab *vocab);
+/*
+ * Bytes held for this vocabulary: by every live grammar compiled for it
+ * (automata and token-mask caches, as ag_compiled_memory_bytes counts them
+ * less the vocabulary itself) and by its shared cache. A compiler that bounds
+ * its cache frees grammars until this is under its limit.
+ */
+size_t ag_vocab_cache_bytes(const ag_vocab *vocab);
+/*
+ * The shared cache: token classes of byte automata and dispatch safe-token
+ * sets that every grammar compiled for the vocabulary reuses. Its entries live
+ * as long as the vocabulary, so it is bounded in bytes (default 64 MiB); past
+ * the bound, results are kept by each grammar instead.
+ */
+size_t ag_vocab_shared_cache_bytes(const ag_vocab *vocab);
+void ag_vocab_set_shared_cache_limit(ag_vocab *vocab, size_t bytes);
 
 /* ---- grammar ---------------------------------------------------------- */
 

@@ -149,7 +149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(
         f"{'tools':>6} {'ours cold ms':>13} {'ours warm ms':>13} {'xgrammar ms':>12} {'cold/xgr':>9} {'warm/xgr':>9}"
     )
-    shared = Compiler(vocab, cache_limit_bytes=0)
+    shared = Compiler(vocab, reuse_grammars=False)
     for size in args.sizes:
         cold: List[float] = []
         warm: List[float] = []
@@ -185,7 +185,7 @@ def _agent_format_requests(args: Any, tools: List[Dict[str, Any]], vocab: Any, r
     fmt = formats.get(args.format)
     # No reuse of whole compiled grammars, so each request's grammar is linked anew; the tools'
     # own grammars, compiled at first sight, are linked as parts.
-    compiler = Compiler(vocab, cache_limit_bytes=0)
+    compiler = Compiler(vocab, reuse_grammars=False)
     print(f"\nAgentFormat {args.format!r} requests, tools seen before (medians of {args.requests}):")
     print(f"{'tools':>6} {'build ms':>9} {'compile ms':>11}")
     for size in args.sizes:

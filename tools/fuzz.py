@@ -1156,7 +1156,7 @@ def small_compiler() -> Any:
             b"\xc3\xa9",
             b"</s>",
         ]
-        _COMPILER = Compiler(Vocabulary(tokens, stop_token_ids=[len(tokens) - 1]), cache_limit_bytes=0)
+        _COMPILER = Compiler(Vocabulary(tokens, stop_token_ids=[len(tokens) - 1]), reuse_grammars=False)
     return _COMPILER
 
 
@@ -1280,7 +1280,7 @@ def run_vocabulary(inp: Dict[str, Any]) -> None:
     if vocab.vocab_size > 1 << 22:
         return  # a mask of this size is 2**22 / 8 bytes and more: not for a fuzzing loop
     matcher = Matcher(
-        Compiler(vocab, cache_limit_bytes=0).compile(Grammar.from_ebnf('root ::= [a-z<>]* "a"?'))
+        Compiler(vocab, reuse_grammars=False).compile(Grammar.from_ebnf('root ::= [a-z<>]* "a"?'))
     )
     matcher.allowed_token_ids()
     matcher.accept_string("a")
@@ -1310,7 +1310,7 @@ def run_matcher(inp: Dict[str, Any]) -> None:
         vocab = Vocabulary(
             inp["tokens"], stop_token_ids=inp["stop"], vocab_size=len(inp["tokens"]) + inp["vocab_extra"]
         )
-        compiled = Compiler(vocab, cache_limit_bytes=0).compile(grammar)
+        compiled = Compiler(vocab, reuse_grammars=False).compile(grammar)
         matcher = Matcher(
             compiled,
             stop_token_ids=inp["matcher_stop"],

@@ -14,7 +14,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Sequence, Union
+from typing import Any, Sequence, Tuple, Union
 
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
@@ -23,8 +23,11 @@ from .vocabulary import Vocabulary
 
 __all__ = ["CompiledGrammar", "Compiler"]
 
-#: The default byte budget for the compiler's shared token-mask cache.
+#: The default byte budget for the compiler's caches (``Compiler(cache_limit_bytes=...)``).
 DEFAULT_CACHE_LIMIT_BYTES = 512 * 1024 * 1024
+#: The share of ``cache_limit_bytes`` the vocabulary's shared cache may hold: its entries
+#: (classes of byte automata, dispatch safe-token sets) live as long as the compiler.
+SHARED_CACHE_SHARE = 4
 #: How many recently compiled grammars a Compiler hands back again for the same grammar.
 RECENT_GRAMMARS = 64
 #: How many embedded grammars (``ir.Embed``: tool argument grammars, ...) a Compiler keeps
@@ -115,9 +118,18 @@ class Compiler:
     One compiler should serve a whole process: it owns the vocabulary index, and it hands back
     the same ``CompiledGrammar`` for a grammar it compiled recently (same rules, compared by
     content): an agent asking for the same tools turn after turn keeps that grammar's
-    token-mask cache warm. The recent grammars are bounded by ``RECENT_GRAMMARS`` and by
-    ``cache_limit_bytes`` of compiled memory (mask caches included); ``cache_limit_bytes=0``
-    turns the reuse off.
+    token-mask cache warm. It also keeps every embedded grammar (a tool's arguments) it
+    compiled, so their masks serve every request that links them.
+
+    Memory is bounded by ``cache_limit_bytes``: :attr:`cache_size_bytes` counts the automata
+    and token-mask caches of every live grammar this compiler made, plus the vocabulary's
+    shared cache (itself capped at a quarter of the limit). After each compile, the least
+    recently used grammars and parts are dropped until the count is within the limit (a
+    grammar that a matcher still uses is freed when that matcher is). Masks filled between
+    compiles can take the count past the limit until the next compile; ``cache_limit_bytes=0``
+    keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
+    grammars (every ``compile`` then builds and links anew, as benchmarks of request compiles
+    want); parts and shared classes are still kept.
 
     Example:
         >>> from agentgrammar import Compiler, Vocabulary
@@ -125,7 +137,13 @@ class Compiler:
         >>> compiled = compiler.compile_regex("a+")
     """
 
-    def __init__(self, vocab: Vocabulary, *, cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES) -> None:
+    def __init__(
+        self,
+        vocab: Vocabulary,
+        *,
+        cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES,
+        reuse_grammars: bool = True,
+    ) -> None:
         if not isinstance(vocab, Vocabulary):
             raise VocabularyError(f"Compiler needs an agentgrammar.Vocabulary, got {type(vocab).__name__}")
         if cache_limit_bytes < 0:
@@ -133,14 +151,31 @@ class Compiler:
         self._vocab = vocab
         self._vocab_handle = _new_vocab_handle(vocab)
         self.cache_limit_bytes = cache_limit_bytes
+        self.reuse_grammars = bool(reuse_grammars)
+        lib.ag_vocab_set_shared_cache_limit(self._vocab_handle, cache_limit_bytes // SHARED_CACHE_SHARE)
         self._recent: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
         self._parts: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
+        # Both kinds in one use order, oldest first, for eviction by bytes.
+        self._lru: "OrderedDict[Tuple[bool, bytes], None]" = OrderedDict()
         self._lock = threading.Lock()
 
     @property
     def vocabulary(self) -> Vocabulary:
         """The vocabulary this compiler compiles for."""
         return self._vocab
+
+    @property
+    def cache_size_bytes(self) -> int:
+        """Bytes held by the live grammars this compiler made (automata and token-mask
+        caches, whoever holds them) and by the vocabulary's shared cache."""
+        return int(lib.ag_vocab_cache_bytes(self._vocab_handle))
+
+    def clear_cache(self) -> None:
+        """Forget every grammar and part kept for reuse (those still in use stay alive)."""
+        with self._lock:
+            self._recent.clear()
+            self._parts.clear()
+            self._lru.clear()
 
     def compile(self, grammar: Union[Grammar, str]) -> CompiledGrammar:
         """Compile a Grammar (or EBNF text) for this compiler's vocabulary.
@@ -158,7 +193,7 @@ class Compiler:
         with self._lock:
             found = self._recent.get(key)
             if found is not None:
-                self._recent.move_to_end(key)
+                self._lru.move_to_end((False, key))
                 return found
         compiled = self._build(grammar)
         self._remember(key, compiled)
@@ -184,27 +219,48 @@ class Compiler:
         with self._lock:
             found = self._parts.get(key)
             if found is not None:
-                self._parts.move_to_end(key)
+                self._lru.move_to_end((True, key))
                 return found
         compiled = self._build(grammar)
+        if self.cache_limit_bytes == 0:
+            return compiled
         with self._lock:
             compiled = self._parts.setdefault(key, compiled)  # another thread may have won
-            while len(self._parts) > PART_GRAMMARS:
-                self._parts.popitem(last=False)
+            self._lru[(True, key)] = None
+            self._lru.move_to_end((True, key))
+            self._evict()
         return compiled
 
     def _remember(self, key: bytes, compiled: CompiledGrammar) -> None:
-        """Keep ``compiled`` among the recent grammars, oldest out first past the bounds."""
-        if self.cache_limit_bytes == 0:
+        """Keep ``compiled`` among the recent grammars, then drop the least recently used
+        grammars and parts past the bounds."""
+        if self.cache_limit_bytes == 0 or not self.reuse_grammars:
             return
         with self._lock:
             self._recent[key] = compiled
-            total = sum(c.memory_size_bytes for c in self._recent.values())
-            while len(self._recent) > 1 and (
-                len(self._recent) > RECENT_GRAMMARS or total > self.cache_limit_bytes
-            ):
-                _, dropped = self._recent.popitem(last=False)
-                total -= dropped.memory_size_bytes
+            self._lru[(False, key)] = None
+            self._lru.move_to_end((False, key))
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used entries (the newest always stays) while a kind passes
+        its count or the compiler's bytes pass ``cache_limit_bytes``. Called under the lock."""
+        kinds = {True: self._parts, False: self._recent}
+        over = {True: len(self._parts) - PART_GRAMMARS, False: len(self._recent) - RECENT_GRAMMARS}
+        if over[True] > 0 or over[False] > 0:
+            stale = []
+            for entry in self._lru:  # oldest first
+                if over[entry[0]] > 0:
+                    stale.append(entry)
+                    over[entry[0]] -= 1
+                    if over[True] <= 0 and over[False] <= 0:
+                        break
+            for is_part, key in stale:
+                del kinds[is_part][key]
+                del self._lru[(is_part, key)]
+        while len(self._lru) > 1 and self.cache_size_bytes > self.cache_limit_bytes:
+            (is_part, key), _ = self._lru.popitem(last=False)
+            del kinds[is_part][key]  # freed now unless a grammar or matcher still uses it
 
     def compile_grammar(self, grammar: Union[Grammar, str], root: str = "root") -> CompiledGrammar:
         """xgrammar-compatible spelling of :meth:`compile` (EBNF text with a root rule name)."""

@@ -281,7 +281,11 @@ int main(void) {
   test_dispatch(v);
   test_link(v);
   test_batch(c);
+  CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
   ag_compiled_free(c);
+  /* Every grammar freed: what is left counted is the shared cache alone. */
+  CHECK(ag_vocab_cache_bytes(v) == ag_vocab_shared_cache_bytes(v));
+  ag_vocab_set_shared_cache_limit(v, 0);
   ag_vocab_free(v);
   if (failures) fprintf(stderr, "%d checks failed\n", failures);
   return failures ? 1 : 0;

@@ -71,7 +71,7 @@ def test_language_of_embeds() -> None:
 
 
 def test_parts_are_compiled_once_and_shared() -> None:
-    compiler = Compiler(vocab(), cache_limit_bytes=0)
+    compiler = Compiler(vocab(), reuse_grammars=False)
     first = compiler.compile(request(NUMBER, WORD))
     second = compiler.compile(request(WORD, PAIR))  # PAIR embeds WORD and NUMBER again
     parts = {id(p) for c in (first, second) for p in c._parts}
@@ -84,7 +84,7 @@ def test_parts_are_compiled_once_and_shared() -> None:
 def test_byte_only_states_share_their_classes_across_grammars() -> None:
     """A state of a rule made of bytes alone is classified once per vocabulary: its classes
     are shared, so they are not counted in the compiled grammar's own memory."""
-    compiler = Compiler(vocab(), cache_limit_bytes=0)
+    compiler = Compiler(vocab(), reuse_grammars=False)
     mask = allocate_token_bitmask(1, len(TOKENS), backend="numpy")
     for prefix in ("x", "y"):  # two grammars, the same automaton after their first byte
         compiled = compiler.compile(Grammar.from_ebnf(f'root ::= "{prefix}" [ab]+'))
