@@ -1,5 +1,6 @@
 /* ag_class_key.c - the canonical form of a state's byte automaton, the key under
  * which the vocabulary shares the state's token classes (see ag_mask_cache.h). */
+#include "ag_dispatch.h"
 #include "ag_mask_cache.h"
 
 /* Bounds of what is shared: the automaton's size, and its key's. */
@@ -32,7 +33,20 @@ static bool ag_key_push(ag_vcache_key *key, size_t cap, uint32_t w) {
   return true;
 }
 
-bool ag_class_key_make(const ag_grammar *g, int32_t state, ag_vcache_key *key) {
+/* Appends d's words: their count, each one's length and role, then the bytes. */
+static bool ag_key_push_words(ag_vcache_key *key, const ag_dispatch *d) {
+  bool ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)d->n_words) &&
+            ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)d->flags);
+  for (int32_t k = 0; ok && k < d->n_words; k++)
+    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, d->offsets[k + 1] - d->offsets[k]) &&
+         ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, d->rules[k] < 0 ? (uint32_t)-d->rules[k] : 0);
+  for (uint32_t b = 0; ok && b < d->offsets[d->n_words]; b++)
+    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, d->bytes[b]);
+  return ok;
+}
+
+bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
+                       ag_vcache_key *key) {
   memset(key, 0, sizeof *key);
   ag_order_map *m = malloc(sizeof *m);
   int32_t *queue = malloc(sizeof *queue * AG_CLASS_KEY_MAX_STATES);
@@ -43,7 +57,8 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, ag_vcache_key *key) {
   ok = ok && ag_order_of(m, state, queue, &count) == 0;
   for (int32_t head = 0; ok && head < count; head++) {
     const ag_state *st = &g->states[queue[head]];
-    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, st->accepting) &&
+    uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
+    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, exits) &&
          ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, st->byte_end - st->byte_begin);
     for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
@@ -54,6 +69,7 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, ag_vcache_key *key) {
     }
   }
   ok = ok && ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)count);
+  ok = ok && (!d || ag_key_push_words(key, d));
   free(m);
   free(queue);
   if (!ok) {

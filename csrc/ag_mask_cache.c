@@ -12,9 +12,11 @@ struct ag_mask_cache {
    * until computed; the array is NULL when the grammar has no dispatch rule. */
   _Atomic(const uint32_t *) *safe;
   uint32_t **safe_owned; /* [n_rules] the sets this cache computed itself (the vocabulary's was full) */
-  /* [n_rules] 1 when no state of the rule has a rule edge: its states are
-   * classified by walking its byte automaton alone, without the Earley parser. */
-  uint8_t *rule_bytes_only;
+  /* [n_rules] 1 when the rule's states are classified by walking its byte
+   * automaton alone, without the Earley parser: rules without rule edges, and
+   * dispatch rules, whose rule edges (after a trigger) are exits (see
+   * ag_exit_or_end). Their classes are shared across grammars by key. */
+  uint8_t *rule_dfa;
   atomic_size_t bytes;
 };
 
@@ -24,22 +26,25 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   ag_mask_cache *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
-  c->rule_bytes_only = malloc((size_t)g->n_rules);
+  c->rule_dfa = malloc((size_t)g->n_rules);
   if (g->rule_dispatch) {
     c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
     c->safe_owned = calloc((size_t)g->n_rules, sizeof *c->safe_owned);
   }
-  if (!c->entries || !c->rule_bytes_only || (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
+  if (!c->entries || !c->rule_dfa || (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
     free(c->entries);
-    free(c->rule_bytes_only);
+    free(c->rule_dfa);
     free(c->safe);
     free(c->safe_owned);
     free(c);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
-  memset(c->rule_bytes_only, 1, (size_t)g->n_rules);
-  for (int32_t s = 0; s < n_states; s++)
-    if (g->states[s].rule_begin != g->states[s].rule_end) c->rule_bytes_only[g->state_rule[s]] = 0;
+  memset(c->rule_dfa, 1, (size_t)g->n_rules);
+  for (int32_t s = 0; s < n_states; s++) {
+    int32_t r = g->state_rule[s];
+    if (g->states[s].rule_begin != g->states[s].rule_end && !(g->rule_dispatch && g->rule_dispatch[r]))
+      c->rule_dfa[r] = 0;
+  }
   c->n_states = n_states;
   c->n_rules = g->n_rules;
   for (int32_t s = 0; s < n_states; s++) atomic_init(&c->entries[s], NULL);
@@ -75,7 +80,7 @@ void ag_mask_cache_free(ag_mask_cache *c) {
     for (int32_t r = 0; r < c->n_rules; r++) free(c->safe_owned[r]);
   free(c->safe_owned);
   free(c->safe);
-  free(c->rule_bytes_only);
+  free(c->rule_dfa);
   free(c->entries);
   free(c);
 }
@@ -124,6 +129,15 @@ static void ag_walk_truncate(ag_classify *w, uint32_t base, uint32_t depth) {
   if (!w->dfa) ag_parser_truncate(&w->parser, base + depth);
 }
 
+/* Whether, walking a rule's automaton alone, the answer at state s may depend on
+ * what lies outside the walk: the rule can end there, or a rule edge leaves it
+ * (a dispatch's trigger opens its tag). A token the walk rejects after such a
+ * state is uncertain, not rejected; one it consumes whole is accepted. */
+static bool ag_exit_or_end(const ag_grammar *g, int32_t s) {
+  const ag_state *st = &g->states[s];
+  return st->accepting || st->rule_begin != st->rule_end;
+}
+
 /* Scans byte c after d bytes: *ok says whether it is allowed; sets can_end[d + 1]. */
 static ag_status ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c, bool *ok, ag_error *err) {
   if (w->dfa) {
@@ -131,7 +145,7 @@ static ag_status ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c, bool *ok, a
     *ok = t >= 0;
     if (*ok) {
       w->dfa_state[d + 1] = t;
-      w->can_end[d + 1] = w->can_end[d] || w->dfa->states[t].accepting;
+      w->can_end[d + 1] = w->can_end[d] || ag_exit_or_end(w->dfa, t);
     }
     return AG_OK;
   }
@@ -254,7 +268,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   w.deadline = deadline;
   w.entry = calloc(1, sizeof *w.entry);
   w.can_end = malloc(sizeof *w.can_end * ((size_t)v->max_token_len + 1));
-  if (c->rule_bytes_only[rule]) {
+  if (c->rule_dfa[rule]) {
     w.dfa = g;
     w.dfa_state = malloc(sizeof *w.dfa_state * ((size_t)v->max_token_len + 1));
   }
@@ -269,6 +283,9 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   }
   if (!st && w.dfa) {
     w.dfa_state[0] = state;
+    /* Not ag_exit_or_end: a rule edge of the state itself has its rule's start
+     * predicted in the same Earley set, whose own classes decide the tokens that
+     * enter it. Only rule edges reached after a byte are exits. */
     w.can_end[0] = g->states[state].accepting;
   } else if (!st) {
     st = ag_parser_init_item(&w.parser, g, state, err);
@@ -302,7 +319,9 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     return AG_OK;
   }
   ag_vcache_key key;
-  bool keyed = c->rule_bytes_only[g->state_rule[state]] && ag_class_key_make(g, state, &key);
+  int32_t rule = g->state_rule[state];
+  const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
+  bool keyed = c->rule_dfa[rule] && ag_class_key_make(g, state, d, &key);
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   if (!e) {
     ag_status st = ag_compute(c, g, v, state, deadline, &e, err);

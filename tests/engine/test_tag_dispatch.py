@@ -143,6 +143,30 @@ def test_fast_path_masks_equal_direct_walk():
             assert _walk_and_compare(compiler, grammar, vocab, seed=int(loop) * 2 + int(stop_eos)) > 20
 
 
+def test_dispatch_classes_are_shared_across_grammars_with_other_tag_content():
+    """A dispatch rule's states are classified from its own automaton, its triggers' rule
+    edges taken as exits: grammars with the same words share those classes, whatever their
+    tags contain, and the masks stay exact where tokens run from a trigger into the tag."""
+    tokens = [b"<c", b"all>", b"<call>", b"<call>{", b"l>{", b">{", b"{}", b"{", b"}", b"x", b"ab", b"</s>"]
+    vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    compiler = Compiler(vocab, reuse_grammars=False)
+    d = TagDispatch(triggers=((b"<call>", "call"),), excludes=(b"</think>",))
+
+    def grammar(content: bytes) -> Grammar:
+        return Grammar.from_rules([Rule("root", d), Rule("call", Literal(content))])
+
+    assert _walk_and_compare(compiler, grammar(b"{}"), vocab, seed=1) > 20
+    assert _walk_and_compare(compiler, grammar(b"}x"), vocab, seed=2) > 20  # "<call>{" now fails
+    compiled = compiler.compile(grammar(b"ab"))
+    matcher = Matcher(compiled)
+    before = compiled.memory_size_bytes
+    for text in ("", "x", "x<c", "x<call"):  # free-text states seen in the grammars above
+        matcher.reset()
+        assert matcher.accept_string(text)
+        assert matcher.allowed_token_ids()
+    assert compiled.memory_size_bytes == before  # every class came from the shared cache
+
+
 def test_fast_path_on_llama_vocabulary():
     """The structural-tag shape agents use, on the real 128k vocabulary."""
     llama_vocab = Vocabulary.from_huggingface(llama32_tokenizer())
