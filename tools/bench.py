@@ -37,6 +37,12 @@ hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, defau
 3. ``hf``: per-step logits-processor time in the same ``generate()`` loop (tiny random
    ``LlamaForCausalLM``), ours ``GrammarLogitsProcessor`` against xgrammar's HF processor: run by
    ``tools/bench_hf.py`` (its JSON-schema and tool-call grammars).
+4. ``batch``: the one multi-threaded workload: a serving batch of ``--batch-rows`` agentic
+   requests walked in lock step, one batch fill per step, ours ``BatchMatcher`` against
+   xgrammar's ``BatchGrammarMatcher``, with 1 and ``--batch-threads`` threads.
+
+The agentic workload also runs ours alone in a child process to report peak RSS for its
+largest size and the compiler's own cache count (``Compiler.cache_size_bytes``).
 
 Each table shows medians (and the distribution columns named) and "ours/best", our figure
 over the best peer's. ``--json`` prints every figure as JSON instead of the tables.
@@ -399,10 +405,21 @@ def _timed_request(setup: Setup, engine: str, build: Callable[[], Any]) -> Tuple
     return built - start, time.perf_counter() - start, compiled
 
 
+_AGENTIC: Dict[Tuple[int, int], "Agentic"] = {}
+
+
+def agentic_registry(setup: Setup, args: Any) -> "Agentic":
+    """The agentic registry, built once per run (checking 500 tools takes a while)."""
+    key = (args.registry, args.seed)
+    if key not in _AGENTIC:
+        _AGENTIC[key] = Agentic(setup, args.bfcl, args.registry, args.seed)
+    return _AGENTIC[key]
+
+
 def run_agentic(setup: Setup, args: Any) -> Dict[str, Any]:
     from agentgrammar import Compiler
 
-    ag = Agentic(setup, args.bfcl, args.registry, args.seed)
+    ag = agentic_registry(setup, args)
     print(
         f"[agentic] registry of {len(ag.tools)} BFCL tools ({len(ag.callable)} with generated arguments); "
         f"{args.requests} requests per size",
@@ -473,13 +490,62 @@ def run_agentic(setup: Setup, args: Any) -> Dict[str, Any]:
             },
         }
         print(f"[agentic] size {size} done", file=sys.stderr)
+    memory = _ours_memory_in_child(args)
     return {
         "registry": len(ag.tools),
         "callable": len(ag.callable),
         "requests": args.requests,
         "sizes": results,
+        "memory": memory,
         "llg_note": "Lark equivalent of the Qwen-3 structural tag (free text may contain <think>)",
     }
+
+
+def _rss_mib() -> float:
+    """This process's resident set now, from /proc (0 where there is none)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _ours_memory(args: Any) -> Dict[str, float]:
+    """Ours alone: the 500-tool agentic workload on one warm compiler; peak RSS, and the
+    compiler's own count of its caches (``Compiler.cache_size_bytes``) against its limit."""
+    import resource
+
+    from agentgrammar import Compiler
+
+    setup = Setup()
+    ag = Agentic(setup, args.bfcl, args.registry, args.seed)
+    base = _rss_mib()
+    compiler = Compiler(setup.vocab)
+    ag.build_ours(compiler, list(ag.by_name))
+    size = max(args.sizes)
+    for _ in range(args.requests):
+        names = ag.subset(size)
+        walk(setup, "ours", ag.build_ours(compiler, names), setup.encode(ag.output(names)))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return {
+        "tools": size,
+        "requests": args.requests,
+        "rss_after_setup_mib": round(base, 1),
+        "peak_rss_mib": round(peak, 1),
+        "workload_mib": round(peak - base, 1),
+        "cache_mib": round(compiler.cache_size_bytes / 2**20, 1),
+        "cache_limit_mib": round(compiler.cache_limit_bytes / 2**20, 1),
+    }
+
+
+def _ours_memory_in_child(args: Any) -> Dict[str, float]:
+    """:func:`_ours_memory` in a fresh process, so the peers' memory is not in its peak."""
+    import multiprocessing as mp
+
+    with mp.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_ours_memory, (argparse.Namespace(**vars(args)),))
 
 
 def print_agentic(res: Dict[str, Any]) -> None:
@@ -519,6 +585,84 @@ def print_agentic(res: Dict[str, Any]) -> None:
         token_rows,
     )
     print(f"llg: {res['llg_note']}")
+    mem = res.get("memory")
+    if mem:
+        print(
+            f"Memory, ours alone in a child process ({mem['tools']}-tool requests, {mem['requests']} walks on "
+            f"one warm compiler): peak RSS {mem['peak_rss_mib']} MiB, {mem['rss_after_setup_mib']} MiB of it "
+            f"before any grammar (tokenizer, vocabulary, imports); compiler caches {mem['cache_mib']} MiB "
+            f"(cache_limit_bytes {mem['cache_limit_mib']} MiB)"
+        )
+
+
+# --------------------------------------------------------------------------- 4. batch
+
+
+def run_batch(setup: Setup, args: Any) -> Dict[str, Any]:
+    """A serving batch: ``--batch-rows`` rows, each its own agentic request (a random subset of
+    ``min(--sizes)`` tools), walked in lock step along its output; per step, the time to fill
+    every live row's mask with one call: ours ``BatchMatcher`` against xgrammar's
+    ``BatchGrammarMatcher`` (eager, whose masks are precomputed), 1 thread and ``--batch-threads``.
+    Every tool was compiled before by a fresh warm compiler per thread count; the rows' first
+    visits (none of xgrammar's, which precomputes) happen in the walk."""
+    import numpy as np
+    import xgrammar as xgr
+
+    from agentgrammar import BatchMatcher, Compiler, Matcher
+
+    ag = agentic_registry(setup, args)
+    size = min(args.sizes)
+    rows = args.batch_rows
+    threads = sorted({1, args.batch_threads})
+    xgr_compiler = setup.xcompiler(jit=False, cache=True)
+    subsets = [ag.subset(size) for _ in range(rows)]
+    outputs = [setup.encode(ag.output(names)) for names in subsets]
+    xgr_grammars = [ag.build_xgr(xgr_compiler, names) for names in subsets]
+    results: Dict[str, Any] = {"rows": rows, "tools": size, "threads": {}}
+    for n in threads:
+        per_engine: Dict[str, List[float]] = {"ours": [], "xgr": []}
+        for engine in ("ours", "xgr"):
+            if engine == "ours":  # a fresh warm compiler: every tool built, no mask computed yet
+                ours_compiler = Compiler(setup.vocab)
+                ag.build_ours(ours_compiler, list(ag.by_name))
+                grammars = [ag.build_ours(ours_compiler, names) for names in subsets]
+                matchers: List[Any] = [Matcher(g) for g in grammars]
+                pool: Any = BatchMatcher(max_threads=n)
+                fill = BatchMatcher.fill_next_token_bitmask
+                bitmask = np.zeros((rows, (setup.vocab.vocab_size + 31) // 32), dtype=np.int32)
+            else:
+                matchers = [xgr.GrammarMatcher(g) for g in xgr_grammars]
+                pool = xgr.BatchGrammarMatcher(max_threads=n)
+                fill = xgr.BatchGrammarMatcher.batch_fill_next_token_bitmask
+                bitmask = xgr.allocate_token_bitmask(rows, setup.info.vocab_size)
+            step = 0
+            while True:
+                live = [i for i in range(rows) if step < len(outputs[i])]
+                if not live:
+                    break
+                start = time.perf_counter()
+                fill(pool, [matchers[i] for i in live], bitmask, live)
+                per_engine[engine].append(time.perf_counter() - start)
+                for i in live:
+                    if not matchers[i].accept_token(outputs[i][step]):
+                        raise SystemExit(f"[batch] {engine} rejected row {i}'s token at step {step}")
+                step += 1
+        results["threads"][str(n)] = {e: dist_us(v) for e, v in per_engine.items()}
+    return results
+
+
+def print_batch(res: Dict[str, Any]) -> None:
+    rows = []
+    for n, eng in res["threads"].items():
+        for key in ("mean", "p50", "p99", "max"):
+            ours, theirs = eng["ours"][key], eng["xgr"][key]
+            rows.append([n, f"per step {key} µs", _fmt(ours, 0), _fmt(theirs, 0), _fmt(ours / theirs, 2)])
+    print_table(
+        f"Batch masks: {res['rows']} rows, each its own {res['tools']}-tool request, one fill call per step "
+        "(ours BatchMatcher, xgrammar eager BatchGrammarMatcher)",
+        ["threads", "measure", "ours", "xgr", "ours/xgr"],
+        rows,
+    )
 
 
 # --------------------------------------------------------------------------- 2. maskbench
@@ -679,8 +823,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     parser.add_argument(
         "--workloads",
         nargs="+",
-        choices=["agentic", "maskbench", "hf"],
-        default=["agentic", "maskbench", "hf"],
+        choices=["agentic", "maskbench", "hf", "batch"],
+        default=["agentic", "maskbench", "hf", "batch"],
+    )
+    parser.add_argument("--batch-rows", type=int, default=16, help="rows of the batch workload")
+    parser.add_argument(
+        "--batch-threads", type=int, default=min(8, os.cpu_count() or 1), help="threads of the batch workload"
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500])
     parser.add_argument("--requests", type=int, default=3, help="random subsets (requests) per size")
@@ -714,6 +862,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
             out["agentic"] = run_agentic(setup, args)
         elif name == "maskbench":
             out["maskbench"] = run_maskbench(setup, args)
+        elif name == "batch":
+            out["batch"] = run_batch(setup, args)
         else:
             out["hf"] = run_hf(args)
         out.setdefault("wall_s", {})[name] = round(time.perf_counter() - start, 1)
@@ -732,6 +882,8 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         print_maskbench(out["maskbench"])
     if "hf" in out:
         print_hf(out["hf"])
+    if "batch" in out:
+        print_batch(out["batch"])
     return out
 
 

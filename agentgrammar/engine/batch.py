@@ -113,7 +113,7 @@ class BatchMatcher:
         results = ffi.new("int32_t[]", n)
         err = new_error()
         status = lib.ag_batch_fill_masks(
-            self._pool, handles, c_rows, n, ffi.cast("uint32_t *", base), n_rows, row_words, results, err
+            self._pool, handles, c_rows, n, base, n_rows, row_words, results, err
         )
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)

@@ -129,8 +129,7 @@ class Matcher:
 
         Returns True when the mask needs applying (some token is disallowed).
         """
-        ptr, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
-        mask = ffi.cast("uint32_t *", ptr)
+        mask, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
         self._check(lib.ag_matcher_fill_mask(self._handle, mask, words, self._flag, self._err))
         return not self._flag[0]
 
@@ -139,8 +138,7 @@ class Matcher:
 
         Slow; the oracle that tests compare the cached path against.
         """
-        ptr, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
-        mask = ffi.cast("uint32_t *", ptr)
+        mask, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
         self._check(lib.ag_matcher_fill_mask_direct(self._handle, mask, words, self._flag, self._err))
         return not self._flag[0]
 
