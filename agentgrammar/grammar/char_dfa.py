@@ -8,7 +8,9 @@ returns), combines DFAs, and turns the result back into IR rules (right-linear: 
 state, a self-loop as a repeat), each character spelled every way JSON allows.
 
 The alphabet is every Unicode scalar value (surrogates excluded: a JSON string cannot hold a
-lone one). Sizes are bounded: an automaton past ``MAX_STATES`` states raises GrammarError.
+lone one). Sizes are bounded: an automaton past ``MAX_STATES`` states raises GrammarError, and so
+does one operation (building, combining or minimizing an automaton) that takes more than
+``MAX_WORK`` steps: a count of the work done, not a clock, so the outcome is deterministic.
 
 Example:
     >>> from agentgrammar.grammar.regex import parse_regex
@@ -27,7 +29,7 @@ from ..errors import GrammarError
 from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq, seq
 from .utf8 import complement_ranges, normalize_ranges
 
-__all__ = ["ALPHABET", "BYTES", "MAX_STATES", "PRODUCT_LIMIT", "CharDFA"]
+__all__ = ["ALPHABET", "BYTES", "MAX_STATES", "MAX_WORK", "PRODUCT_LIMIT", "CharDFA"]
 
 Alphabet = Tuple[Tuple[int, int], ...]
 #: Every code point a JSON string can hold (the default alphabet).
@@ -36,8 +38,9 @@ ALPHABET: Alphabet = ((0, 0xD7FF), (0xE000, 0x10FFFF))
 BYTES: Alphabet = ((0, 0xFF),)
 #: The most NFA or DFA states one automaton may have.
 MAX_STATES = 20_000
-#: Automata with more states than this are trimmed but not minimized.
-MINIMIZE_LIMIT = 1_500
+#: The most steps one operation may take (subset construction: NFA states visited and moves
+#: swept; product: edge pairs compared; minimization: edges scanned). About a second of work.
+MAX_WORK = 2_000_000
 #: The most states an intersection may have: each becomes grammar rules, so products past this
 #: (a long length bound times a complex pattern) are refused rather than slow to build and match.
 PRODUCT_LIMIT = 3_000
@@ -49,6 +52,23 @@ def _too_big() -> GrammarError:
     return GrammarError(f"a string constraint needs an automaton of more than {MAX_STATES} states")
 
 
+class _Work:
+    """A deterministic budget of ``MAX_WORK`` steps for one operation."""
+
+    __slots__ = ("left", "what")
+
+    def __init__(self, what: str) -> None:
+        self.left = MAX_WORK
+        self.what = what
+
+    def charge(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise GrammarError(
+                f"{self.what} takes more than {MAX_WORK} steps (simplify the pattern, or lower the length bounds)"
+            )
+
+
 class _NFA:
     """Thompson construction: states with epsilon moves and ranged character moves."""
 
@@ -56,6 +76,9 @@ class _NFA:
         self.alphabet = alphabet
         self.eps: List[List[int]] = []
         self.moves: List[List[Edge]] = []
+        #: states that loop on every character (``[\s\S]*``): from one that reaches the final
+        #: state by epsilon moves, every string is accepted
+        self.sigma_loops: List[int] = []
 
     def state(self) -> int:
         if len(self.eps) >= MAX_STATES * 4:
@@ -103,6 +126,8 @@ class _NFA:
                 loop = self.state()
                 self.eps[at].append(loop)
                 self.eps[self.build(e.item, loop)].append(loop)
+                if self._covers_alphabet(e.item):
+                    self.sigma_loops.append(loop)
                 return loop
             end = self.state()
             for _ in range(e.max - e.min):
@@ -113,6 +138,15 @@ class _NFA:
         if isinstance(e, (RuleRef, ByteClass)):
             raise GrammarError(f"a {type(e).__name__} is not a regular expression over characters")
         raise TypeError(f"not an IR expression: {e!r}")
+
+    def _covers_alphabet(self, e: Expr) -> bool:
+        if isinstance(e, CharClass) and self.alphabet != BYTES:
+            ranges = complement_ranges(e.ranges) if e.negated else list(e.ranges)
+        elif isinstance(e, ByteClass) and self.alphabet == BYTES:
+            ranges = list(e.ranges)
+        else:
+            return False
+        return _clip(ranges, self.alphabet) == list(self.alphabet)
 
     def _chars(self, start: int, ranges: Sequence[Tuple[int, int]]) -> int:
         end = self.state()
@@ -131,19 +165,51 @@ def _clip(ranges: Sequence[Tuple[int, int]], alphabet: Alphabet) -> List[Tuple[i
     return out
 
 
-def _partition(moves: Sequence[Edge]) -> List[Tuple[int, int, FrozenSet[int]]]:
-    """Split overlapping ranged moves into disjoint ranges, each with its set of targets."""
-    points = sorted({lo for lo, _, _ in moves} | {hi + 1 for _, hi, _ in moves})
+def _partition(moves: Sequence[Edge], work: Optional[_Work] = None) -> List[Tuple[int, int, FrozenSet[int]]]:
+    """Split overlapping ranged moves into disjoint ranges, each with its set of targets (a sweep
+    over the range ends, so a wide class among many narrow ones costs no more than they do)."""
+    events: List[Tuple[int, int, int]] = []
+    for lo, hi, t in moves:
+        events.append((lo, 1, t))
+        events.append((hi + 1, -1, t))
+    events.sort()
+    active: Dict[int, int] = {}
     out: List[Tuple[int, int, FrozenSet[int]]] = []
-    for a, b in zip(points, points[1:]):
-        targets = frozenset(t for lo, hi, t in moves if lo <= a and b - 1 <= hi)
-        if not targets:
-            continue
-        if out and out[-1][1] == a - 1 and out[-1][2] == targets:
-            out[-1] = (out[-1][0], b - 1, targets)
-        else:
-            out.append((a, b - 1, targets))
+    i, n = 0, len(events)
+    steps = n
+    while i < n:
+        x = events[i][0]
+        while i < n and events[i][0] == x:
+            _, d, t = events[i]
+            c = active.get(t, 0) + d
+            if c:
+                active[t] = c
+            else:
+                del active[t]
+            i += 1
+        if active and i < n:
+            targets = frozenset(active)
+            steps += len(targets)
+            end = events[i][0] - 1
+            if out and out[-1][1] == x - 1 and out[-1][2] == targets:
+                out[-1] = (out[-1][0], end, targets)
+            else:
+                out.append((x, end, targets))
+    if work is not None:
+        work.charge(steps)
     return out
+
+
+def _join(ranges: List[Tuple[int, int]]) -> Tuple[Tuple[int, int], ...]:
+    """Disjoint ranges sorted, with adjacent ones joined (a canonical form)."""
+    ranges.sort()
+    out: List[Tuple[int, int]] = []
+    for lo, hi in ranges:
+        if out and out[-1][1] == lo - 1:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
 
 
 def _merge_edges(edges: Sequence[Edge]) -> List[Edge]:
@@ -176,6 +242,8 @@ class CharDFA:
         nfa = _NFA(alphabet)
         start = nfa.state()
         final = nfa.build(e, start)
+        work = _Work("building the automaton of a string constraint")
+        work.charge(2 * len(nfa.eps))
         closures: Dict[int, FrozenSet[int]] = {}
 
         def closure(s: int) -> FrozenSet[int]:
@@ -187,13 +255,23 @@ class CharDFA:
                         if t not in seen:
                             seen.add(t)
                             stack.append(t)
+                work.charge(len(seen))
                 found = closures[s] = frozenset(seen)
             return found
+
+        # Every set holding a universal state (a loop on every character that reaches the end by
+        # epsilon moves, as the trailing ``[\s\S]*`` of an unanchored pattern) accepts every
+        # string: all become one state, rather than one per combination of the other states
+        # (which is exponential for ``.*a.*|.*b.*|...``).
+        universal = frozenset(u for u in nfa.sigma_loops if final in closure(u))
+        canonical = closure(min(universal)) if universal else None
 
         ids: Dict[FrozenSet[int], int] = {}
         sets: List[FrozenSet[int]] = []
 
         def intern(states: FrozenSet[int]) -> int:
+            if canonical is not None and not universal.isdisjoint(states):
+                states = canonical
             if states not in ids:
                 if len(sets) >= MAX_STATES:
                     raise _too_big()
@@ -202,14 +280,24 @@ class CharDFA:
             return ids[states]
 
         intern(closure(start))
+        by_targets: Dict[FrozenSet[int], int] = {}  # NFA targets of a move -> DFA state
         edges: List[List[Edge]] = []
         i = 0
         while i < len(sets):
+            if sets[i] is canonical:
+                edges.append([(a, b, i) for a, b in alphabet])
+                i += 1
+                continue
             moves = [m for s in sets[i] for m in nfa.moves[s]]
+            work.charge(len(sets[i]))
             row = []
-            for lo, hi, targets in _partition(moves):
-                reached = frozenset().union(*(closure(t) for t in targets))
-                row.append((lo, hi, intern(reached)))
+            for lo, hi, targets in _partition(moves, work):
+                t = by_targets.get(targets)
+                if t is None:
+                    reached = frozenset().union(*(closure(t) for t in targets))
+                    work.charge(len(reached))
+                    t = by_targets[targets] = intern(reached)
+                row.append((lo, hi, t))
             edges.append(_merge_edges(row))
             i += 1
         return cls(edges, [final in s for s in sets], alphabet).minimized()
@@ -292,28 +380,41 @@ class CharDFA:
 
     def intersect(self, other: "CharDFA") -> "CharDFA":
         """The strings both accept (product construction over reachable pairs)."""
+        mine, theirs = _sorted_rows(self.edges), _sorted_rows(other.edges)
+        work = _Work("combining the constraints")
         ids: Dict[Tuple[int, int], int] = {(0, 0): 0}
         pairs = [(0, 0)]
         edges: List[List[Edge]] = []
         i = 0
         while i < len(pairs):
             p, q = pairs[i]
+            left, right = mine[p], theirs[q]
+            work.charge(len(left) + len(right) + 1)
             row: List[Edge] = []
-            for lo, hi, t in self.edges[p]:
-                for lo2, hi2, t2 in other.edges[q]:
-                    a, b = max(lo, lo2), min(hi, hi2)
-                    if a > b:
-                        continue
+            a = b = 0
+            while a < len(left) and b < len(right):  # both sorted and disjoint: a merge
+                lo, hi, t = left[a]
+                lo2, hi2, t2 = right[b]
+                x, y = max(lo, lo2), min(hi, hi2)
+                if x <= y:
                     key = (t, t2)
-                    if key not in ids:
+                    target = ids.get(key)
+                    if target is None:
                         if len(pairs) >= PRODUCT_LIMIT:
                             raise GrammarError(
                                 f"combining the constraints needs an automaton of more than {PRODUCT_LIMIT} states"
                             )
-                        ids[key] = len(pairs)
+                        target = ids[key] = len(pairs)
                         pairs.append(key)
-                    row.append((a, b, ids[key]))
-            edges.append(_merge_edges(row))
+                    if row and row[-1][2] == target and row[-1][1] == x - 1:
+                        row[-1] = (row[-1][0], y, target)
+                    else:
+                        row.append((x, y, target))
+                if hi < hi2:
+                    a += 1
+                else:
+                    b += 1
+            edges.append(row)
             i += 1
         accepting = [self.accepting[p] and other.accepting[q] for p, q in pairs]
         return CharDFA(edges, accepting, self.alphabet).minimized()
@@ -322,7 +423,9 @@ class CharDFA:
         """The strings this DFA rejects."""
         dead = len(self.edges)
         edges: List[List[Edge]] = []
+        work = _Work("complementing the automaton of a string constraint")
         for row in self.edges:
+            work.charge(2 * len(row) + 1)
             covered = [(lo, hi) for lo, hi, _ in row]
             top = self.alphabet[-1][1]
             gaps = [r for r in _clip(complement_ranges(covered, top), self.alphabet) if r]
@@ -369,32 +472,144 @@ class CharDFA:
         return CharDFA(edges, [self.accepting[s] for s in order], self.alphabet)
 
     def minimized(self) -> "CharDFA":
-        """The equivalent trimmed DFA with the fewest states (Moore's partition refinement)."""
-        d = self.trimmed()
-        if len(d.edges) > MINIMIZE_LIMIT:
-            return d  # Moore's refinement is quadratic; a trimmed DFA is just as correct
-        cls = [1 if a else 0 for a in d.accepting]
-        count = len(set(cls))
-        while True:
-            signatures: Dict[Tuple[object, ...], int] = {}
-            new_cls = []
-            for s, row in enumerate(d.edges):
-                sig = (cls[s], tuple(_merge_edges([(lo, hi, cls[t]) for lo, hi, t in row])))
-                new_cls.append(signatures.setdefault(sig, len(signatures)))
-            if len(signatures) == count:
-                break
-            cls, count = new_cls, len(signatures)
-        # renumber so that the start's class is 0
-        order: Dict[int, int] = {cls[0]: 0}
-        for c in cls:
-            order.setdefault(c, len(order))
-        edges: List[List[Edge]] = [[] for _ in range(count)]
+        """The equivalent trimmed DFA with the fewest states (Hopcroft's partition refinement,
+        all characters at once: a splitter block C splits a block by the exact set of
+        characters that lead each of its states into C; O(E log n) with ranged edges)."""
+        # trimmed on the way (as trimmed(), without building the intermediate automaton)
+        edges, n = self.edges, len(self.edges)
+        work = _Work("minimizing the automaton of a string constraint")
+        reach = [False] * n
+        reach[0] = True
+        stack = [0]
+        while stack:
+            for _, _, t in edges[stack.pop()]:
+                if not reach[t]:
+                    reach[t] = True
+                    stack.append(t)
+        incoming: List[List[Tuple[int, int, int]]] = [[] for _ in range(n)]
+        for s in range(n):
+            if reach[s]:
+                for lo, hi, t in edges[s]:
+                    incoming[t].append((s, lo, hi))
+                work.charge(2 * len(edges[s]) + 1)  # these lists, and the final rows
+        live = [reach[s] and self.accepting[s] for s in range(n)]
+        stack = [s for s in range(n) if live[s]]
+        while stack:
+            for s, _, _ in incoming[stack.pop()]:  # a state that leads to a live one is live
+                if not live[s]:
+                    live[s] = True
+                    stack.append(s)
+        if not live[0]:
+            return CharDFA([[]], [False], self.alphabet)
+        acyclic = self._acyclic_minimized(live, work)
+        if acyclic is not None:
+            return acyclic
+        # (the incoming moves of a live state all come from live states)
+        final = {s for s in range(n) if live[s] and self.accepting[s]}
+        rest = {s for s in range(n) if live[s] and not self.accepting[s]}
+        blocks: List[set] = [final] + ([rest] if rest else [])
+        block_of = [-1] * n
+        for b, members in enumerate(blocks):
+            for s in members:
+                block_of[s] = b
+        pending = list(range(len(blocks)))  # splitters still to apply
+        while pending:
+            into: Dict[int, List[Tuple[int, int]]] = {}
+            for t in blocks[pending.pop()]:
+                for s, lo, hi in incoming[t]:
+                    into.setdefault(s, []).append((lo, hi))
+                work.charge(len(incoming[t]) + 1)
+            groups: Dict[int, Dict[Tuple[Tuple[int, int], ...], List[int]]] = {}
+            for s, ranges in into.items():
+                groups.setdefault(block_of[s], {}).setdefault(_join(ranges), []).append(s)
+            for b, by_sig in groups.items():
+                members = blocks[b]
+                parts = list(by_sig.values())
+                touched = sum(len(p) for p in parts)
+                if len(parts) == 1 and touched == len(members):
+                    continue  # the block is stable with respect to the splitter
+                work.charge(touched)
+                untouched = len(members) - touched
+                keep = max(range(len(parts)), key=lambda i: len(parts[i]))
+                if untouched >= len(parts[keep]):
+                    moving = parts  # the untouched states stay in block b
+                else:
+                    moving = [p for i, p in enumerate(parts) if i != keep]
+                    if untouched:  # fewer than the kept part, so listing them is cheap
+                        seen = {s for p in parts for s in p}
+                        moving.append([s for s in members if s not in seen])
+                for part in moving:
+                    # every moved part is a new splitter; b, if pending, stays pending (now
+                    # smaller), and if not, its largest part need not be (Hopcroft's half)
+                    nb = len(blocks)
+                    blocks.append(set(part))
+                    members.difference_update(part)
+                    for s in part:
+                        block_of[s] = nb
+                    pending.append(nb)
+        # renumber so that the start's block is 0
+        order: Dict[int, int] = {block_of[0]: 0}
+        for b in range(len(blocks)):
+            if blocks[b]:
+                order.setdefault(b, len(order))
+        count = len(order)
+        out: List[List[Edge]] = [[] for _ in range(count)]
         accepting = [False] * count
-        for s, row in enumerate(d.edges):
-            c = order[cls[s]]
-            edges[c] = _merge_edges([(lo, hi, order[cls[t]]) for lo, hi, t in row])
-            accepting[c] = d.accepting[s]
-        return CharDFA(edges, accepting, d.alphabet)
+        for b, members in enumerate(blocks):
+            if not members:
+                continue
+            s = next(iter(members))
+            c = order[b]
+            out[c] = _merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
+            accepting[c] = self.accepting[s]
+        return CharDFA(out, accepting, self.alphabet)
+
+    def _acyclic_minimized(self, live: List[bool], work: _Work) -> Optional["CharDFA"]:
+        """The minimal DFA when the live part has no cycle (a pattern under a finite length
+        bound, a set of words), else None: states in reverse topological order, each named by
+        its acceptance and its moves to already named states, in one pass (Revuz's algorithm)."""
+        edges = self.edges
+        state = {0: 0}  # 0: on the DFS path, 1: done
+        post: List[int] = []
+        stack = [(0, 0)]
+        while stack:
+            s, i = stack.pop()
+            row = edges[s]
+            while i < len(row) and not live[row[i][2]]:
+                i += 1
+            if i == len(row):
+                state[s] = 1
+                post.append(s)
+                continue
+            stack.append((s, i + 1))
+            t = row[i][2]
+            seen = state.get(t)
+            if seen == 0:
+                return None  # a cycle
+            if seen is None:
+                state[t] = 0
+                stack.append((t, 0))
+        work.charge(len(post))
+        cls: Dict[int, int] = {}
+        ids: Dict[Tuple[bool, Tuple[Edge, ...]], int] = {}
+        rows: List[List[Edge]] = []
+        accepting: List[bool] = []
+        for s in post:
+            row = _merge_edges([(lo, hi, cls[t]) for lo, hi, t in edges[s] if live[t]])
+            work.charge(len(row) + 1)
+            key = (self.accepting[s], tuple(row))
+            c = ids.get(key)
+            if c is None:
+                c = ids[key] = len(rows)
+                rows.append(row)
+                accepting.append(self.accepting[s])
+            cls[s] = c
+        # the start is named last; renumber so that it is state 0
+        top = cls[0]
+        new = [top] + [c for c in range(len(rows)) if c != top]
+        at = {c: i for i, c in enumerate(new)}
+        out = [[(lo, hi, at[t]) for lo, hi, t in rows[c]] for c in new]
+        return CharDFA(out, [accepting[c] for c in new], self.alphabet)
 
     # ---- back to grammar IR -------------------------------------------------------------
 
@@ -446,6 +661,13 @@ class CharDFA:
             return seq((Repeat(loop, 0, None), rest)) if loop is not None else rest
 
         return ref(0, 0)
+
+
+def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:
+    """Each row sorted by range (the automata built here already are; hand-built ones may not)."""
+    return [
+        row if all(row[i][0] < row[i + 1][0] for i in range(len(row) - 1)) else sorted(row) for row in edges
+    ]
 
 
 def _anything(alphabet: Alphabet) -> Expr:

@@ -19,7 +19,7 @@ match, each class an automaton), ``propertyNames`` (string constraints on keys),
 a surrogate-pair escape counts as one, lone surrogate escapes are not generated);
 ``pattern`` / ``format`` and numeric bounds through ``json_values``, and any combination of
 ``pattern``, ``format``, lengths and negated patterns or values through ``char_dfa`` (refused
-past ``char_dfa.PRODUCT_LIMIT`` states); ``anyOf``; ``oneOf`` when the branches are provably
+past ``char_dfa.PRODUCT_LIMIT`` states or ``char_dfa.MAX_WORK`` steps); ``anyOf``; ``oneOf`` when the branches are provably
 disjoint (by type, or by a required property with disjoint constants) or when each branch can
 be negated (each branch and not the others); ``allOf`` (merged into one schema, siblings of
 ``$ref`` / ``anyOf`` / ``oneOf`` too); ``not`` of the common forms (``type``, ``enum`` / ``const`` of scalars, ``required``, ``properties``,
@@ -89,7 +89,6 @@ from .ir import (
     Rule,
     RuleRef,
     Seq,
-    choice,
     fresh_name,
     referenced_rules,
     seq,
@@ -98,6 +97,30 @@ from .regex import parse_regex
 from .utf8 import normalize_ranges
 
 __all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules"]
+
+
+def choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
+    """``ir.choice`` (flattened, None dropped, equal leaves dropped), in linear time: an
+    ``enum`` of ten thousand values is one choice, and a list scan per value is quadratic."""
+    alts: List[Expr] = []
+    leaves: Set[Expr] = set()
+    for x in items:
+        if x is None:
+            continue
+        for y in x.items if type(x) is Choice else (x,):  # type: ignore[attr-defined]
+            if type(y) in (Literal, CharClass):
+                try:
+                    if y in leaves:
+                        continue
+                    leaves.add(y)
+                except TypeError:  # unhashable (ranges not a tuple): compared the slow way
+                    if y in alts:
+                        continue
+            alts.append(y)
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+
 
 #: The most declared properties an object may have for ``any_order=True`` (2**n rules).
 ANY_ORDER_LIMIT = 8
@@ -657,6 +680,9 @@ class _Converter:
         self.level = 0  # nesting of convert() calls
         self.validator: Any = None  # a jsonschema validator of the root (enum filtering)
         self.base_rules: Dict[str, Expr] = {}
+        self.char_rules: Dict[Tuple[Tuple[int, int], ...], Optional[Expr]] = {}
+        self.merge_memo: Dict[Tuple[int, int], Tuple[Any, Any, Any]] = {}
+        self.key_rules: Dict[Tuple[str, ...], RuleRef] = {}
 
     # ---- errors ---------------------------------------------------------------------------
 
@@ -676,6 +702,21 @@ class _Converter:
 
     def fresh(self, base: str) -> str:
         return fresh_name(base, self.taken, self.counters)
+
+    def json_char(self, ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
+        """Every JSON spelling of one code point from ``ranges``, as a reference to one shared
+        rule per set of ranges: the automata of string constraints spell the same classes in
+        many states, and a rule is checked and compiled once where an inline copy is not."""
+        key = tuple(ranges)
+        if key not in self.char_rules:
+            body = json_values.json_char_of(ranges)
+            if body is None:
+                self.char_rules[key] = None
+            else:
+                name = self.fresh("char")
+                self.rules[name] = body
+                self.char_rules[key] = RuleRef(name)
+        return self.char_rules[key]
 
     def _from_cache(self, name: str) -> bool:
         """Install base rule ``name`` (and what it references) from the module cache."""
@@ -940,6 +981,18 @@ class _Converter:
             return a
         if not isinstance(a, dict) or not isinstance(b, dict):
             raise self.fail("a schema must be an object or a boolean", path)
+        # Merges recurse into properties and '$ref's; the same pair recurs once per path that
+        # reaches it (allOf of shared definitions: quadratic or worse). Memoized by identity
+        # (the memo holds both, so their ids stay theirs); results are never mutated.
+        key = (id(a), id(b))
+        found = self.merge_memo.get(key)
+        if found is not None:
+            return found[2]
+        out = self._merge(a, b, path)
+        self.merge_memo[key] = (a, b, out)
+        return out
+
+    def _merge(self, a: Dict[str, Any], b: Dict[str, Any], path: str) -> Any:
         a = self.deref(a, path)
         b = self.deref(b, path)
         if a is False or b is False:
@@ -1557,11 +1610,18 @@ class _Converter:
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
         keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
         try:
-            dfa = CharDFA.length(0, None)
-            for p in [*([schema["pattern"]] if "pattern" in schema else []), *schema.get(_AND_PATTERNS, [])]:
-                dfa = dfa.intersect(_pattern_dfa(p))
+            parts = [
+                _pattern_dfa(p)
+                for p in [
+                    *([schema["pattern"]] if "pattern" in schema else []),
+                    *schema.get(_AND_PATTERNS, []),
+                ]
+            ]
             if schema.get("format") in json_values.SUPPORTED_FORMATS:
-                dfa = dfa.intersect(_format_dfa(schema["format"]))
+                parts.append(_format_dfa(schema["format"]))
+            dfa = parts[0] if parts else CharDFA.length(0, None)  # (no product with "any string")
+            for part in parts[1:]:
+                dfa = dfa.intersect(part)
             for p in schema.get(_NOT_PATTERNS, []):
                 dfa = dfa.minus(_pattern_dfa(p))
             if schema.get(_NOT_STRINGS):
@@ -1578,7 +1638,7 @@ class _Converter:
         except GrammarError as e:
             self.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
             return self.base("json_string")
-        content = dfa.to_ir(json_values.json_char_of, self.rules, self.fresh, f"{hint}_str")
+        content = dfa.to_ir(self.json_char, self.rules, self.fresh, f"{hint}_str")
         return None if content is None else seq([_DQ, content, _DQ])
 
     def number(self, schema: Dict[str, Any], path: str, *, integer: bool) -> Optional[Expr]:
@@ -1830,12 +1890,18 @@ class _Converter:
         v = self.sub(addl, _ptr(path, "additionalProperties"), depth + 1, f"{hint}_addl")
         if v is None:
             return None
-        key = _key_not_in(
-            tuple(props),
-            self.base("json_string_tail"),
-            self.base("json_plain_escape"),
-            self.base("json_any_char"),
-        )
+        names = tuple(props)
+        key = self.key_rules.get(names)
+        if key is None:  # one rule per set of names: objects reached by several paths share it
+            body = _key_not_in(
+                names,
+                self.base("json_string_tail"),
+                self.base("json_plain_escape"),
+                self.base("json_any_char"),
+            )
+            key = RuleRef(self.fresh(f"{hint}_other_key"))
+            self.rules[key.name] = body
+            self.key_rules[names] = key
         name = self.fresh(f"{hint}_addl_member")
         self.rules[name] = seq([key, self.layout.colon(depth), v])
         return RuleRef(name)
@@ -1884,7 +1950,7 @@ class _Converter:
                 v = self.sub(value, where, depth + 1, f"{hint}_pp{mask}")
                 if v is None:
                     continue
-                key = cls.to_ir(json_values.json_char_of, self.rules, self.fresh, f"{hint}_key{mask}")
+                key = cls.to_ir(self.json_char, self.rules, self.fresh, f"{hint}_key{mask}")
                 if key is not None:
                     alts.append(seq([_DQ, key, _DQ, self.layout.colon(depth), v]))
         except GrammarError as e:

@@ -29,8 +29,11 @@ Example:
 
 from __future__ import annotations
 
+import array
 import functools
 import math
+import re
+import sys
 from decimal import Decimal
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -807,19 +810,28 @@ _NARROW_SPACE: Ranges = _ECMA_SPACE[:-1]
 @functools.lru_cache(maxsize=None)
 def _wide_ranges(letter: str) -> Tuple[Tuple[int, int], ...]:
     """The union of ECMA-262's and Python's ``\\d`` / ``\\w`` / ``\\s`` (Python's are Unicode-wide)."""
-    test = {"d": str.isdecimal, "w": lambda c: c.isalnum() or c == "_", "s": str.isspace}[letter]
     ranges: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)] if letter == "w" else []
     if letter == "s":
         ranges += _ECMA_SPACE
-    start = None
-    for cp in range(MAX_CODE_POINT + 2):
-        inside = cp <= MAX_CODE_POINT and test(chr(cp))
-        if inside and start is None:
-            start = cp
-        elif not inside and start is not None:
-            ranges.append((start, cp - 1))
-            start = None
+    ranges += _python_shorthand_ranges()[letter]
     return tuple(normalize_ranges(ranges))
+
+
+@functools.lru_cache(maxsize=1)
+def _python_shorthand_ranges() -> Dict[str, Ranges]:
+    """The code point ranges Python's ``re`` puts in ``\\d``, ``\\w`` and ``\\s`` (what Python
+    validators run): found by running ``re`` over every code point at once (a tenth of the time
+    of testing them one by one in Python, which first use of a shorthand paid)."""
+    codes = array.array("I", range(MAX_CODE_POINT + 1))
+    if codes.itemsize == 4:
+        text = codes.tobytes().decode(
+            "utf-32-le" if sys.byteorder == "little" else "utf-32-be", "surrogatepass"
+        )
+    else:  # pragma: no cover - no 32-bit array type
+        text = "".join(map(chr, range(MAX_CODE_POINT + 1)))
+    return {
+        letter: [(m.start(), m.end() - 1) for m in re.finditer("\\" + letter + "+", text)] for letter in "dws"
+    }
 
 
 @functools.lru_cache(maxsize=None)
@@ -908,7 +920,11 @@ def pattern_chars(pattern: str) -> Expr:
     alternatives = _split_alternatives(_portable(pattern))
     if alternatives is None:  # pragma: no cover - parse_regex accepted it
         raise GrammarError(f"malformed regex pattern {pattern!r}")
-    pieces: List[str] = []
+    # Alternatives are grouped by their anchors, and each group padded once: ``.*(?:a|b).*``
+    # rather than ``.*a.*|.*b.*``, the same language, whose automaton is the size of the words
+    # (the other's subset construction tracks every alternative's own ``.*`` separately:
+    # exponential in the number of alternatives).
+    groups: Dict[Tuple[bool, bool], List[str]] = {}
     for alt in alternatives:
         start = alt.startswith("^")
         body = alt[1:] if start else alt
@@ -916,9 +932,13 @@ def pattern_chars(pattern: str) -> Expr:
         end = body.endswith("$") and trailing_bs % 2 == 0
         if end:
             body = body[:-1]
-        # Pad the unanchored sides textually: an anchor left inside the body is then not at
+        groups.setdefault((start, end), []).append("(?:" + body + ")")
+    pieces: List[str] = []
+    for (start, end), bodies in groups.items():
+        # Pad the unanchored sides textually: an anchor left inside a body is then not at
         # the pattern's edge and parse_regex reports it instead of silently ignoring it.
-        pieces.append(("" if start else _ANY_TEXT) + "(?:" + body + ")" + ("" if end else _ANY_TEXT))
+        body = bodies[0] if len(bodies) == 1 else "(?:" + "|".join(bodies) + ")"
+        pieces.append(("" if start else _ANY_TEXT) + body + ("" if end else _ANY_TEXT))
     regex = pieces[0] if len(pieces) == 1 else "|".join(f"(?:{p})" for p in pieces)
     try:
         return parse_regex(regex)
