@@ -4,6 +4,22 @@
 #include "ag_dispatch.h"
 #include "ag_earley.h"
 
+/* How a rule's states classify the vocabulary. Every mode walks the rule's own
+ * byte automaton; they differ in what a rule edge reached after a byte means.
+ *   BYTES     the rule has no rule edge.
+ *   DISPATCH  a dispatch rule: its rule edges follow a complete trigger, so they
+ *             are exits (a token failing past one is uncertain) and the classes
+ *             depend on the rule alone: shared across grammars by key.
+ *   HYBRID    any other rule: a token failing past a rule edge is resolved by the
+ *             Earley parser from the item, so the classes are exact; only those
+ *             tokens pay for the parser, every other one a byte step each.
+ * For DISPATCH a rule edge of the classified state itself is not an exit: its
+ * rule's start is predicted into the same Earley set and classifies the tokens
+ * that enter it. For HYBRID it is: resolving such tokens once here (a JSON
+ * value followed by the parent's ',' or '}', as in '",') is what keeps them out
+ * of the uncertain tokens that every mask of the state would check again. */
+enum { AG_WALK_BYTES = 0, AG_WALK_DISPATCH = 1, AG_WALK_HYBRID = 2 };
+
 struct ag_mask_cache {
   int32_t n_states;
   _Atomic(ag_state_masks *) *entries; /* [n_states], NULL until computed */
@@ -12,11 +28,9 @@ struct ag_mask_cache {
    * until computed; the array is NULL when the grammar has no dispatch rule. */
   _Atomic(const uint32_t *) *safe;
   uint32_t **safe_owned; /* [n_rules] the sets this cache computed itself (the vocabulary's was full) */
-  /* [n_rules] 1 when the rule's states are classified by walking its byte
-   * automaton alone, without the Earley parser: rules without rule edges, and
-   * dispatch rules, whose rule edges (after a trigger) are exits (see
-   * ag_exit_or_end). Their classes are shared across grammars by key. */
-  uint8_t *rule_dfa;
+  /* [n_rules] how the rule's states classify tokens (AG_WALK_*); the classes
+   * of BYTES and DISPATCH rules are shared across grammars by key. */
+  uint8_t *rule_walk;
   atomic_size_t bytes;
 };
 
@@ -26,24 +40,25 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   ag_mask_cache *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
-  c->rule_dfa = malloc((size_t)g->n_rules);
+  c->rule_walk = malloc((size_t)g->n_rules);
   if (g->rule_dispatch) {
     c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
     c->safe_owned = calloc((size_t)g->n_rules, sizeof *c->safe_owned);
   }
-  if (!c->entries || !c->rule_dfa || (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
+  if (!c->entries || !c->rule_walk || (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
     free(c->entries);
-    free(c->rule_dfa);
+    free(c->rule_walk);
     free(c->safe);
     free(c->safe_owned);
     free(c);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
-  memset(c->rule_dfa, 1, (size_t)g->n_rules);
+  for (int32_t r = 0; r < g->n_rules; r++)
+    c->rule_walk[r] = g->rule_dispatch && g->rule_dispatch[r] ? AG_WALK_DISPATCH : AG_WALK_BYTES;
   for (int32_t s = 0; s < n_states; s++) {
     int32_t r = g->state_rule[s];
-    if (g->states[s].rule_begin != g->states[s].rule_end && !(g->rule_dispatch && g->rule_dispatch[r]))
-      c->rule_dfa[r] = 0;
+    if (g->states[s].rule_begin != g->states[s].rule_end && c->rule_walk[r] == AG_WALK_BYTES)
+      c->rule_walk[r] = AG_WALK_HYBRID;
   }
   c->n_states = n_states;
   c->n_rules = g->n_rules;
@@ -80,7 +95,7 @@ void ag_mask_cache_free(ag_mask_cache *c) {
     for (int32_t r = 0; r < c->n_rules; r++) free(c->safe_owned[r]);
   free(c->safe_owned);
   free(c->safe);
-  free(c->rule_dfa);
+  free(c->rule_walk);
   free(c->entries);
   free(c);
 }
@@ -93,13 +108,24 @@ static void ag_cache_grow(ag_mask_cache *c, const ag_vocab *v, size_t n) {
   ag_vocab_count(v, n);
 }
 
-/* The classification walk's state: can_end[d] says whether the item's rule could
- * end after at most d bytes of the current token (a running OR by depth). */
+/* The classification walk's state, by depth d (bytes of the current token):
+ * the automaton state, can_end (the rule could end, or for DISPATCH an exit
+ * was passed, within d bytes) and exited (HYBRID: a rule edge was passed). */
 typedef struct ag_classify {
+  const ag_grammar *g;
+  int mode;
+  int32_t *dfa_state; /* [max_token_len + 1] */
+  bool *can_end;      /* [max_token_len + 1] */
+  bool *exited;       /* [max_token_len + 1] */
+  /* HYBRID: an Earley parser on the item, started on first need. It holds the
+   * first pdepth bytes of the last token it resolved; pshared is the prefix that
+   * token shares with the current one (least LCP since). */
   ag_parser parser;
-  const ag_grammar *dfa; /* set when the rule has byte edges only: walk its automaton */
-  int32_t *dfa_state;    /* [max_token_len + 1] the automaton state after d bytes */
-  bool *can_end; /* [max_token_len + 1] */
+  bool parser_ready;
+  uint32_t parser_base, pdepth, pshared;
+  uint32_t first[8]; /* the bytes the parser can scan first: others fail at once */
+  bool *ecan_end; /* [max_token_len + 1] the item's rule could end, for the parser */
+  int32_t state;
   double deadline; /* 0: none */
   AG_VEC(int32_t) uncertain;
   ag_state_masks *entry;
@@ -111,10 +137,11 @@ static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
 }
 
 /* Classifies sorted token i, which failed at byte `depth`, and every later token
- * sharing its first depth+1 bytes (they fail there too); returns the next position. */
+ * sharing its first depth+1 bytes (they fail there too, the same way); returns
+ * the next position. */
 static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
-                                  bool *oom) {
-  if (!w->can_end[depth]) return ag_vocab_prefix_end(v, i, depth + 1); /* all rejected */
+                                  bool uncertain, bool *oom) {
+  if (!uncertain) return ag_vocab_prefix_end(v, i, depth + 1); /* all rejected */
   int32_t j = i;
   do {
     if (!ag_vec_push(&w->uncertain, j)) *oom = true;
@@ -123,35 +150,47 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
   return j;
 }
 
-
-/* Back to the first `depth` bytes of the current token (base: the parser's sets before it). */
-static void ag_walk_truncate(ag_classify *w, uint32_t base, uint32_t depth) {
-  if (!w->dfa) ag_parser_truncate(&w->parser, base + depth);
+/* Steps the automaton by byte c after d bytes; false when it has no edge. */
+static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
+  int32_t t = ag_state_step(w->g, w->dfa_state[d], c);
+  if (t < 0) return false;
+  const ag_state *st = &w->g->states[t];
+  bool exit = st->rule_begin != st->rule_end;
+  w->dfa_state[d + 1] = t;
+  w->can_end[d + 1] = w->can_end[d] || st->accepting || (exit && w->mode == AG_WALK_DISPATCH);
+  w->exited[d + 1] = w->exited[d] || exit;
+  return true;
 }
 
-/* Whether, walking a rule's automaton alone, the answer at state s may depend on
- * what lies outside the walk: the rule can end there, or a rule edge leaves it
- * (a dispatch's trigger opens its tag). A token the walk rejects after such a
- * state is uncertain, not rejected; one it consumes whole is accepted. */
-static bool ag_exit_or_end(const ag_grammar *g, int32_t s) {
-  const ag_state *st = &g->states[s];
-  return st->accepting || st->rule_begin != st->rule_end;
-}
-
-/* Scans byte c after d bytes: *ok says whether it is allowed; sets can_end[d + 1]. */
-static ag_status ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c, bool *ok, ag_error *err) {
-  if (w->dfa) {
-    int32_t t = ag_state_step(w->dfa, w->dfa_state[d], c);
-    *ok = t >= 0;
-    if (*ok) {
-      w->dfa_state[d + 1] = t;
-      w->can_end[d + 1] = w->can_end[d] || ag_exit_or_end(w->dfa, t);
-    }
+/* HYBRID: runs token i through the Earley parser from the item, reusing the
+ * prefix it shares with the last token resolved. *depth is where it failed, or
+ * len when the whole token was consumed. */
+static ag_status ag_earley_resolve(ag_classify *w, const uint8_t *tok, uint32_t len,
+                                   uint32_t *depth, ag_error *err) {
+  if (!w->parser_ready) {
+    ag_status st = ag_parser_init_item(&w->parser, w->g, w->state, err);
+    if (st) return st;
+    w->parser_ready = true;
+    w->parser_base = ag_parser_num_sets(&w->parser);
+    w->ecan_end[0] = ag_parser_bottom_can_end(&w->parser);
+    w->pdepth = 0;
+    ag_parser_next_bytes(&w->parser, w->first);
+  }
+  if (len > 0 && !ag_bit(w->first, tok[0])) { /* known without scanning the whole set */
+    *depth = 0;
     return AG_OK;
   }
-  ag_status st = ag_parser_scan(&w->parser, c, ok, err);
-  if (!st && *ok) w->can_end[d + 1] = w->can_end[d] || ag_parser_bottom_can_end(&w->parser);
-  return st;
+  uint32_t d = w->pshared < w->pdepth ? w->pshared : w->pdepth;
+  ag_parser_truncate(&w->parser, w->parser_base + d);
+  for (bool ok = true; d < len; d++) {
+    ag_status st = ag_parser_scan(&w->parser, tok[d], &ok, err);
+    if (st) return st;
+    if (!ok) break;
+    w->ecan_end[d + 1] = w->ecan_end[d] || ag_parser_bottom_can_end(&w->parser);
+  }
+  w->pdepth = *depth = d;
+  w->pshared = UINT32_MAX;
+  return AG_OK;
 }
 
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
@@ -159,15 +198,9 @@ static ag_status ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c, bool *ok, a
  * one walked: the least LCP since then. */
 static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
                                  ag_error *err) {
-  const uint32_t base = w->dfa ? 0 : ag_parser_num_sets(&w->parser);
   uint32_t depth = 0, shared = UINT32_MAX;
   bool oom = false;
-  /* The bytes that can start a token here: a token starting with any other fails
-   * at its first byte, which is known without scanning it (with the Earley
-   * parser, a scan costs the whole set, large in deeply nested rules). */
-  uint32_t first[8];
-  if (w->dfa) memset(first, 0xff, sizeof first);
-  else ag_parser_next_bytes(&w->parser, first);
+  w->pshared = UINT32_MAX;
   for (int32_t i = 0, checked = 0; i < v->n_sorted && !oom;) {
     if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
       ag_status st = ag_check_deadline(w->deadline, err);
@@ -175,31 +208,34 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       checked = i + 4096;
     }
     if (v->lcp[i] < shared) shared = v->lcp[i];
+    if (v->lcp[i] < w->pshared) w->pshared = v->lcp[i];
     if (safe && ag_bit(safe, i)) { /* already in the entry (ag_compute copied them) */
       i++;
       continue;
     }
     uint32_t len;
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
-    if (shared < depth) {
-      ag_walk_truncate(w, base, shared);
-      depth = shared;
-    }
+    if (shared < depth) depth = shared;
     shared = UINT32_MAX;
-    bool ok = depth > 0 || ((first[tok[0] >> 5] >> (tok[0] & 31)) & 1u);
-    while (depth < len && ok) {
-      ag_status st = ag_walk_scan(w, depth, tok[depth], &ok, err);
+    bool ok = true;
+    while (depth < len && (ok = ag_walk_scan(w, depth, tok[depth]))) depth++;
+    if (ok) {
+      ag_mark_accepted(w->entry, v, i);
+      i++;
+    } else if (w->mode == AG_WALK_HYBRID && w->exited[depth]) {
+      uint32_t at;
+      ag_status st = ag_earley_resolve(w, tok, len, &at, err);
       if (st) return st;
-      depth += ok;
+      if (at == len) {
+        ag_mark_accepted(w->entry, v, i);
+        i++;
+      } else {
+        i = ag_classify_failed(w, v, i, at, w->ecan_end[at], &oom);
+      }
+    } else {
+      i = ag_classify_failed(w, v, i, depth, w->can_end[depth], &oom);
     }
-    if (!ok) {
-      i = ag_classify_failed(w, v, i, depth, &oom);
-      continue;
-    }
-    ag_mark_accepted(w->entry, v, i);
-    i++;
   }
-  ag_walk_truncate(w, base, 0);
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
 
@@ -263,36 +299,35 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     if (st) return st;
   }
   size_t words = ((size_t)v->mask_size + 31) / 32;
+  size_t depths = (size_t)v->max_token_len + 1;
   ag_classify w;
   memset(&w, 0, sizeof w);
+  w.g = g;
+  w.mode = c->rule_walk[rule];
+  w.state = state;
   w.deadline = deadline;
   w.entry = calloc(1, sizeof *w.entry);
-  w.can_end = malloc(sizeof *w.can_end * ((size_t)v->max_token_len + 1));
-  if (c->rule_dfa[rule]) {
-    w.dfa = g;
-    w.dfa_state = malloc(sizeof *w.dfa_state * ((size_t)v->max_token_len + 1));
-  }
+  w.dfa_state = malloc(sizeof *w.dfa_state * depths);
+  w.can_end = malloc(sizeof *w.can_end * depths * 3); /* can_end, exited, ecan_end */
   ag_status st = AG_OK;
   size_t pos_words = ((size_t)v->n_sorted + 31) / 32 + 1;
-  if (!w.entry || !w.can_end || (w.dfa && !w.dfa_state) || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
+  if (!w.entry || !w.can_end || !w.dfa_state || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
       !(w.entry->accepted_pos = calloc(pos_words, sizeof(uint32_t))))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
     memcpy(w.entry->accepted_pos, safe, ag_safe_pos_words(v) * sizeof *safe);
     memcpy(w.entry->accepted, safe + ag_safe_pos_words(v), (words + 1) * sizeof *safe);
   }
-  if (!st && w.dfa) {
+  if (!st) {
+    w.exited = w.can_end + depths;
+    w.ecan_end = w.can_end + 2 * depths;
     w.dfa_state[0] = state;
-    /* Not ag_exit_or_end: a rule edge of the state itself has its rule's start
-     * predicted in the same Earley set, whose own classes decide the tokens that
-     * enter it. Only rule edges reached after a byte are exits. */
     w.can_end[0] = g->states[state].accepting;
-  } else if (!st) {
-    st = ag_parser_init_item(&w.parser, g, state, err);
-    if (!st) w.can_end[0] = ag_parser_bottom_can_end(&w.parser);
+    const ag_state *s0 = &g->states[state];
+    w.exited[0] = w.mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
   }
   if (!st) st = ag_classify_all(&w, v, safe, err);
-  ag_parser_free(&w.parser);
+  if (w.parser_ready) ag_parser_free(&w.parser);
   free(w.dfa_state);
   free(w.can_end);
   if (st) {
@@ -321,7 +356,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_vcache_key key;
   int32_t rule = g->state_rule[state];
   const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
-  bool keyed = c->rule_dfa[rule] && ag_class_key_make(g, state, d, &key);
+  bool keyed = c->rule_walk[rule] != AG_WALK_HYBRID && ag_class_key_make(g, state, d, &key);
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   if (!e) {
     ag_status st = ag_compute(c, g, v, state, deadline, &e, err);
