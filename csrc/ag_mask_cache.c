@@ -124,6 +124,14 @@ typedef struct ag_classify {
   bool parser_ready;
   uint32_t parser_base, pdepth, pshared;
   uint32_t first[8]; /* the bytes the parser can scan first: others fail at once */
+  /* HYBRID with rule edges on the state itself: the tokens some predicted state
+   * (a scannable state of the item's closure) leaves uncertain, by position, when
+   * every such state's classes are known already (covered). A token the state's
+   * own bytes reject, and no predicted state leaves uncertain, cannot cross into
+   * the state's rule: predicted states that accept it cover it in the union. */
+  uint32_t *kunc;
+  bool covered;
+  bool own_exit; /* HYBRID, and the classified state has rule edges */
   bool *ecan_end; /* [max_token_len + 1] the item's rule could end, for the parser */
   int32_t state;
   double deadline; /* 0: none */
@@ -158,24 +166,29 @@ static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
   bool exit = st->rule_begin != st->rule_end;
   w->dfa_state[d + 1] = t;
   w->can_end[d + 1] = w->can_end[d] || st->accepting || (exit && w->mode == AG_WALK_DISPATCH);
-  w->exited[d + 1] = w->exited[d] || exit;
+  w->exited[d + 1] = w->exited[d] || (exit && w->mode == AG_WALK_HYBRID);
   return true;
 }
 
 /* HYBRID: runs token i through the Earley parser from the item, reusing the
  * prefix it shares with the last token resolved. *depth is where it failed, or
  * len when the whole token was consumed. */
+static ag_status ag_parser_ready(ag_classify *w, ag_error *err) {
+  if (w->parser_ready) return AG_OK;
+  ag_status st = ag_parser_init_item(&w->parser, w->g, w->state, err);
+  if (st) return st;
+  w->parser_ready = true;
+  w->parser_base = ag_parser_num_sets(&w->parser);
+  w->ecan_end[0] = ag_parser_bottom_can_end(&w->parser);
+  w->pdepth = 0;
+  ag_parser_next_bytes(&w->parser, w->first);
+  return AG_OK;
+}
+
 static ag_status ag_earley_resolve(ag_classify *w, const uint8_t *tok, uint32_t len,
                                    uint32_t *depth, ag_error *err) {
-  if (!w->parser_ready) {
-    ag_status st = ag_parser_init_item(&w->parser, w->g, w->state, err);
-    if (st) return st;
-    w->parser_ready = true;
-    w->parser_base = ag_parser_num_sets(&w->parser);
-    w->ecan_end[0] = ag_parser_bottom_can_end(&w->parser);
-    w->pdepth = 0;
-    ag_parser_next_bytes(&w->parser, w->first);
-  }
+  ag_status st = ag_parser_ready(w, err);
+  if (st) return st;
   if (len > 0 && !ag_bit(w->first, tok[0])) { /* known without scanning the whole set */
     *depth = 0;
     return AG_OK;
@@ -183,7 +196,7 @@ static ag_status ag_earley_resolve(ag_classify *w, const uint8_t *tok, uint32_t 
   uint32_t d = w->pshared < w->pdepth ? w->pshared : w->pdepth;
   ag_parser_truncate(&w->parser, w->parser_base + d);
   for (bool ok = true; d < len; d++) {
-    ag_status st = ag_parser_scan(&w->parser, tok[d], &ok, err);
+    st = ag_parser_scan(&w->parser, tok[d], &ok, err);
     if (st) return st;
     if (!ok) break;
     w->ecan_end[d + 1] = w->ecan_end[d] || ag_parser_bottom_can_end(&w->parser);
@@ -191,6 +204,54 @@ static ag_status ag_earley_resolve(ag_classify *w, const uint8_t *tok, uint32_t 
   w->pdepth = *depth = d;
   w->pshared = UINT32_MAX;
   return AG_OK;
+}
+
+/* Fills w->kunc from the classes of the item's predicted scannable states, when
+ * all are computed already (the matcher classifies an Earley set's later items,
+ * the predicted ones, first). Otherwise leaves w->covered false. */
+static ag_status ag_cover_by_predicted(ag_classify *w, ag_mask_cache *c, const ag_vocab *v,
+                                       ag_error *err) {
+  ag_status st = ag_parser_ready(w, err);
+  if (st) return st;
+  const ag_parser *p = &w->parser;
+  size_t pos_words = ((size_t)v->n_sorted + 31) / 32;
+  uint32_t *kunc = calloc(pos_words + 1, sizeof *kunc);
+  if (!kunc) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  bool covered = true;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len && covered; it++) {
+    int32_t s = p->items.data[it].state;
+    const ag_state *st_s = &w->g->states[s];
+    if (s == w->state || st_s->byte_begin == st_s->byte_end) continue;
+    const ag_state_masks *e =
+        s < c->n_states ? atomic_load_explicit(&c->entries[s], memory_order_acquire) : NULL;
+    if (!e) {
+      covered = false;
+    } else if (e->uncertain_bits) {
+      for (size_t k = 0; k < pos_words; k++) kunc[k] |= e->uncertain_bits[k];
+    } else {
+      for (int32_t k = 0; k < e->n_uncertain; k++) ag_bit_set(kunc, e->uncertain[k]);
+    }
+  }
+  if (covered) {
+    w->kunc = kunc;
+    w->covered = true;
+  } else {
+    free(kunc);
+  }
+  return AG_OK;
+}
+
+/* The first position in [i + 1, end) that kunc marks, or end. */
+static int32_t ag_next_kunc(const uint32_t *kunc, int32_t i, int32_t end) {
+  for (int32_t j = i + 1; j < end;) {
+    uint32_t word = kunc[j >> 5] >> (j & 31);
+    if (word) {
+      j += __builtin_ctz(word);
+      return j < end ? j : end;
+    }
+    j = (j | 31) + 1;
+  }
+  return end;
 }
 
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
@@ -222,7 +283,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
     if (ok) {
       ag_mark_accepted(w->entry, v, i);
       i++;
-    } else if (w->mode == AG_WALK_HYBRID && w->exited[depth]) {
+    } else if (w->exited[depth] || (w->own_exit && (!w->covered || ag_bit(w->kunc, i)))) {
       uint32_t at;
       ag_status st = ag_earley_resolve(w, tok, len, &at, err);
       if (st) return st;
@@ -232,6 +293,11 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       } else {
         i = ag_classify_failed(w, v, i, at, w->ecan_end[at], &oom);
       }
+    } else if (w->own_exit) { /* covered: the own verdict, up to a token the cover leaves open */
+      int32_t end = ag_next_kunc(w->kunc, i, ag_vocab_prefix_end(v, i, depth + 1));
+      for (int32_t j = i; j < end && w->can_end[depth]; j++)
+        if (!ag_vec_push(&w->uncertain, j)) oom = true;
+      i = end;
     } else {
       i = ag_classify_failed(w, v, i, depth, w->can_end[depth], &oom);
     }
@@ -324,10 +390,13 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     w.dfa_state[0] = state;
     w.can_end[0] = g->states[state].accepting;
     const ag_state *s0 = &g->states[state];
-    w.exited[0] = w.mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
+    w.exited[0] = false;
+    w.own_exit = w.mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
+    if (w.own_exit) st = ag_cover_by_predicted(&w, c, v, err);
   }
   if (!st) st = ag_classify_all(&w, v, safe, err);
   if (w.parser_ready) ag_parser_free(&w.parser);
+  free(w.kunc);
   free(w.dfa_state);
   free(w.can_end);
   if (st) {

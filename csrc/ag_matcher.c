@@ -291,8 +291,10 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
   }
   m->classes.len = 0;
   *any_uncertain = false;
+  /* Last items first: an item's predictions come after it, and a state's first
+   * classification uses its predictions' classes when they are known. */
   uint32_t begin = p->set_start.data[p->set_start.len - 1];
-  for (uint32_t it = begin; it < p->items.len; it++) {
+  for (uint32_t it = p->items.len; it-- > begin;) {
     int32_t s = p->items.data[it].state;
     if (m->state_stamp[s] == m->stamp || g->states[s].byte_begin == g->states[s].byte_end) continue;
     m->state_stamp[s] = m->stamp;
