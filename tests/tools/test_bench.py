@@ -90,8 +90,8 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     _bfcl(bfcl)
     _maskbench(mb)
     out = bench.main(
-        [str(bfcl), str(mb), "--workloads", "agentic", "maskbench", "--sizes", "2", "4",
-         "--requests", "1", "--maskbench-sample", "5", "--json"]
+        [str(bfcl), str(mb), "--workloads", "agentic", "maskbench", "batch", "--sizes", "2", "4",
+         "--requests", "1", "--maskbench-sample", "5", "--batch-rows", "3", "--batch-threads", "2", "--json"]
     )  # fmt: skip
     printed = json.loads(capsys.readouterr().out)
     assert printed["agentic"]["registry"] == out["agentic"]["registry"] == 4
@@ -109,3 +109,11 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert mres["instances_rejected"] == dict.fromkeys(bench.ENGINES, 0)
     for engine in bench.ENGINES:
         assert mres["ttfm_us"][engine]["n"] == 2 and mres["between_us"][engine]["n"] > 0
+    mem = out["agentic"]["memory"]
+    assert mem["tools"] == 4 and mem["peak_rss_mib"] >= mem["rss_after_setup_mib"] > 0
+    assert 0 < mem["cache_mib"] <= mem["cache_limit_mib"]
+    batch = out["batch"]
+    assert batch["rows"] == 3 and batch["tools"] == 2 and set(batch["threads"]) == {"1", "2"}
+    for per_engine in batch["threads"].values():
+        for engine in ("ours", "xgr"):
+            assert per_engine[engine]["n"] > 20  # one fill call per step of the longest row
