@@ -46,7 +46,7 @@ static bool ag_key_push_words(ag_vcache_key *key, const ag_dispatch *d) {
 }
 
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
-                       ag_vcache_key *key) {
+                       const uint32_t *follow, ag_vcache_key *key) {
   memset(key, 0, sizeof *key);
   ag_order_map *m = malloc(sizeof *m);
   int32_t *queue = malloc(sizeof *queue * AG_CLASS_KEY_MAX_STATES);
@@ -70,6 +70,7 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
   }
   ok = ok && ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)count);
   ok = ok && (!d || ag_key_push_words(key, d));
+  for (int k = 0; ok && follow && k < 8; k++) ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, follow[k]);
   free(m);
   free(queue);
   if (!ok) {

@@ -122,6 +122,11 @@ struct ag_grammar {
 
 void ag_grammar_retain(ag_grammar *g);
 
+/* FOLLOW sets (ag_follow.c): for each rule, the bytes that may come right after
+ * it, 8 words per rule, an over-approximation (parts' rules and the root: any
+ * byte). *out is the caller's to free. */
+ag_status ag_grammar_follow(const ag_grammar *g, uint32_t **out, ag_error *err);
+
 /* The state reached from s on byte c, or -1 (a state's byte edges are sorted and disjoint). */
 static inline int32_t ag_state_step(const ag_grammar *g, int32_t s, uint8_t c) {
   uint32_t lo = g->states[s].byte_begin, hi = g->states[s].byte_end;

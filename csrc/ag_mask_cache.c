@@ -31,6 +31,7 @@ struct ag_mask_cache {
   /* [n_rules] how the rule's states classify tokens (AG_WALK_*); the classes
    * of BYTES and DISPATCH rules are shared across grammars by key. */
   uint8_t *rule_walk;
+  _Atomic(uint32_t *) follow; /* ag_grammar_follow, computed at the first classification */
   atomic_size_t bytes;
 };
 
@@ -95,6 +96,7 @@ void ag_mask_cache_free(ag_mask_cache *c) {
     for (int32_t r = 0; r < c->n_rules; r++) free(c->safe_owned[r]);
   free(c->safe_owned);
   free(c->safe);
+  free(atomic_load(&c->follow));
   free(c->rule_walk);
   free(c->entries);
   free(c);
@@ -133,6 +135,8 @@ typedef struct ag_classify {
   bool covered;
   bool own_exit; /* HYBRID, and the classified state has rule edges */
   bool *ecan_end; /* [max_token_len + 1] the item's rule could end, for the parser */
+  const uint32_t *follow; /* the rule's FOLLOW set (256 bits); NULL: any byte */
+  bool fail_end;          /* the last failed step could have ended the rule first */
   int32_t state;
   double deadline; /* 0: none */
   AG_VEC(int32_t) uncertain;
@@ -158,14 +162,20 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
   return j;
 }
 
-/* Steps the automaton by byte c after d bytes; false when it has no edge. */
+/* Steps the automaton by byte c after d bytes; false when it has no edge. The
+ * rule could also end before c, which matters only when c may follow it. */
 static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
-  int32_t t = ag_state_step(w->g, w->dfa_state[d], c);
-  if (t < 0) return false;
+  int32_t u = w->dfa_state[d];
+  bool end_here = w->g->states[u].accepting && (!w->follow || ag_bit(w->follow, c));
+  int32_t t = ag_state_step(w->g, u, c);
+  if (t < 0) {
+    w->fail_end = end_here;
+    return false;
+  }
   const ag_state *st = &w->g->states[t];
   bool exit = st->rule_begin != st->rule_end;
   w->dfa_state[d + 1] = t;
-  w->can_end[d + 1] = w->can_end[d] || st->accepting || (exit && w->mode == AG_WALK_DISPATCH);
+  w->can_end[d + 1] = w->can_end[d] || end_here || (exit && w->mode == AG_WALK_DISPATCH);
   w->exited[d + 1] = w->exited[d] || (exit && w->mode == AG_WALK_HYBRID);
   return true;
 }
@@ -295,11 +305,11 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       }
     } else if (w->own_exit) { /* covered: the own verdict, up to a token the cover leaves open */
       int32_t end = ag_next_kunc(w->kunc, i, ag_vocab_prefix_end(v, i, depth + 1));
-      for (int32_t j = i; j < end && w->can_end[depth]; j++)
+      for (int32_t j = i; j < end && (w->can_end[depth] || w->fail_end); j++)
         if (!ag_vec_push(&w->uncertain, j)) oom = true;
       i = end;
     } else {
-      i = ag_classify_failed(w, v, i, depth, w->can_end[depth], &oom);
+      i = ag_classify_failed(w, v, i, depth, (w->can_end[depth] || w->fail_end), &oom);
     }
   }
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
@@ -356,6 +366,38 @@ static ag_status ag_safe_tokens(ag_mask_cache *c, const ag_grammar *g, const ag_
   return AG_OK;
 }
 
+/* The grammar's FOLLOW sets, computed by the first thread that needs them. */
+static ag_status ag_cache_follow(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                                 const uint32_t **out, ag_error *err) {
+  uint32_t *f = atomic_load_explicit(&c->follow, memory_order_acquire);
+  if (!f) {
+    ag_status st = ag_grammar_follow(g, &f, err);
+    if (st) return st;
+    uint32_t *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(&c->follow, &expected, f, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+      ag_cache_grow(c, v, (size_t)g->n_rules * 8 * sizeof *f);
+    } else {
+      free(f);
+      f = expected;
+    }
+  }
+  *out = f;
+  return AG_OK;
+}
+
+/* The FOLLOW set a state's walk uses: its rule's, or NULL (any byte) for dispatch rules,
+ * whose ends are stop strings and whose classes are shared by their words alone. */
+static ag_status ag_state_follow(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                                 int32_t rule, const uint32_t **out, ag_error *err) {
+  *out = NULL;
+  if (c->rule_walk[rule] == AG_WALK_DISPATCH) return AG_OK;
+  const uint32_t *f;
+  ag_status st = ag_cache_follow(c, g, v, &f, err);
+  if (!st) *out = f + (size_t)rule * 8;
+  return st;
+}
+
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, double deadline, ag_state_masks **out, ag_error *err) {
   const uint32_t *safe = NULL;
@@ -370,6 +412,8 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   memset(&w, 0, sizeof w);
   w.g = g;
   w.mode = c->rule_walk[rule];
+  ag_status fst = ag_state_follow(c, g, v, rule, &w.follow, err);
+  if (fst) return fst;
   w.state = state;
   w.deadline = deadline;
   w.entry = calloc(1, sizeof *w.entry);
@@ -388,7 +432,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     w.exited = w.can_end + depths;
     w.ecan_end = w.can_end + 2 * depths;
     w.dfa_state[0] = state;
-    w.can_end[0] = g->states[state].accepting;
+    w.can_end[0] = false; /* an end before byte d counts when byte d may follow (ag_walk_scan) */
     const ag_state *s0 = &g->states[state];
     w.exited[0] = false;
     w.own_exit = w.mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
@@ -425,7 +469,12 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_vcache_key key;
   int32_t rule = g->state_rule[state];
   const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
-  bool keyed = c->rule_walk[rule] != AG_WALK_HYBRID && ag_class_key_make(g, state, d, &key);
+  const uint32_t *follow = NULL;
+  if (c->rule_walk[rule] == AG_WALK_BYTES) {
+    ag_status st = ag_state_follow(c, g, v, rule, &follow, err);
+    if (st) return st;
+  }
+  bool keyed = c->rule_walk[rule] != AG_WALK_HYBRID && ag_class_key_make(g, state, d, follow, &key);
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   if (!e) {
     ag_status st = ag_compute(c, g, v, state, deadline, &e, err);

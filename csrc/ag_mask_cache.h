@@ -45,11 +45,12 @@ void ag_state_masks_destroy(ag_state_masks *e);
 /* The canonical form of the byte automaton from `state` as a cache key: per
  * state in breadth-first order, accepting | has-rule-edges << 1, n_edges, (lo,
  * hi, target's order) per edge; then the count; then, for a state of dispatch
- * rule d (else NULL), d's words, which decide its safe tokens. Rule edges are
+ * rule d (else NULL), d's words, which decide its safe tokens; then the
+ * rule's FOLLOW set (8 words) unless `follow` is NULL. Rule edges are
  * not followed: the walk treats them as exits. False when it is too large to
  * share (or memory ran out), and then key holds nothing. */
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const struct ag_dispatch *d,
-                       ag_vcache_key *key);
+                       const uint32_t *follow, ag_vcache_key *key);
 
 typedef struct ag_mask_cache ag_mask_cache;
 

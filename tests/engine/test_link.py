@@ -89,6 +89,7 @@ def test_byte_only_states_share_their_classes_across_grammars() -> None:
     for prefix in ("x", "y"):  # two grammars, the same automaton after their first byte
         compiled = compiler.compile(Grammar.from_ebnf(f'root ::= "{prefix}" [ab]+'))
         m = Matcher(compiled)
+        m.fill_next_token_bitmask(mask)  # the start state (its own) and the grammar's follow sets
         assert m.accept_string(prefix)
         before = compiled.memory_size_bytes
         m.fill_next_token_bitmask(mask)
