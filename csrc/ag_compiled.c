@@ -92,7 +92,7 @@ size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   const ag_vocab *v = c->vocab;
   size_t n = sizeof *c + sizeof *g + sizeof *v;
   n += (size_t)g->n_states * (sizeof(ag_state) + sizeof(int32_t));
-  n += (size_t)g->n_rules * (sizeof(int32_t) + sizeof(bool));
+  n += (size_t)g->n_rules * (sizeof(int32_t) + sizeof(bool) + sizeof(ag_repeat_bounds));
   n += g->n_byte_edges * sizeof(ag_byte_edge) + g->n_rule_edges * sizeof(ag_rule_edge);
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
   n += (size_t)v->n_sorted * (sizeof(int32_t) + sizeof(uint16_t));
