@@ -40,14 +40,19 @@
 #define AG_INLINE_MAX 512
 #define AG_INLINE_BUDGET 8192
 
-/* Repeats are unrolled while small: an unrolled repeat of bytes becomes part of
- * a byte automaton (determinized, its token classes shared across grammars),
- * which beats counting for short repeats. A repeat of more than AG_UNROLL_MAX
- * copies, or whose copies would add more than AG_UNROLL_BUDGET automaton pieces
- * (ag_builder.node_size), becomes a counted rule instead (ag_repeat_bounds):
- * one or two states, whatever the bound. */
-#define AG_UNROLL_MAX 64
-#define AG_UNROLL_BUDGET 2048
+/* Repeats are unrolled while small. An unrolled repeat of bytes becomes part of
+ * a byte automaton: determinized, and each position gets its own token classes
+ * (shared across grammars), so a token spanning copies is classified once and
+ * for all; in a counted rule such a token runs past the end of the child, which
+ * makes it uncertain, checked against the parser at every mask. So a repeat of
+ * a bytes-only child is unrolled up to AG_UNROLL_MAX copies; a child with rule
+ * edges gains nothing from copies (its tokens past the child's end are
+ * uncertain either way), so past AG_UNROLL_MAX_REF copies it is counted. Copies
+ * adding more than AG_UNROLL_BUDGET automaton pieces (ag_builder.node_size) are
+ * counted too: a counted rule is one or two states whatever the bound. */
+#define AG_UNROLL_MAX 256
+#define AG_UNROLL_MAX_REF 16
+#define AG_UNROLL_BUDGET 65536
 
 /* Minimization rounds per rule. Usually two suffice (one merging, one
  * confirming); merging is optional, so a pathological rule just stops early. */
@@ -374,7 +379,8 @@ static ag_status ag_nfa_dispatch(ag_builder *b, const int32_t *p, int32_t from, 
 static bool ag_repeat_is_counted(const ag_builder *b, const int32_t *p) {
   uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
   if (copies <= 1) return false; /* x?, x*, x+: no copy to save */
-  return copies > AG_UNROLL_MAX || copies * b->node_size[p[1]] > AG_UNROLL_BUDGET;
+  uint64_t most = b->inline_cost[p[1]] ? AG_UNROLL_MAX : AG_UNROLL_MAX_REF;
+  return copies > most || copies * b->node_size[p[1]] > AG_UNROLL_BUDGET;
 }
 
 /* The automaton pieces node i adds (saturated), whether it is a counted repeat,
@@ -409,6 +415,21 @@ static void ag_node_size(ag_builder *b, int32_t i) {
   b->node_size[i] = (uint32_t)(size > AG_UNROLL_BUDGET ? AG_UNROLL_BUDGET + 1 : size);
 }
 
+/* A repeat of a reference to a small bytes-only rule is unrolled as one of
+ * bytes, since ag_nfa_ruleref inlines such a rule. Whether a body is bytes-only
+ * never depends on this decision (a body holding any repeat of a reference is
+ * not), so it runs after every inline cost is known. */
+static void ag_repeat_of_inlined(ag_builder *b, int32_t i) {
+  const int32_t *p = ag_ir_node(b->ir, i), *c;
+  if (p[0] != AG_NODE_REPEAT || (c = ag_ir_node(b->ir, p[1]))[0] != AG_NODE_RULEREF ||
+      c[1] >= b->ir->n_rules)
+    return;
+  uint64_t cost = b->inline_cost[b->ir->body[c[1]]];
+  uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
+  if (cost && cost <= AG_INLINE_MAX && copies > 1)
+    b->counted[i] = copies > AG_UNROLL_MAX || copies * cost > AG_UNROLL_BUDGET;
+}
+
 /* Sizes every node in one pass: children come before parents. */
 static ag_status ag_node_sizes(ag_builder *b) {
   size_t n = (size_t)(b->ir->n_nodes ? b->ir->n_nodes : 1);
@@ -421,6 +442,7 @@ static ag_status ag_node_sizes(ag_builder *b) {
     b->node_rule[i] = -1;
     ag_node_size(b, i);
   }
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) ag_repeat_of_inlined(b, i);
   return AG_OK;
 }
 
