@@ -3,15 +3,44 @@
  * Prediction happens at rule edges, scanning at byte edges, completion at
  * accepting states. Nullable rules use the Aycock-Horspool rule: predicting a
  * nullable rule also steps over it at once, so completions never need to look
- * at the set that is still being built. */
+ * at the set that is still being built.
+ *
+ * Counted rules (ag_repeat_bounds): an item predicts the child only while its
+ * count is below max, a completed child advances it with count + 1, and it
+ * completes once its count reaches min. Counts above min of an unbounded repeat
+ * are all alike, so they stop at min: an item's count never exceeds max(min,
+ * max), and distinct counts are distinct items. Empty matches of the child are
+ * never counted (no Aycock-Horspool step): the loader gave a nullable child min
+ * 0, and then an item with a smaller count can do all that one with more can. */
 #include "ag_earley.h"
 
 static uint32_t ag_item_hash(ag_item it) {
   uint64_t h = ((uint64_t)(uint32_t)it.state << 32) | (uint32_t)it.origin;
+  h ^= (uint64_t)(uint32_t)it.count * 0x9e3779b97f4a7c15ULL;
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;
   return (uint32_t)h;
+}
+
+/* Whether the item's rule is complete at the item. */
+static inline bool ag_item_accepting(const ag_grammar *g, ag_item it) {
+  const ag_state *s = &g->states[it.state];
+  return s->accepting && (!s->counted || it.count >= g->rule_repeat[g->state_rule[it.state]].min);
+}
+
+/* Whether a counted item may match one more copy of its child (any other item: true). */
+static inline bool ag_item_can_repeat(const ag_grammar *g, ag_item it) {
+  if (!g->states[it.state].counted) return true;
+  int32_t max = g->rule_repeat[g->state_rule[it.state]].max;
+  return max < 0 || it.count < max;
+}
+
+/* The count after one more copy (ag_item_can_repeat holds, so it cannot overflow). */
+static inline int32_t ag_item_next_count(const ag_grammar *g, ag_item it) {
+  if (!g->states[it.state].counted) return 0;
+  const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
+  return r->max >= 0 || it.count < r->min ? it.count + 1 : it.count;
 }
 
 static uint32_t ag_current_start(const ag_parser *p) { return p->set_start.data[p->set_start.len - 1]; }
@@ -61,7 +90,7 @@ static bool ag_add(ag_parser *p, ag_item it) {
   uint32_t mask = p->n_slots - 1, h = ag_item_hash(it) & mask;
   while (p->slot_stamp[h] == p->stamp) {
     ag_item o = p->items.data[p->slot_item[h]];
-    if (o.state == it.state && o.origin == it.origin) return true;
+    if (o.state == it.state && o.origin == it.origin && o.count == it.count) return true;
     h = (h + 1) & mask;
   }
   if (!ag_vec_push(&p->items, it)) return false;
@@ -73,10 +102,13 @@ static bool ag_add(ag_parser *p, ag_item it) {
 static bool ag_predict(ag_parser *p, ag_item it, int32_t k) {
   const ag_grammar *g = p->g;
   const ag_state *s = &g->states[it.state];
+  if (s->counted) /* the child, while the count allows; empty copies never count */
+    return s->rule_begin == s->rule_end || !ag_item_can_repeat(g, it) ||
+           ag_add(p, (ag_item){g->rule_start[g->rule_edges[s->rule_begin].rule], k, 0});
   for (uint32_t e = s->rule_begin; e < s->rule_end; e++) {
     const ag_rule_edge *re = &g->rule_edges[e];
-    if (!ag_add(p, (ag_item){g->rule_start[re->rule], k})) return false;
-    if (g->rule_nullable[re->rule] && !ag_add(p, (ag_item){re->target, it.origin})) return false;
+    if (!ag_add(p, (ag_item){g->rule_start[re->rule], k, 0})) return false;
+    if (g->rule_nullable[re->rule] && !ag_add(p, (ag_item){re->target, it.origin, 0})) return false;
   }
   return true;
 }
@@ -109,6 +141,12 @@ static int32_t ag_rule_target(const ag_grammar *g, int32_t s, int32_t rule) {
   return -1;
 }
 
+/* Advances waiting item w over its edge to `target`, counting a copy in a counted rule. */
+static bool ag_advance(ag_parser *p, ag_item w, int32_t target) {
+  if (!ag_item_can_repeat(p->g, w)) return true; /* at max: this copy does not fit */
+  return ag_add(p, (ag_item){target, w.origin, ag_item_next_count(p->g, w)});
+}
+
 /* Advances every item of set `origin` that waits on `rule`. */
 static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
   const ag_grammar *g = p->g;
@@ -124,7 +162,7 @@ static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
     }
     for (; lo < p->wait.len && (p->wait.data[lo] >> 32) == (uint32_t)rule; lo++) {
       ag_item w = p->items.data[(uint32_t)p->wait.data[lo]];
-      if (!ag_add(p, (ag_item){ag_rule_target(g, w.state, rule), w.origin})) return false;
+      if (!ag_advance(p, w, ag_rule_target(g, w.state, rule))) return false;
     }
     return true;
   }
@@ -133,7 +171,7 @@ static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
     const ag_state *s = &g->states[w.state];
     for (uint32_t e = s->rule_begin; e < s->rule_end; e++) {
       if (g->rule_edges[e].rule != rule) continue;
-      if (!ag_add(p, (ag_item){g->rule_edges[e].target, w.origin})) return false;
+      if (!ag_advance(p, w, g->rule_edges[e].target)) return false;
     }
   }
   return true;
@@ -150,7 +188,7 @@ static ag_status ag_closure(ag_parser *p, ag_error *err) {
     ag_item it = p->items.data[i];
     bool ok = ag_predict(p, it, k);
     /* origin == k means the rule matched nothing here: handled by ag_predict. */
-    if (ok && p->g->states[it.state].accepting && it.origin < k)
+    if (ok && it.origin < k && ag_item_accepting(p->g, it))
       ok = ag_complete(p, p->g->state_rule[it.state], it.origin);
     if (!ok) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory in the Earley parser");
   }
@@ -170,7 +208,7 @@ void ag_parser_restart(ag_parser *p) {
   p->wait_valid = false;
   if (!ag_vec_push(&p->set_start, 0)) return;
   ag_index_clear(p);
-  if (!ag_add(p, (ag_item){p->g->rule_start[p->g->root], 0})) return;
+  if (!ag_add(p, (ag_item){p->g->rule_start[p->g->root], 0, 0})) return;
   if (ag_closure(p, NULL) != AG_OK) p->items.len = 0;
 }
 
@@ -181,14 +219,14 @@ ag_status ag_parser_init_item(ag_parser *p, const ag_grammar *g, int32_t state, 
   if (!ag_vec_push(&p->set_start, 0) || !ag_vec_push(&p->set_start, 0))
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   ag_index_clear(p);
-  if (!ag_add(p, (ag_item){state, 0})) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  if (!ag_add(p, (ag_item){state, 0, 0})) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   return ag_closure(p, err);
 }
 
 bool ag_parser_bottom_can_end(const ag_parser *p) {
   for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
     ag_item it = p->items.data[i];
-    if (it.origin == 0 && p->g->states[it.state].accepting) return true;
+    if (it.origin == 0 && ag_item_accepting(p->g, it)) return true;
   }
   return false;
 }
@@ -209,7 +247,7 @@ ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
   for (uint32_t i = begin; i < end; i++) {
     ag_item it = p->items.data[i];
     int32_t t = ag_state_step(p->g, it.state, byte);
-    if (t >= 0 && !ag_add(p, (ag_item){t, it.origin})) {
+    if (t >= 0 && !ag_add(p, (ag_item){t, it.origin, it.count})) {
       ag_parser_truncate(p, (uint32_t)p->set_start.len - 1);
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory in the Earley parser");
     }
@@ -235,7 +273,7 @@ bool ag_parser_can_end(const ag_parser *p) {
   const ag_grammar *g = p->g;
   for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
     ag_item it = p->items.data[i];
-    if (it.origin == 0 && g->states[it.state].accepting && g->state_rule[it.state] == g->root)
+    if (it.origin == 0 && g->state_rule[it.state] == g->root && ag_item_accepting(g, it))
       return true;
   }
   return false;

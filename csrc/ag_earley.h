@@ -1,9 +1,11 @@
 /*
  * ag_earley.h - an Earley recognizer over the per-rule automata.
  *
- * An item is (automaton state, origin set). The parser keeps every Earley set
- * since the start in one array, so popping sets is how both token-mask walks
- * and rollback undo input: exact and O(1).
+ * An item is (automaton state, origin set, count). The count is how many
+ * copies of its child an item of a counted rule has matched (ag_repeat_bounds);
+ * it is 0 in every other rule. The parser keeps every Earley set since the
+ * start in one array, so popping sets is how both token-mask walks and
+ * rollback undo input: exact and O(1).
  */
 #ifndef AG_EARLEY_H
 #define AG_EARLEY_H
@@ -13,6 +15,7 @@
 typedef struct ag_item {
   int32_t state;
   int32_t origin;
+  int32_t count;
 } ag_item;
 
 typedef struct ag_parser {

@@ -40,6 +40,20 @@
 #define AG_INLINE_MAX 512
 #define AG_INLINE_BUDGET 8192
 
+/* Repeats are unrolled while small. An unrolled repeat of bytes becomes part of
+ * a byte automaton: determinized, and each position gets its own token classes
+ * (shared across grammars), so a token spanning copies is classified once and
+ * for all; in a counted rule such a token runs past the end of the child, which
+ * makes it uncertain, checked against the parser at every mask. So a repeat of
+ * a bytes-only child is unrolled up to AG_UNROLL_MAX copies; a child with rule
+ * edges gains nothing from copies (its tokens past the child's end are
+ * uncertain either way), so past AG_UNROLL_MAX_REF copies it is counted. Copies
+ * adding more than AG_UNROLL_BUDGET automaton pieces (ag_builder.node_size) are
+ * counted too: a counted rule is one or two states whatever the bound. */
+#define AG_UNROLL_MAX 256
+#define AG_UNROLL_MAX_REF 16
+#define AG_UNROLL_BUDGET 65536
+
 /* Minimization rounds per rule. Usually two suffice (one merging, one
  * confirming); merging is optional, so a pathological rule just stops early. */
 #define AG_MIN_MAX_ROUNDS 64
@@ -72,12 +86,26 @@ typedef struct ag_min_sig {
   uint32_t len, hash;
 } ag_min_sig;
 
+/* A rule the builder adds: for a counted repeat node, or for a node that is the
+ * child of one (when the child is not already a rule reference). */
+typedef struct ag_hidden {
+  int32_t node;
+  int32_t owner; /* the IR rule whose repeat made it, named in errors */
+} ag_hidden;
+
 typedef struct ag_builder {
   const ag_ir *ir;
   ag_error *err;
-  int32_t rule; /* the rule being built, named in errors */
+  int32_t rule;    /* the IR rule named in errors: the one being built, or a hidden rule's owner */
+  int32_t rule_id; /* the rule being built: an IR rule, or ir->n_rules + its hidden index */
   uint32_t *inline_cost; /* [n_nodes] size of a bytes-only subtree, 0 for one with a reference */
+  uint32_t *node_size;   /* [n_nodes] size of a subtree's automaton pieces, saturated */
+  uint8_t *counted;      /* [n_nodes] 1 for a repeat node that becomes a counted rule */
+  int32_t *node_rule;    /* [n_nodes] the hidden rule made for the node, or -1 */
   uint64_t inlined;      /* inlining work spent on the current rule */
+  AG_VEC(ag_hidden) hidden;     /* hidden rule k has id ir->n_rules + k */
+  AG_VEC(int32_t) rule_start;   /* [IR rules, then hidden ones] */
+  AG_VEC(ag_repeat_bounds) bounds; /* [hidden rules] bounds of the counted ones */
 
   /* The current rule's NFA. State 0 is the start, state 1 the only accepting one. */
   int32_t n_nfa;
@@ -264,14 +292,11 @@ static ag_status ag_nfa_star(ag_builder *b, int32_t child, int32_t from, int32_t
 }
 
 /* x{min,max}: min mandatory copies in a chain, then either a star or
- * (max - min) optional copies, each able to skip to `to`. */
+ * (max - min) optional copies, each able to skip to `to`. Only small repeats
+ * get here (ag_node_sizes): both bounds are at most AG_UNROLL_MAX. */
 static ag_status ag_nfa_repeat(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
   int32_t child = p[1], min = p[2], max = p[3], cur = from, next = -1;
   ag_status st = AG_OK;
-  if (min > AG_MAX_REPEAT || max > AG_MAX_REPEAT)
-    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
-                   "repeat bound {%d,%d} exceeds the unroll limit %d", (int)min, (int)max,
-                   AG_MAX_REPEAT);
   if (max == 0) return ag_nfa_eps(b, from, to);
   /* With optional copies or a star to follow, the last mandatory copy ends
    * in a fresh state, hence the n of min + 1. */
@@ -350,38 +375,105 @@ static ag_status ag_nfa_dispatch(ag_builder *b, const int32_t *p, int32_t from, 
   return st;
 }
 
-/* Sizes of the bytes-only subtrees, in one pass: children come before parents. */
-static ag_status ag_inline_costs(ag_builder *b) {
-  const ag_ir *ir = b->ir;
-  b->inline_cost = calloc((size_t)(ir->n_nodes ? ir->n_nodes : 1), sizeof *b->inline_cost);
-  if (!b->inline_cost) return ag_nomem(b);
-  for (int32_t i = 0; i < ir->n_nodes; i++) {
-    const int32_t *p = ag_ir_node(ir, i);
-    uint64_t cost = 0;
-    switch (p[0]) {
-      case AG_NODE_LITERAL: cost = 1 + (uint64_t)p[1]; break;
-      case AG_NODE_BYTES: cost = 1; break;
-      case AG_NODE_SEQ:
-      case AG_NODE_CHOICE:
-        cost = 1;
-        for (int32_t k = 0; k < p[1] && cost; k++)
-          cost = b->inline_cost[p[2 + k]] ? cost + b->inline_cost[p[2 + k]] : 0;
-        break;
-      case AG_NODE_REPEAT: {
-        uint64_t copies = p[3] < 0 ? (uint64_t)p[2] + 1 : (uint64_t)p[3];
-        cost = b->inline_cost[p[1]] ? 1 + b->inline_cost[p[1]] * (copies ? copies : 1) : 0;
-        break;
+/* Whether repeat node p (children already sized) is too large to unroll. */
+static bool ag_repeat_is_counted(const ag_builder *b, const int32_t *p) {
+  uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
+  if (copies <= 1) return false; /* x?, x*, x+: no copy to save */
+  uint64_t most = b->inline_cost[p[1]] ? AG_UNROLL_MAX : AG_UNROLL_MAX_REF;
+  return copies > most || copies * b->node_size[p[1]] > AG_UNROLL_BUDGET;
+}
+
+/* The automaton pieces node i adds (saturated), whether it is a counted repeat,
+ * and its inline cost: the size of a bytes-only subtree, 0 for one with a rule
+ * edge (a reference, a dispatch or a counted repeat). */
+static void ag_node_size(ag_builder *b, int32_t i) {
+  const int32_t *p = ag_ir_node(b->ir, i);
+  uint64_t cost = 0, size = 1;
+  switch (p[0]) {
+    case AG_NODE_LITERAL: cost = size = 1 + (uint64_t)p[1]; break;
+    case AG_NODE_BYTES: cost = 1, size = 1 + (uint64_t)p[1]; break;
+    case AG_NODE_SEQ:
+    case AG_NODE_CHOICE:
+      cost = 1;
+      for (int32_t k = 0; k < p[1]; k++) {
+        cost = cost && b->inline_cost[p[2 + k]] ? cost + b->inline_cost[p[2 + k]] : 0;
+        size += b->node_size[p[2 + k]];
       }
-      default: cost = 0; /* a rule reference or a dispatch */
+      break;
+    case AG_NODE_REPEAT: {
+      if ((b->counted[i] = ag_repeat_is_counted(b, p))) break; /* one rule edge */
+      uint64_t copies = p[3] < 0 ? (uint64_t)p[2] + 1 : (uint64_t)p[3];
+      if (copies == 0) copies = 1;
+      cost = b->inline_cost[p[1]] ? 1 + b->inline_cost[p[1]] * copies : 0;
+      size = 1 + b->node_size[p[1]] * copies;
+      break;
     }
-    b->inline_cost[i] = (uint32_t)(cost > AG_INLINE_MAX ? AG_INLINE_MAX + 1 : cost);
+    case AG_NODE_DISPATCH: size = AG_UNROLL_BUDGET + 1; break; /* never copied */
+    default: break; /* a rule reference: one edge */
   }
+  b->inline_cost[i] = (uint32_t)(cost > AG_INLINE_MAX ? AG_INLINE_MAX + 1 : cost);
+  b->node_size[i] = (uint32_t)(size > AG_UNROLL_BUDGET ? AG_UNROLL_BUDGET + 1 : size);
+}
+
+/* A repeat of a reference to a small bytes-only rule is unrolled as one of
+ * bytes, since ag_nfa_ruleref inlines such a rule. Whether a body is bytes-only
+ * never depends on this decision (a body holding any repeat of a reference is
+ * not), so it runs after every inline cost is known. */
+static void ag_repeat_of_inlined(ag_builder *b, int32_t i) {
+  const int32_t *p = ag_ir_node(b->ir, i), *c;
+  if (p[0] != AG_NODE_REPEAT || (c = ag_ir_node(b->ir, p[1]))[0] != AG_NODE_RULEREF ||
+      c[1] >= b->ir->n_rules)
+    return;
+  uint64_t cost = b->inline_cost[b->ir->body[c[1]]];
+  uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
+  if (cost && cost <= AG_INLINE_MAX && copies > 1)
+    b->counted[i] = copies > AG_UNROLL_MAX || copies * cost > AG_UNROLL_BUDGET;
+}
+
+/* Sizes every node in one pass: children come before parents. */
+static ag_status ag_node_sizes(ag_builder *b) {
+  size_t n = (size_t)(b->ir->n_nodes ? b->ir->n_nodes : 1);
+  b->inline_cost = calloc(n, sizeof *b->inline_cost);
+  b->node_size = calloc(n, sizeof *b->node_size);
+  b->counted = calloc(n, sizeof *b->counted);
+  b->node_rule = malloc(n * sizeof *b->node_rule);
+  if (!b->inline_cost || !b->node_size || !b->counted || !b->node_rule) return ag_nomem(b);
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) {
+    b->node_rule[i] = -1;
+    ag_node_size(b, i);
+  }
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) ag_repeat_of_inlined(b, i);
   return AG_OK;
+}
+
+/* The rule label of the hidden rule for node (made on first use): the counted
+ * rule of a counted repeat, else a rule whose body is the node. Hidden labels
+ * follow the IR's own and external ones; ids (state_rule) follow the own ones. */
+static ag_status ag_hidden_rule(ag_builder *b, int32_t node, int32_t *label) {
+  const ag_ir *ir = b->ir;
+  if (b->node_rule[node] < 0) {
+    if ((int64_t)ir->n_rules + ir->n_external + (int64_t)b->hidden.len >= AG_MAX_RULES)
+      return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                     "the grammar needs more than %d rules with those its counted repeats add",
+                     AG_MAX_RULES);
+    ag_hidden h = {node, b->rule};
+    if (!ag_vec_push(&b->hidden, h)) return ag_nomem(b);
+    b->node_rule[node] = (int32_t)b->hidden.len - 1;
+  }
+  *label = ir->n_rules + ir->n_external + b->node_rule[node];
+  return AG_OK;
+}
+
+/* A counted repeat: one edge over its counted rule. */
+static ag_status ag_nfa_counted(ag_builder *b, int32_t node, int32_t from, int32_t to) {
+  int32_t label = -1;
+  ag_status st = ag_hidden_rule(b, node, &label);
+  return st ? st : ag_nfa_edge_add(b, from, to, AG_NFA_RULE, 0, 0, label);
 }
 
 /* A reference to rule r: its body in place when small and bytes-only, else a rule edge. */
 static ag_status ag_nfa_ruleref(ag_builder *b, int32_t r, int32_t from, int32_t to) {
-  if (r < b->ir->n_rules && r != b->rule) {
+  if (r < b->ir->n_rules && r != b->rule_id) {
     uint32_t cost = b->inline_cost[b->ir->body[r]];
     if (cost && cost <= AG_INLINE_MAX && b->inlined + cost <= AG_INLINE_BUDGET) {
       b->inlined += cost;
@@ -399,7 +491,9 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
     case AG_NODE_SEQ: return ag_nfa_seq(b, p, t.from, t.to);
     case AG_NODE_CHOICE: return ag_nfa_choice(b, p, t.from, t.to);
     case AG_NODE_RULEREF: return ag_nfa_ruleref(b, p[1], t.from, t.to);
-    case AG_NODE_REPEAT: return ag_nfa_repeat(b, p, t.from, t.to);
+    case AG_NODE_REPEAT:
+      return b->counted[t.node] ? ag_nfa_counted(b, t.node, t.from, t.to)
+                                : ag_nfa_repeat(b, p, t.from, t.to);
     case AG_NODE_DISPATCH: return ag_nfa_dispatch(b, p, t.from, t.to);
     default: /* ag_ir_parse rejected every other kind */
       return ag_fail(b->err, AG_ERR_INVALID, b->rule, "node %d: unknown kind", (int)t.node);
@@ -725,14 +819,14 @@ static ag_status ag_dfa_rules(ag_builder *b) {
 /* Computes the edges of local DFA state k and appends the state. States are
  * processed in id order, so state k's edges are contiguous. */
 static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
-  ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false};
+  ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false, false};
   ag_status st = ag_dfa_collect(b, k, &s.accepting);
   if (!st) st = ag_dfa_bytes(b, s.byte_begin);
   if (!st) st = ag_dfa_rules(b);
   if (st) return st;
   s.byte_end = (uint32_t)b->byte_edges.len;
   s.rule_end = (uint32_t)b->rule_edges.len;
-  if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, b->rule)) return ag_nomem(b);
+  if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, b->rule_id)) return ag_nomem(b);
   return AG_OK;
 }
 
@@ -871,7 +965,7 @@ static int32_t ag_min_target(ag_builder *b, int32_t t) {
 static ag_status ag_min_emit(ag_builder *b, int32_t s, uint32_t first_b, uint32_t first_r) {
   const ag_state *old = &b->states.data[b->base + s];
   ag_state ns = {first_b + (uint32_t)b->tmp_bytes.len, 0, first_r + (uint32_t)b->tmp_rules.len, 0,
-                 old->accepting};
+                 old->accepting, false};
   size_t b0 = b->tmp_bytes.len;
   for (uint32_t e = old->byte_begin; e < old->byte_end; e++) {
     ag_byte_edge be = b->byte_edges.data[e];
@@ -949,6 +1043,12 @@ static ag_status ag_min_rule(ag_builder *b) {
 
 static void ag_builder_free(ag_builder *b) {
   free(b->inline_cost);
+  free(b->node_size);
+  free(b->counted);
+  free(b->node_rule);
+  ag_vec_free(&b->hidden);
+  ag_vec_free(&b->rule_start);
+  ag_vec_free(&b->bounds);
   ag_vec_free(&b->tasks);
   ag_vec_free(&b->edges);
   ag_vec_free(&b->csr);
@@ -993,7 +1093,15 @@ static void *ag_shrink(void *data, size_t len, size_t elem) {
 }
 
 /* Moves the finished arrays into g; the builder no longer owns them. */
-static void ag_builder_hand_over(ag_builder *b, ag_grammar *g) {
+static ag_status ag_builder_hand_over(ag_builder *b, ag_grammar *g) {
+  size_t n_rules = b->rule_start.len, n_ir = (size_t)b->ir->n_rules;
+  g->rule_nullable = calloc(n_rules, sizeof *g->rule_nullable);
+  g->rule_repeat = calloc(n_rules, sizeof *g->rule_repeat);
+  if (!g->rule_nullable || !g->rule_repeat) return ag_nomem(b);
+  if (b->bounds.len) memcpy(g->rule_repeat + n_ir, b->bounds.data, b->bounds.len * sizeof *b->bounds.data);
+  g->n_rules = (int32_t)n_rules;
+  g->n_ir_rules = (int32_t)n_ir;
+  g->rule_start = b->rule_start.data;
   g->n_states = (int32_t)b->states.len;
   g->states = ag_shrink(b->states.data, b->states.len, sizeof *b->states.data);
   g->state_rule = ag_shrink(b->state_rule.data, b->state_rule.len, sizeof *b->state_rule.data);
@@ -1001,10 +1109,72 @@ static void ag_builder_hand_over(ag_builder *b, ag_grammar *g) {
   g->byte_edges = ag_shrink(b->byte_edges.data, b->byte_edges.len, sizeof *b->byte_edges.data);
   g->n_rule_edges = (uint32_t)b->rule_edges.len;
   g->rule_edges = ag_shrink(b->rule_edges.data, b->rule_edges.len, sizeof *b->rule_edges.data);
+  memset(&b->rule_start, 0, sizeof b->rule_start);
   memset(&b->states, 0, sizeof b->states);
   memset(&b->state_rule, 0, sizeof b->state_rule);
   memset(&b->byte_edges, 0, sizeof b->byte_edges);
   memset(&b->rule_edges, 0, sizeof b->rule_edges);
+  return AG_OK;
+}
+
+/* Appends one state of the counted rule being built: no byte edge, one rule
+ * edge over the child to `target`. */
+static ag_status ag_counted_state(ag_builder *b, bool accepting, int32_t child, int32_t target) {
+  if (b->states.len >= AG_MAX_STATES)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
+                   "the grammar's automata need more than %d states", AG_MAX_STATES);
+  if (b->rule_edges.len >= UINT32_MAX)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
+  uint32_t nb = (uint32_t)b->byte_edges.len, nr = (uint32_t)b->rule_edges.len;
+  ag_state s = {nb, nb, nr, nr + 1, accepting, true};
+  ag_rule_edge e = {child, target};
+  if (!ag_vec_push(&b->rule_edges, e) || !ag_vec_push(&b->states, s) ||
+      !ag_vec_push(&b->state_rule, b->rule_id))
+    return ag_nomem(b);
+  return AG_OK;
+}
+
+/* The counted rule of repeat node `node` (see ag_repeat_bounds): C* as one
+ * state when min is 0, else C+ as a start and a looping accepting state. */
+static ag_status ag_counted_build(ag_builder *b, int32_t node) {
+  const int32_t *p = ag_ir_node(b->ir, node);
+  const int32_t *c = ag_ir_node(b->ir, p[1]);
+  int32_t child = c[1], min = p[2];
+  ag_status st = c[0] == AG_NODE_RULEREF ? AG_OK : ag_hidden_rule(b, p[1], &child);
+  ag_repeat_bounds bounds = {min, p[3]};
+  if (!st && !ag_vec_push(&b->bounds, bounds)) st = ag_nomem(b);
+  b->base = (int32_t)b->states.len;
+  if (!st) st = ag_counted_state(b, min == 0, child, min == 0 ? b->base : b->base + 1);
+  if (!st && min > 0) st = ag_counted_state(b, true, child, b->base + 1);
+  return st;
+}
+
+/* Builds rule body `node` into states, its start at b->base. */
+static ag_status ag_rule_build(ag_builder *b, int32_t node) {
+  ag_status st = ag_nfa_build(b, node);
+  if (!st) st = ag_nfa_index(b);
+  if (!st) st = ag_dfa_build(b);
+  if (!st) st = ag_min_rule(b);
+  return st;
+}
+
+/* Builds the hidden rules, in order; building one may add more (nested repeats). */
+static ag_status ag_hidden_build(ag_builder *b) {
+  ag_status st = AG_OK;
+  for (size_t k = 0; !st && k < b->hidden.len; k++) {
+    ag_hidden h = b->hidden.data[k];
+    ag_repeat_bounds none = {0, 0};
+    b->rule = h.owner;
+    b->rule_id = b->ir->n_rules + (int32_t)k;
+    if (b->counted[h.node]) {
+      st = ag_counted_build(b, h.node);
+    } else {
+      st = ag_rule_build(b, h.node);
+      if (!st && !ag_vec_push(&b->bounds, none)) st = ag_nomem(b);
+    }
+    if (!st && !ag_vec_push(&b->rule_start, b->base)) st = ag_nomem(b);
+  }
+  return st;
 }
 
 ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
@@ -1016,16 +1186,14 @@ ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
   b.table_cap = 64;
   b.table = calloc(b.table_cap, sizeof *b.table);
   ag_status st = b.table ? AG_OK : ag_nomem(&b);
-  if (!st) st = ag_inline_costs(&b);
+  if (!st) st = ag_node_sizes(&b);
   for (int32_t r = 0; !st && r < ir->n_rules; r++) {
-    b.rule = r;
-    st = ag_nfa_build(&b, ir->body[r]);
-    if (!st) st = ag_nfa_index(&b);
-    if (!st) st = ag_dfa_build(&b);
-    if (!st) st = ag_min_rule(&b);
-    if (!st) g->rule_start[r] = b.base;
+    b.rule = b.rule_id = r;
+    st = ag_rule_build(&b, ir->body[r]);
+    if (!st && !ag_vec_push(&b.rule_start, b.base)) st = ag_nomem(&b);
   }
-  if (!st) ag_builder_hand_over(&b, g);
+  if (!st) st = ag_hidden_build(&b);
+  if (!st) st = ag_builder_hand_over(&b, g);
   ag_builder_free(&b);
   return st;
 }

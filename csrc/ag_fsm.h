@@ -52,11 +52,16 @@ ag_status ag_ir_parse(const int32_t *words, size_t n_words, int32_t n_external, 
 
 /*
  * Builds one deterministic automaton per rule (equivalent states merged)
- * into g's state and edge arrays and sets g->rule_start (g->n_rules must be
- * set and g->rule_start allocated). Byte edges come sorted, disjoint and
- * merged; rule edges sorted by distinct rule. Dead states are left in place:
- * trimming needs every rule built first (ag_grammar.c does it). On failure
- * g's arrays are untouched; the caller frees g.
+ * into g's state and edge arrays, and the rule arrays: n_rules, n_ir_rules,
+ * rule_start, rule_repeat and a zeroed rule_nullable. The IR's rules come
+ * first; hidden rules follow (a counted rule per repeat too large to unroll,
+ * and a rule per such repeat's child unless it is a rule reference). Rule
+ * edges name IR rules and external rules by their IR labels and hidden rule k
+ * by ir->n_rules + ir->n_external + k; state_rule counts hidden rule k as
+ * ir->n_rules + k (the same when n_external is 0). Byte edges come sorted,
+ * disjoint and merged; rule edges sorted by distinct rule. Dead states are left
+ * in place: trimming needs every rule built first (ag_grammar.c does it). On
+ * failure the caller frees g (ag_grammar_destroy).
  */
 ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err);
 

@@ -150,6 +150,7 @@ static ag_status ag_trim(ag_grammar *g, const bool *live, const bool *productive
     if (id[s] < 0) continue;
     ag_state st = g->states[s], *out = &g->states[id[s]];
     out->accepting = st.accepting;
+    out->counted = st.counted;
     out->byte_begin = wb;
     for (uint32_t e = st.byte_begin; e < st.byte_end; e++) {
       ag_byte_edge be = g->byte_edges[e];
@@ -177,6 +178,22 @@ static ag_status ag_trim(ag_grammar *g, const bool *live, const bool *productive
 }
 
 /*
+ * A counted rule whose child derives the empty string gets min 0: empty copies
+ * fill any minimum, and the parser never counts them (ag_earley.c). Its start
+ * then accepts. Neither changes the analysis: such a rule was nullable anyway.
+ */
+static void ag_counted_normalize(ag_grammar *g) {
+  for (int32_t r = 0; r < g->n_rules; r++) {
+    ag_state *s0 = &g->states[g->rule_start[r]];
+    if (!s0->counted || s0->rule_begin == s0->rule_end) continue; /* no child left: trimmed */
+    if (g->rule_nullable[g->rule_edges[s0->rule_begin].rule]) {
+      g->rule_repeat[r].min = 0;
+      s0->accepting = true;
+    }
+  }
+}
+
+/*
  * Productivity, liveness and nullability, then trimming. Both fixed points
  * run on the untrimmed automata: trimming only removes edges that no
  * completing path uses, so it cannot change either result.
@@ -199,6 +216,7 @@ ag_status ag_grammar_analyze(ag_grammar *g, ag_error *err) {
                    "unsatisfiable part, an empty class or endless recursion)");
     else
       st = ag_trim(g, live, productive, err);
+    if (!st) ag_counted_normalize(g);
   }
   free(live);
   free(productive);
@@ -228,9 +246,11 @@ void ag_grammar_destroy(ag_grammar *g) {
   for (int32_t k = 0; k < g->n_parts; k++) ag_grammar_free(g->parts[k]);
   free(g->parts);
   free(g->part_rule_begin);
+  free(g->part_hidden_begin);
   free(g->part_state_begin);
   free(g->rule_start);
   free(g->rule_nullable);
+  free(g->rule_repeat);
   free(g->states);
   free(g->state_rule);
   free(g->byte_edges);
@@ -247,13 +267,8 @@ ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out
   ag_grammar *g = calloc(1, sizeof *g);
   if (!g) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
   atomic_init(&g->refs, 1);
-  g->n_rules = ir.n_rules;
   g->root = ir.root;
-  g->rule_start = calloc((size_t)ir.n_rules, sizeof *g->rule_start);
-  g->rule_nullable = calloc((size_t)ir.n_rules, sizeof *g->rule_nullable);
-  if (!g->rule_start || !g->rule_nullable)
-    st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
-  if (!st) st = ag_fsm_build(&ir, g, err);
+  st = ag_fsm_build(&ir, g, err);
   if (!st) st = ag_grammar_analyze(g, err);
   if (!st) st = ag_grammar_keep_dispatches(g, &ir, 0, err);
   if (st) {

@@ -64,7 +64,10 @@ void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks);
 
 #define AG_MAX_STATES (1 << 24)   /* automaton states in one grammar */
 #define AG_MAX_RULES (1 << 20)    /* rules in one grammar */
-#define AG_MAX_REPEAT 100000      /* the largest {m,n} bound that is unrolled */
+/* The largest {m,n} bound. Small repeats are unrolled into the rule's automaton
+ * (ag_fsm.c bounds that); larger ones become counted rules whose items carry the
+ * count, so the bound costs no states and any int32 bound is accepted. */
+#define AG_MAX_REPEAT INT32_MAX
 #define AG_MAX_SET_ITEMS (1 << 20) /* items in one Earley set (one step of the parser) */
 #define AG_DEFAULT_SHARED_CACHE_BYTES ((size_t)64 << 20) /* a vocabulary's shared cache */
 
@@ -91,14 +94,33 @@ typedef struct ag_state {
   uint32_t byte_begin, byte_end; /* range in grammar->byte_edges */
   uint32_t rule_begin, rule_end; /* range in grammar->rule_edges */
   bool accepting;
+  bool counted; /* a state of a counted rule: see ag_repeat_bounds */
 } ag_state;
+
+/*
+ * A counted rule is x{min,max} (max -1: unbounded) of a child rule C, made for a
+ * repeat too large to unroll. Its automaton is C* or C+ (start state s0, then s1
+ * after one C, looping on C), which is exact for productivity, nullability and
+ * liveness; the bounds are enforced by the parser, whose items in a counted rule
+ * carry how many C's they have matched (ag_earley.c). A child that derives the
+ * empty string gets min 0 at load (empty copies fill any minimum), so the parser
+ * never needs to count empty matches.
+ */
+typedef struct ag_repeat_bounds {
+  int32_t min, max;
+} ag_repeat_bounds;
 
 struct ag_grammar {
   atomic_int refs;
   int32_t n_rules;
+  /* Rules 0 .. n_ir_rules - 1 are the ones IR buffers number (a linked
+   * grammar's: its parts' such rules, in order, then its own); the rest are
+   * hidden rules the loader made (counted repeats and their children). */
+  int32_t n_ir_rules;
   int32_t root;
   int32_t *rule_start;   /* [n_rules] start state of each rule */
   bool *rule_nullable;   /* [n_rules] the rule derives the empty string */
+  ag_repeat_bounds *rule_repeat; /* [n_rules] bounds of the counted rules (see ag_state.counted) */
   int32_t n_states;
   ag_state *states;      /* [n_states] */
   int32_t *state_rule;   /* [n_states] */
@@ -110,13 +132,16 @@ struct ag_grammar {
    * for the mask cache's free-text fast path; NULL for other rules. The array
    * itself is NULL when no rule is a dispatch. */
   struct ag_dispatch **rule_dispatch;
-  /* A linked grammar (ag_grammar_link) begins with copies of its parts' rules
-   * and states, in order and unchanged: part k's rules start at id
-   * part_rule_begin[k] and its states at part_state_begin[k]; the grammar's own
-   * follow. Masks of part states come from the part's compiled grammar. */
+  /* A linked grammar (ag_grammar_link) begins with copies of its parts' states,
+   * in order and unchanged: part k's states start at part_state_begin[k], the
+   * grammar's own follow. Its rules are the parts' IR-numbered rules (part k's
+   * from part_rule_begin[k]), its own IR rules, then the hidden rules of the
+   * parts (part k's from part_hidden_begin[k]) and its own, so IR buffers keep
+   * their numbering. Masks of part states come from the part's compiled grammar. */
   int32_t n_parts;
   ag_grammar **parts;         /* [n_parts], retained */
   int32_t *part_rule_begin;   /* [n_parts + 1] */
+  int32_t *part_hidden_begin; /* [n_parts + 1] */
   int32_t *part_state_begin;  /* [n_parts + 1] */
 };
 

@@ -82,7 +82,9 @@ _QUOTE = Literal(b'"')
 # The public builders are pure and return immutable IR, so results are shared (typed=True keeps
 # 1, 1.0 and True apart).
 _cache = functools.lru_cache(maxsize=4096, typed=True)
-_BLOCK = 256  # counted repeats larger than this are nested (the engine unrolls {m,n})
+_BLOCK = 256  # larger counted repeats are nested in blocks: the engine unrolls up to 256 copies
+# of bytes and counts beyond; counting single characters would make every token that spans two
+# of them uncertain in the mask cache, so the engine counts whole blocks instead
 _MAX_DIGITS = 400  # bounds with more decimal digits than this are refused
 
 
@@ -100,7 +102,7 @@ def _opt(e: Expr) -> Expr:
 
 
 def _repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
-    """``item{lo,hi}`` with large bounds nested as blocks so that the engine need not unroll them."""
+    """``item{lo,hi}`` with large bounds nested as blocks, so that the engine counts blocks, not items."""
     if hi is not None and hi < lo:
         raise GrammarError(f"invalid repetition {{{lo},{hi}}}")
     if lo <= _BLOCK and (hi is None or hi <= _BLOCK):
@@ -122,7 +124,7 @@ def _repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
 
 
 def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
-    """``item{lo,hi}``, large bounds nested in blocks (the engine unrolls counted repeats)."""
+    """``item{lo,hi}``, large bounds nested in blocks (see ``_BLOCK``)."""
     return _repeat(item, lo, hi)
 
 

@@ -48,6 +48,20 @@ static const int32_t LINKED_GRAMMAR[] = {
     3, 2, 0, 1,                /* node 2: SEQ */
 };
 
+/* root ::= ("ab"){2,100000} digit{300,}, digit ::= [0-9]: both repeats are counted, not unrolled */
+static const int32_t COUNTED_GRAMMAR[] = {
+    0x52494741, 1,  /* magic, version */
+    2, 0, 6, 22,    /* n_rules, root, n_nodes, n_data */
+    4, 5,           /* bodies */
+    0, 4, 8, 10, 14, 18, /* node offsets */
+    1, 2, 'a', 'b',       /* node 0: LITERAL "ab" */
+    6, 0, 2, 100000,      /* node 1: REPEAT node0 {2,100000} */
+    5, 1,                 /* node 2: RULEREF digit */
+    6, 2, 300, -1,        /* node 3: REPEAT node2 {300,} */
+    3, 2, 1, 3,           /* node 4: SEQ node1 node3 */
+    2, 1, '0', '9',       /* node 5: BYTES [0-9] */
+};
+
 /* tokens: "a" "b" "ab" "1" "12" "x" "" (special) "</s>" (stop) */
 static const char *TOKENS[] = {"a", "b", "ab", "1", "12", "x", "", "</s>"};
 static const uint8_t KINDS[] = {0, 0, 0, 0, 0, 0, 1, 2};
@@ -220,9 +234,69 @@ static void test_corruptions(ag_vocab *v, const int32_t *gram, size_t n_words) {
   }
 }
 
+/* The counted grammar as a linked part: its hidden rules must not shift the numbering. */
+static void test_counted_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled *part) {
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  ag_grammar *parts[1] = {part_grammar};
+  CHECK(ag_grammar_link(LINKED_GRAMMAR, sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0], parts, 1,
+                        &g, &err) == AG_OK);
+  if (!g) return;
+  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"xabab", 5, &ok, &err) == AG_OK && ok == 1);
+  for (int i = 0; i < 149; i++) CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1);
+  CHECK(!ag_matcher_can_end(m));
+  CHECK(ag_matcher_accept_token(m, 3, &ok, &err) == AG_OK && ok == 1);
+  CHECK(!ag_matcher_can_end(m));
+  CHECK(ag_matcher_accept_token(m, 3, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+}
+
+static void test_counted(ag_vocab *v) {
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  CHECK(ag_grammar_load(COUNTED_GRAMMAR, sizeof COUNTED_GRAMMAR / sizeof COUNTED_GRAMMAR[0], &g,
+                        &err) == AG_OK);
+  if (!g) return;
+  CHECK(ag_grammar_num_states(g) < 16); /* not unrolled */
+  CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2))); /* "a", "ab" */
+  CHECK(ag_matcher_accept_token(m, 2, &ok, &err) == AG_OK && ok == 1);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2))); /* a second "ab" is needed */
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ab", 2, &ok, &err) == AG_OK && ok == 1);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2) | (1u << 3) | (1u << 4)));
+  for (int i = 0; i < 149; i++) CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_accept_token(m, 3, &ok, &err) == AG_OK && ok == 1); /* 299 digits */
+  CHECK(!ag_matcher_can_end(m));
+  CHECK(mask_of(m) == ((1u << 3) | (1u << 4)));
+  CHECK(ag_matcher_accept_token(m, 3, &ok, &err) == AG_OK && ok == 1); /* 300 */
+  CHECK(ag_matcher_can_end(m));
+  CHECK(mask_of(m) == ((1u << 3) | (1u << 4) | (1u << 7)));
+  CHECK(ag_matcher_rollback(m, 1, &err) == AG_OK);
+  CHECK(!ag_matcher_can_end(m));
+  CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1); /* 301 */
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_free(m);
+  test_counted_linked(v, g, c);
+  ag_grammar_free(g);
+  ag_compiled_free(c);
+}
+
 static void test_bad_inputs(ag_vocab *v) {
   ag_error err;
   test_corruptions(v, GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0]);
+  test_corruptions(v, COUNTED_GRAMMAR, sizeof COUNTED_GRAMMAR / sizeof COUNTED_GRAMMAR[0]);
   test_corruptions(v, DISPATCH_GRAMMAR, sizeof DISPATCH_GRAMMAR / sizeof DISPATCH_GRAMMAR[0]);
   uint32_t offsets[2] = {0, 1};
   uint8_t kinds[1] = {9};
@@ -279,6 +353,7 @@ int main(void) {
   test_matching(c);
   test_bad_inputs(v);
   test_dispatch(v);
+  test_counted(v);
   test_link(v);
   test_batch(c);
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */

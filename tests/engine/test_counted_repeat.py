@@ -1,0 +1,354 @@
+"""Counted repetition: ``x{m,n}`` too large to unroll is a counter in the parser's items.
+
+Past a small size the C core no longer unrolls a repeat into its rule's automaton; it makes a
+hidden counted rule whose Earley items carry how many copies they have matched. These tests
+check that the language is exactly the same (against Python's ``re`` and the unrolling
+reference matcher), that masks stay exact and bit-identical to the uncached walk along random
+token paths with rollbacks, that linked grammars keep their rule numbering, and that a bound of
+10^6 costs a handful of automaton states.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import sys
+import time
+from typing import List
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
+from agentgrammar.engine._native import lib
+from agentgrammar.grammar.ir import Choice, Embed, Literal, Repeat, Rule, RuleRef, Seq, flatten_embeds
+
+try:
+    from tests.reference_matcher import ReferenceMatcher
+except ImportError:  # pytest run without the repository root on sys.path
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    from tests.reference_matcher import ReferenceMatcher
+
+SETTINGS = settings(
+    deadline=None,
+    max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def num_states(compiled) -> int:
+    return int(lib.ag_grammar_num_states(compiled._grammar_handle))
+
+
+def has_counted_rules(grammar: Grammar) -> bool:
+    """Whether the core made hidden rules (counted repeats) for the grammar."""
+    compiled = Compiler(byte_vocab(), cache_limit_bytes=0).compile(grammar)
+    return int(lib.ag_grammar_num_rules(compiled._grammar_handle)) > len(grammar.normalized_rules)
+
+
+def byte_vocab() -> Vocabulary:
+    return Vocabulary([bytes([b]) for b in range(256)], stop_token_ids=[])
+
+
+# ---- no unrolling ------------------------------------------------------------------------------
+
+BIG = [
+    'root ::= "a"{0,BOUND}',
+    'root ::= ("ab"){3,BOUND}',
+    'root ::= [a-z]{BOUND} "!"',
+    'root ::= x{BOUND} "!"\nx ::= [a-z] | "\\\\" y\ny ::= "u" [0-9a-f]{4}',
+    'root ::= x{BOUND,} "!"\nx ::= "a" | "bc" | [d-f]+',
+    'root ::= ("x" ("a"{0,BOUND}) "y"){2,BOUND}',
+    'root ::= "[" (item ("," item){0,BOUND})? "]"\nitem ::= [0-9]+ | "\\"" [a-z]{0,BOUND} "\\""',
+]
+
+
+@pytest.mark.parametrize("source", BIG)
+def test_states_do_not_grow_with_the_bound(source: str) -> None:
+    compiler = Compiler(byte_vocab(), cache_limit_bytes=0)
+    small = num_states(compiler.compile(Grammar.from_ebnf(source.replace("BOUND", "1000"))))
+    start = time.perf_counter()
+    big = num_states(compiler.compile(Grammar.from_ebnf(source.replace("BOUND", "1000000"))))
+    elapsed = time.perf_counter() - start
+    assert big == small <= 40
+    assert elapsed < 0.5
+
+
+def test_int32_bounds_are_accepted() -> None:
+    g = Grammar.from_ebnf('root ::= "a"{0,2147483647} "b"{2147483647,} "c"{2147483646,2147483647}')
+    compiled = Compiler(byte_vocab()).compile(g)
+    m = Matcher(compiled)
+    assert m.accept_string(b"a" * 1000 + b"b" * 100)
+    assert not m.is_completed()
+    assert not m.accept_string(b"c")  # two billion b's first
+
+
+# ---- the language is exact --------------------------------------------------------------------
+
+def counted(child: str, lo: int, hi, suffix: str = ""):
+    """An oracle for ``(child){lo,hi} suffix`` by dynamic programming over the counts reachable
+    at each position: Python's backtracking ``re`` is exponential on an ambiguous child."""
+    child_re, suffix_re = re.compile(child), re.compile(suffix)
+    cap = hi if hi is not None else lo
+
+    def accepts(text: str) -> bool:
+        if child_re.fullmatch(""):
+            return counted(child, 0, hi, suffix)(text) if lo else _counts(text, 0)
+        return _counts(text, lo)
+
+    def _counts(text: str, need: int) -> bool:
+        reach = [set() for _ in range(len(text) + 1)]
+        reach[0].add(0)
+        for i in range(len(text) + 1):
+            if not reach[i]:
+                continue
+            if suffix_re.fullmatch(text[i:]) and any(c >= need for c in reach[i]):
+                return True
+            for j in range(i + 1, len(text) + 1):
+                if child_re.fullmatch(text[i:j]):
+                    reach[j] |= {min(c + 1, cap) if hi is None else c + 1 for c in reach[i] if hi is None or c < hi}
+        return False
+
+    return accepts
+
+
+def regex(pattern: str):
+    compiled = re.compile(pattern)
+    return lambda text: compiled.fullmatch(text) is not None
+
+
+# Repeats of bytes are counted past 256 copies; repeats of a child with rule references (here
+# "y ::= ..." rules that reference another rule) past 16 copies.
+# (EBNF, oracle, units that strings are built from). Regexes here are unambiguous: Python's
+# backtracking would take exponential time on failing strings otherwise.
+LANGUAGES = [
+    ('root ::= "a"{0,100000}', regex(r"a{0,100000}"), ["a"]),
+    ('root ::= "a"{257,300}', regex(r"a{257,300}"), ["a"]),
+    ('root ::= ("ab"){3,1000000}', regex(r"(?:ab){3,1000000}"), ["ab", "a", "b"]),
+    ('root ::= ("ab"){260,290} "c"', regex(r"(?:ab){260,290}c"), ["ab", "a", "c"]),
+    ('root ::= x{20,40}\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "!"',
+     counted(r"a|bc|[d-f]+!?", 20, 40), ["a", "bc", "d", "ef", "b", "!"]),
+    ('root ::= x{30,}\nx ::= "a" | y\ny ::= "a" z\nz ::= "a"', counted(r"a|aa", 30, None), ["a", "aa", "b"]),
+    ('root ::= x{17,} "!"\nx ::= "ab" | y\ny ::= "a" | "a" z\nz ::= "b"', counted(r"ab|a", 17, None, "!"),
+     ["a", "ab", "b", "!"]),
+    ('root ::= x{260,} "!"\nx ::= "a" | "aa"', counted(r"a|aa", 260, None, "!"), ["a", "aa", "b", "!"]),
+    # nullable children: empty copies fill the minimum, only the maximum limits
+    ('root ::= ("a"?){270,300} "b"', regex(r"a{0,300}b"), ["a", "b"]),
+    ('root ::= x{100,1000000}\nx ::= "" | "ab"', regex(r"(?:ab){0,1000000}"), ["ab", "a"]),
+    ('root ::= x{20,30} "."\nx ::= y*\ny ::= "a" | "b" z?\nz ::= "c"', counted(r"(?:a|bc?)*", 20, 30, r"\."),
+     ["a", "b", "c", "."]),
+    ('root ::= x{20,30} "."\nx ::= y* "c"?\ny ::= "a" | "b"', counted(r"[ab]*c?", 20, 30, r"\."),
+     ["a", "c", "b", "."]),
+    # nested counted repeats
+    ('root ::= ("a"{2,270} "b"){17,30}', regex(r"(?:a{2,270}b){17,30}"), ["a", "aa", "b", "ab", "a" * 40]),
+    ('root ::= ("x" "a"{0,300} "y"){0,1000000}', regex(r"(?:xa{0,300}y)*"), ["x", "a", "y", "xy"]),
+    ('root ::= (("a"{0,300}){0,300} "b"){20}', regex(r"(?:a{0,90000}b){20}"), ["a", "b", "aa"]),
+]
+
+
+@st.composite
+def near_bounds(draw, units: List[str]):
+    """Strings of mostly valid units, with lengths around the interesting counts."""
+    n = draw(st.sampled_from([0, 1, 2, 3, 16, 17, 18, 20, 21, 29, 30, 31, 39, 40, 41, 60, 256, 257, 258, 260, 270,
+                              290, 291, 300, 301, 400]))
+    n += draw(st.integers(-2, 2))
+    n = max(0, n)
+    pieces = [draw(st.sampled_from(units[:2] if draw(st.integers(0, 9)) else units)) for _ in range(n)]
+    text = "".join(pieces)
+    if draw(st.booleans()):  # a likely end
+        text += draw(st.sampled_from(["", "b", "c", "!", ".", "y", "xy"]))
+    if text and draw(st.integers(0, 5)) == 0:  # a stray character somewhere
+        i = draw(st.integers(0, len(text)))
+        text = text[:i] + draw(st.sampled_from("abc!.xyz")) + text[i:]
+    return text
+
+
+@pytest.mark.parametrize("ebnf,oracle,units", LANGUAGES, ids=[x[0].replace("\n", "; ") for x in LANGUAGES])
+@SETTINGS
+@given(data=st.data())
+def test_accepts_like_oracle(ebnf: str, oracle, units: List[str], data) -> None:
+    grammar = Grammar.from_ebnf(ebnf)
+    assert has_counted_rules(grammar)
+    text = data.draw(near_bounds(units))
+    want = oracle(text)
+    assert grammar.accepts(text) == want, f"{ebnf!r} on {text!r} ({len(text)} chars)"
+
+
+def test_bounds_at_large_counts() -> None:
+    g = Grammar.from_ebnf('root ::= "a"{0,100000}')
+    assert g.accepts("a" * 100000) and not g.accepts("a" * 100001)
+    g = Grammar.from_ebnf('root ::= ("ab"){3,1000000} "c"')
+    assert g.accepts("ab" * 1000000 + "c") and not g.accepts("ab" * 1000001 + "c")
+    assert not g.accepts("ababc") and g.accepts("abababc")
+    g = Grammar.from_ebnf('root ::= "a"{100000,}')
+    assert not g.accepts("a" * 99999) and g.accepts("a" * 100000) and g.accepts("a" * 250000)
+
+
+def test_ambiguous_child_counts_every_split() -> None:
+    """x ::= "a" | "aa": after n a's every count from n/2 to n is live; all must be kept."""
+    g = Grammar.from_ebnf('root ::= x{1000,1500} "!"\nx ::= "a" | "aa"')
+    assert g.accepts("a" * 1000 + "!") and g.accepts("a" * 3000 + "!")
+    assert not g.accepts("a" * 999 + "!") and not g.accepts("a" * 3001 + "!")
+
+
+# ---- masks along token paths --------------------------------------------------------------------
+
+TOKENS = [b"a", b"aa", b"aaaa", b"a" * 16, b"a" * 40, b"a" * 100, b"b", b"ab", b"ba", b"abab", b"bc", b"c", b"d", b"ef",
+          b"!", b"x", b"y", b"xa", b"ay", b"yx", b".", b"", b"</s>"]
+
+
+def vocab() -> Vocabulary:
+    return Vocabulary(TOKENS, stop_token_ids=[len(TOKENS) - 1], special_token_ids=[len(TOKENS) - 2],
+                      vocab_size=len(TOKENS) + 3)
+
+
+def masks(matcher: Matcher, vocab_size: int):
+    cached = allocate_token_bitmask(1, vocab_size, backend="numpy")
+    matcher.fill_next_token_bitmask(cached)
+    direct = allocate_token_bitmask(1, vocab_size, backend="numpy")
+    matcher._fill_next_token_bitmask_direct(direct)
+    return cached.copy(), direct.copy()
+
+
+def ref_mask(ref: ReferenceMatcher, vocab_size: int) -> np.ndarray:
+    words = (vocab_size + 31) // 32
+    bits = np.zeros(words * 32, dtype=np.uint8)
+    bits[ref.allowed_token_ids()] = 1
+    return np.packbits(bits, bitorder="little").view(np.int32).reshape(1, words)
+
+
+# Bounds just past the unroll limits, so the unrolling reference matcher stays quick.
+REFERENCE_GRAMMARS = [
+    'root ::= "a"{257,260} "b"',
+    'root ::= x{17,20} "b"\nx ::= "a" | y\ny ::= "c"',
+    'root ::= x{0,18} "c"?\nx ::= "ab" | y\ny ::= "a" z\nz ::= "b"',
+    'root ::= x{17,20} "!"\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "x"',
+    'root ::= x{17,} "!"\nx ::= "a" | y\ny ::= "a" z\nz ::= "a"',
+    'root ::= x{17,19} "b"\nx ::= y?\ny ::= "a" | z\nz ::= "c"',
+    'root ::= ("x" y{0,17} "y"){1,17}\ny ::= "a" | z\nz ::= "c"',
+    'root ::= x{17} | x{18,19} "b"\nx ::= "a" | y\ny ::= "c"',
+]
+
+
+@pytest.mark.parametrize("source", REFERENCE_GRAMMARS)
+@settings(deadline=None, max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(rnd=st.randoms(use_true_random=False))
+def test_masks_equal_reference_with_rollbacks(source: str, rnd: random.Random) -> None:
+    grammar = Grammar.from_ebnf(source)
+    assert has_counted_rules(grammar)
+    v = vocab()
+    vs = v.vocab_size
+    compiled = Compiler(v).compile(grammar)
+    ref = ReferenceMatcher(grammar, v.token_bytes, v.stop_token_ids, v.special_token_ids, vs)
+    matcher = Matcher(compiled)
+    path: List[int] = []
+    for _ in range(40):
+        cached, direct = masks(matcher, vs)
+        want = ref_mask(ref, vs)
+        assert np.array_equal(cached, want), f"{source!r} after {[TOKENS[t] for t in path]}"
+        assert np.array_equal(direct, want)
+        assert matcher.is_completed() == ref.is_completed()
+        assert matcher.find_jump_forward_bytes() == ref.jump_forward_bytes()
+        allowed = [t for t in ref.allowed_token_ids() if t not in v.stop_token_ids]
+        if path and (not allowed or rnd.random() < 0.15):
+            k = rnd.randint(1, min(len(path), 5))
+            matcher.rollback(k)
+            ref.rollback(k)
+            del path[-k:]
+            continue
+        if not allowed:
+            break
+        t = rnd.choice(allowed)
+        assert matcher.accept_token(t) and ref.accept_token(t)
+        path.append(t)
+
+
+# Large bounds: the uncached walk is the oracle.
+LARGE_GRAMMARS = [
+    'root ::= "a"{0,100000} "b"',
+    'root ::= ("ab"){3,1000000} "c"',
+    'root ::= x{100,1000000} "!"\nx ::= "a" | "bc" | [d-f]+',
+    'root ::= x{17,40} "!"\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "x"',
+    'root ::= ("a"?){300,400} "b"',
+    'root ::= ("x" "a"{0,300} "y"){2,1000000}',
+    'root ::= "a"{300} | "a"{301,400} "b" | ("ab"){1000,}',
+]
+
+
+@pytest.mark.parametrize("source", LARGE_GRAMMARS)
+@settings(deadline=None, max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 3,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(rnd=st.randoms(use_true_random=False))
+def test_cached_masks_equal_direct_with_rollbacks(source: str, rnd: random.Random) -> None:
+    v = vocab()
+    vs = v.vocab_size
+    assert has_counted_rules(Grammar.from_ebnf(source))
+    compiled = Compiler(v).compile(Grammar.from_ebnf(source))
+    for _ in range(2):  # the second matcher finds the cache filled
+        matcher = Matcher(compiled)
+        history = []
+        for _ in range(60):
+            cached, direct = masks(matcher, vs)
+            assert np.array_equal(cached, direct), source
+            history.append(cached)
+            allowed = [t for t in matcher.allowed_token_ids() if t not in v.stop_token_ids]
+            if matcher.num_accepted_steps and (not allowed or rnd.random() < 0.1):
+                k = rnd.randint(1, min(matcher.num_accepted_steps, 6))
+                matcher.rollback(k)
+                del history[-k:]
+                cached, _ = masks(matcher, vs)
+                assert np.array_equal(cached, history[-1])  # the exact earlier mask
+                history.pop()
+                continue
+            if not allowed:
+                break
+            assert matcher.accept_token(rnd.choice(allowed))
+
+
+# ---- linked grammars keep their rule numbering --------------------------------------------------
+
+PART_A = Grammar.from_ebnf('root ::= "a"{0,1000} "b"')
+PART_B = Grammar.from_ebnf('root ::= ("x" w "y"){1,500}\nw ::= "a"{2,300} | "bc" | v\nv ::= "c" w')
+
+
+def request() -> Grammar:
+    rules = [
+        Rule("root", Seq((Repeat(RuleRef("call"), 0, 200), Literal(b"!")))),
+        Rule("call", Choice((Embed(PART_A), Embed(PART_B), Seq((Literal(b"c"), Repeat(Literal(b"ab"), 0, 300)))))),
+    ]
+    return Grammar.from_rules(rules)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_linked_masks_equal_flattened(seed: int) -> None:
+    grammar = request()
+    flat = Grammar.from_rules(flatten_embeds(grammar.rules))
+    assert len(grammar.parts) == 2 and not flat.parts
+    v = vocab()
+    compiler = Compiler(v)
+    # Compile a part on its own first, as a request grammar would find it.
+    compiler.compile(Grammar.from_rules([Rule("root", Embed(PART_B))]))
+    linked, plain = Matcher(compiler.compile(grammar)), Matcher(Compiler(v).compile(flat))
+    rnd = random.Random(seed)
+    for _ in range(80):
+        a, direct = masks(linked, v.vocab_size)
+        b, _ = masks(plain, v.vocab_size)
+        assert np.array_equal(a, b) and np.array_equal(a, direct)
+        allowed = [t for t in plain.allowed_token_ids() if t not in v.stop_token_ids]
+        if not allowed:
+            break
+        t = rnd.choice(allowed)
+        assert linked.accept_token(t) and plain.accept_token(t)
+
+
+def test_linked_bounds_are_exact() -> None:
+    v = byte_vocab()
+    grammar = Grammar.from_rules([Rule("root", Seq((Embed(PART_A), Literal(b"!"))))])
+    m = Matcher(Compiler(v).compile(grammar))
+    assert m.accept_string(b"a" * 1000 + b"b!") and m.is_completed()
+    m.reset()
+    assert not m.accept_string(b"a" * 1001)
