@@ -9,7 +9,6 @@ accepted to completion.
 from __future__ import annotations
 
 import json
-import time
 import warnings
 from typing import Any, Dict, List, Optional
 
@@ -572,14 +571,11 @@ def test_shared_rules_and_names() -> None:
     assert "defs_node" in [r.name for r in rules]
 
 
-def test_conversion_is_fast() -> None:
-    json_schema_rules(WEATHER)
-    n = 200
-    t = time.perf_counter()
-    for _ in range(n):
-        json_schema_rules(WEATHER)
-    per = (time.perf_counter() - t) / n
-    assert per < 2e-3, per  # typically ~0.1 ms; generous for slow CI machines
+def test_conversion_is_deterministic() -> None:
+    # (its speed is measured by tools/bench_json_schema.py, not asserted in a unit test)
+    first, _ = json_schema_rules(WEATHER)
+    again, _ = json_schema_rules(WEATHER)
+    assert [(r.name, r.body) for r in first] == [(r.name, r.body) for r in again]
 
 
 # --------------------------------------------------------------------------- errors
