@@ -69,6 +69,7 @@ void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks);
  * count, so the bound costs no states and any int32 bound is accepted. */
 #define AG_MAX_REPEAT INT32_MAX
 #define AG_MAX_SET_ITEMS (1 << 20) /* items in one Earley set (one step of the parser) */
+#define AG_JUMP_FORWARD_WORK (1 << 22) /* Earley items scanned by one jump-forward */
 #define AG_DEFAULT_SHARED_CACHE_BYTES ((size_t)64 << 20) /* a vocabulary's shared cache */
 
 /* ---- grammar automata ---------------------------------------------------

@@ -388,7 +388,12 @@ ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_
   ag_status st = AG_OK;
   *len = 0;
   if (ag_matcher_is_terminated(m)) return AG_OK;
-  while (*len < cap && !ag_parser_can_end(p)) {
+  /* Each forced byte costs a scan of the whole Earley set, which a counted repeat
+   * of an ambiguous child can make as large as the count: past a budget of items
+   * scanned the prefix found so far is returned (still forced, only shorter). */
+  size_t work = 0;
+  while (*len < cap && !ag_parser_can_end(p) && work < AG_JUMP_FORWARD_WORK) {
+    work += p->items.len - p->set_start.data[p->set_start.len - 1];
     uint32_t bits[8];
     if (ag_parser_next_bytes(p, bits) != 1) break;
     int b = 0;

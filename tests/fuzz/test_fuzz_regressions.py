@@ -280,3 +280,17 @@ def test_matcher_argument_errors() -> None:
     with pytest.raises(BitmaskError):
         matcher.fill_next_token_bitmask(np.zeros((1, 1), dtype=np.int64))
     assert matcher.accept_token(3) is False  # a padding id: never allowed
+
+
+def test_jump_forward_through_a_huge_ambiguous_counted_repeat() -> None:
+    """Fuzzer finding: past two copies of ':}' the grammar forces 100,000 more, and each
+    forced byte scanned an Earley set holding one item per live count (quadratic: the
+    65,536-byte jump-forward never finished). Jump-forward now stops past a work bound
+    with the prefix found so far, which is still forced."""
+    src = 'root ::= ":}" | root* root{ 100000 , 165535 } root root*'
+    vocab = Vocabulary([bytes([b]) for b in range(256)] + [b"</s>"], stop_token_ids=[256])
+    m = Matcher(Compiler(vocab).compile(Grammar.from_ebnf(src)))
+    assert m.accept_string(":}:}")
+    forced = m.find_jump_forward_string()
+    assert forced and forced == ":}" * (len(forced) // 2) + ":" * (len(forced) % 2)
+    assert m.accept_string(forced)
