@@ -304,7 +304,7 @@ REFERENCE_GRAMMARS = [
 @pytest.mark.parametrize("source", REFERENCE_GRAMMARS)
 @settings(
     deadline=None,
-    max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6,
+    max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6),
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(rnd=st.randoms(use_true_random=False))
@@ -353,7 +353,7 @@ LARGE_GRAMMARS = [
 @pytest.mark.parametrize("source", LARGE_GRAMMARS)
 @settings(
     deadline=None,
-    max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 3,
+    max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 3),
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(rnd=st.randoms(use_true_random=False))
