@@ -502,11 +502,14 @@ def run_agentic(setup: Setup, args: Any) -> Dict[str, Any]:
     }
 
 
-def _rss_mib() -> float:
-    """This process's resident set now, from /proc (0 where there is none)."""
+def _rss_mib(field: str = "VmRSS") -> float:
+    """This process's resident set now (``VmHWM``: its peak), from /proc; 0 where there is none.
+
+    Not ``getrusage().ru_maxrss``: Linux carries a parent's peak into a forked child, so a
+    child of this (large) process would report the parent's peak as its own."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -516,8 +519,6 @@ def _rss_mib() -> float:
 def _ours_memory(args: Any) -> Dict[str, float]:
     """Ours alone: the 500-tool agentic workload on one warm compiler; peak RSS, and the
     compiler's own count of its caches (``Compiler.cache_size_bytes``) against its limit."""
-    import resource
-
     from agentgrammar import Compiler
 
     setup = Setup()
@@ -529,7 +530,7 @@ def _ours_memory(args: Any) -> Dict[str, float]:
     for _ in range(args.requests):
         names = ag.subset(size)
         walk(setup, "ours", ag.build_ours(compiler, names), setup.encode(ag.output(names)))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    peak = _rss_mib("VmHWM")
     return {
         "tools": size,
         "requests": args.requests,
