@@ -148,18 +148,30 @@ static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
   ag_bit_set(e->accepted_pos, i);
 }
 
+/* The first position in [i + 1, end) that kunc marks, or end. */
+static int32_t ag_next_kunc(const uint32_t *kunc, int32_t i, int32_t end) {
+  for (int32_t j = i + 1; j < end;) {
+    uint32_t word = kunc[j >> 5] >> (j & 31);
+    if (word) {
+      j += __builtin_ctz(word);
+      return j < end ? j : end;
+    }
+    j = (j | 31) + 1;
+  }
+  return end;
+}
+
 /* Classifies sorted token i, which failed at byte `depth`, and every later token
  * sharing its first depth+1 bytes (they fail there too, the same way); returns
- * the next position. */
+ * the next position. With `own` (the verdict is the state's own walk), a covered
+ * walk stops at a token the cover leaves open: that one goes to the parser. */
 static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
-                                  bool uncertain, bool *oom) {
-  if (!uncertain) return ag_vocab_prefix_end(v, i, depth + 1); /* all rejected */
-  int32_t j = i;
-  do {
+                                  bool uncertain, bool own, bool *oom) {
+  int32_t end = ag_vocab_prefix_end(v, i, depth + 1);
+  if (own && w->covered) end = ag_next_kunc(w->kunc, i, end);
+  for (int32_t j = i; uncertain && j < end; j++)
     if (!ag_vec_push(&w->uncertain, j)) *oom = true;
-    j++;
-  } while (j < v->n_sorted && v->lcp[j] > depth);
-  return j;
+  return end;
 }
 
 /* Steps the automaton by byte c after d bytes; false when it has no edge. The
@@ -180,9 +192,7 @@ static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
   return true;
 }
 
-/* HYBRID: runs token i through the Earley parser from the item, reusing the
- * prefix it shares with the last token resolved. *depth is where it failed, or
- * len when the whole token was consumed. */
+/* HYBRID: starts the Earley parser on the item, the first time it is needed. */
 static ag_status ag_parser_ready(ag_classify *w, ag_error *err) {
   if (w->parser_ready) return AG_OK;
   ag_status st = ag_parser_init_item(&w->parser, w->g, w->state, err);
@@ -195,6 +205,9 @@ static ag_status ag_parser_ready(ag_classify *w, ag_error *err) {
   return AG_OK;
 }
 
+/* HYBRID: runs a token through the Earley parser from the item, reusing the
+ * prefix it shares with the last token resolved. *depth is where it failed, or
+ * len when the whole token was consumed. */
 static ag_status ag_earley_resolve(ag_classify *w, const uint8_t *tok, uint32_t len,
                                    uint32_t *depth, ag_error *err) {
   ag_status st = ag_parser_ready(w, err);
@@ -251,19 +264,6 @@ static ag_status ag_cover_by_predicted(ag_classify *w, ag_mask_cache *c, const a
   return AG_OK;
 }
 
-/* The first position in [i + 1, end) that kunc marks, or end. */
-static int32_t ag_next_kunc(const uint32_t *kunc, int32_t i, int32_t end) {
-  for (int32_t j = i + 1; j < end;) {
-    uint32_t word = kunc[j >> 5] >> (j & 31);
-    if (word) {
-      j += __builtin_ctz(word);
-      return j < end ? j : end;
-    }
-    j = (j | 31) + 1;
-  }
-  return end;
-}
-
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
  * without a walk. `shared` is the prefix the next token shares with the last
  * one walked: the least LCP since then. */
@@ -301,15 +301,10 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
         ag_mark_accepted(w->entry, v, i);
         i++;
       } else {
-        i = ag_classify_failed(w, v, i, at, w->ecan_end[at], &oom);
+        i = ag_classify_failed(w, v, i, at, w->ecan_end[at], false, &oom);
       }
-    } else if (w->own_exit) { /* covered: the own verdict, up to a token the cover leaves open */
-      int32_t end = ag_next_kunc(w->kunc, i, ag_vocab_prefix_end(v, i, depth + 1));
-      for (int32_t j = i; j < end && (w->can_end[depth] || w->fail_end); j++)
-        if (!ag_vec_push(&w->uncertain, j)) oom = true;
-      i = end;
     } else {
-      i = ag_classify_failed(w, v, i, depth, (w->can_end[depth] || w->fail_end), &oom);
+      i = ag_classify_failed(w, v, i, depth, w->can_end[depth] || w->fail_end, true, &oom);
     }
   }
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
@@ -399,7 +394,8 @@ static ag_status ag_state_follow(ag_mask_cache *c, const ag_grammar *g, const ag
 }
 
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, double deadline, ag_state_masks **out, ag_error *err) {
+                            int32_t state, const uint32_t *follow, double deadline,
+                            ag_state_masks **out, ag_error *err) {
   const uint32_t *safe = NULL;
   int32_t rule = g->state_rule[state];
   if (c->safe && g->rule_dispatch[rule]) {
@@ -412,8 +408,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   memset(&w, 0, sizeof w);
   w.g = g;
   w.mode = c->rule_walk[rule];
-  ag_status fst = ag_state_follow(c, g, v, rule, &w.follow, err);
-  if (fst) return fst;
+  w.follow = follow;
   w.state = state;
   w.deadline = deadline;
   w.entry = calloc(1, sizeof *w.entry);
@@ -469,15 +464,13 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_vcache_key key;
   int32_t rule = g->state_rule[state];
   const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
-  const uint32_t *follow = NULL;
-  if (c->rule_walk[rule] == AG_WALK_BYTES) {
-    ag_status st = ag_state_follow(c, g, v, rule, &follow, err);
-    if (st) return st;
-  }
+  const uint32_t *follow; /* also part of a BYTES state's key */
+  ag_status fst = ag_state_follow(c, g, v, rule, &follow, err);
+  if (fst) return fst;
   bool keyed = c->rule_walk[rule] != AG_WALK_HYBRID && ag_class_key_make(g, state, d, follow, &key);
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   if (!e) {
-    ag_status st = ag_compute(c, g, v, state, deadline, &e, err);
+    ag_status st = ag_compute(c, g, v, state, follow, deadline, &e, err);
     if (st) {
       if (keyed) ag_vcache_key_free(&key);
       return st;
