@@ -14,7 +14,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
@@ -190,11 +190,9 @@ class Compiler:
         if not isinstance(grammar, Grammar):
             raise TypeError(f"compile() takes a Grammar or EBNF text, got {type(grammar).__name__}")
         key = _content_key(grammar)
-        with self._lock:
-            found = self._recent.get(key)
-            if found is not None:
-                self._lru.move_to_end((False, key))
-                return found
+        found = self._lookup(False, key)
+        if found is not None:
+            return found
         compiled = self._build(grammar)
         self._remember(key, compiled)
         return compiled
@@ -216,19 +214,15 @@ class Compiler:
     def _part(self, grammar: Grammar) -> CompiledGrammar:
         """An embedded grammar, compiled once and kept (the oldest out past ``PART_GRAMMARS``)."""
         key = _content_key(grammar)
-        with self._lock:
-            found = self._parts.get(key)
-            if found is not None:
-                self._lru.move_to_end((True, key))
-                return found
+        found = self._lookup(True, key)
+        if found is not None:
+            return found
         compiled = self._build(grammar)
         if self.cache_limit_bytes == 0:
             return compiled
         with self._lock:
             compiled = self._parts.setdefault(key, compiled)  # another thread may have won
-            self._lru[(True, key)] = None
-            self._lru.move_to_end((True, key))
-            self._evict()
+            self._used((True, key))
         return compiled
 
     def _remember(self, key: bytes, compiled: CompiledGrammar) -> None:
@@ -238,9 +232,21 @@ class Compiler:
             return
         with self._lock:
             self._recent[key] = compiled
-            self._lru[(False, key)] = None
-            self._lru.move_to_end((False, key))
-            self._evict()
+            self._used((False, key))
+
+    def _lookup(self, is_part: bool, key: bytes) -> Optional[CompiledGrammar]:
+        """A kept part (``is_part``) or recent grammar, marked as just used; None if not kept."""
+        with self._lock:
+            found = (self._parts if is_part else self._recent).get(key)
+            if found is not None:
+                self._lru.move_to_end((is_part, key))
+            return found
+
+    def _used(self, entry: Tuple[bool, bytes]) -> None:
+        """Mark a kept entry as the most recently used, then evict past the bounds (under the lock)."""
+        self._lru[entry] = None
+        self._lru.move_to_end(entry)
+        self._evict()
 
     def _evict(self) -> None:
         """Drop least recently used entries (the newest always stays) while a kind passes
