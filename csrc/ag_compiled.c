@@ -108,5 +108,18 @@ size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   const ag_vocab *v = c->vocab;
   size_t n = ag_compiled_counted_bytes(c) + sizeof *v;
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
-  return n + (size_t)v->n_sorted * (sizeof(int32_t) + sizeof(uint16_t));
+  n += ((size_t)v->max_token_len + 1) * sizeof *v->n_longer; /* the index by length */
+  return n + (size_t)v->n_sorted * (2 * sizeof(int32_t) + sizeof(uint16_t));
+}
+
+void ag_compiled_cache_stats(const ag_compiled *c, ag_cache_stats *out) {
+  memset(out, 0, sizeof *out);
+  ag_mask_cache_add_stats(c->cache, out);
+  for (int32_t k = 0; c->parts && k < c->grammar->n_parts; k++) {
+    ag_cache_stats part;
+    ag_compiled_cache_stats(c->parts[k], &part);
+    out->walked += part.walked;
+    out->derived += part.derived;
+    out->shared += part.shared;
+  }
 }

@@ -30,6 +30,7 @@ bool ag_grow(void **data, size_t *cap, size_t need, size_t elem_size);
 
 /* Three-way comparison of uint64_t values, for qsort. */
 int ag_cmp_u64(const void *a, const void *b);
+int ag_cmp_int32(const void *a, const void *b);
 
 /* ---- bitsets over token ids or sorted positions, 32 per word ----------- */
 
@@ -196,6 +197,12 @@ struct ag_vocab {
   int32_t *stop_ids;    /* the tokens of kind STOP */
   int32_t n_stop;
   uint32_t max_token_len;
+  /* Sorted positions by token length, longest first, and n_longer[L] (L in
+   * 0 .. max_token_len): how many have more than L bytes, so by_len[0 ..
+   * n_longer[L]) are exactly the tokens longer than L. A state whose classes are
+   * derived from an L-equivalent one re-walks only those (ag_depth_equiv.h). */
+  int32_t *by_len;
+  int32_t *n_longer;
   _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
   atomic_size_t shared_bytes; /* held by the entries of `cache` */
   atomic_size_t shared_limit; /* past it, ag_vcache_add refuses (ag_vocab_set_shared_cache_limit) */
@@ -236,6 +243,20 @@ int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len);
 static inline const uint8_t *ag_vocab_token(const ag_vocab *v, int32_t id, uint32_t *len) {
   *len = v->offsets[id + 1] - v->offsets[id];
   return v->blob + v->offsets[id];
+}
+
+/* The byte length of the token at sorted position i. */
+static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
+  int32_t id = v->sorted_ids[i];
+  return v->offsets[id + 1] - v->offsets[id];
+}
+
+/* The bytes sorted tokens i and j have in common at their start. */
+static inline uint32_t ag_vocab_common_prefix(const ag_vocab *v, int32_t i, int32_t j) {
+  uint32_t li, lj, n = 0;
+  const uint8_t *a = ag_vocab_token(v, v->sorted_ids[i], &li), *b = ag_vocab_token(v, v->sorted_ids[j], &lj);
+  while (n < li && n < lj && a[n] == b[n]) n++;
+  return n;
 }
 
 /* ---- compiled grammar -------------------------------------------------- */

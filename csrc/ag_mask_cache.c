@@ -1,6 +1,7 @@
 /* ag_mask_cache.c - computing and publishing per-state token classes (see the header). */
 #include "ag_mask_cache.h"
 
+#include "ag_depth_equiv.h"
 #include "ag_dispatch.h"
 #include "ag_earley.h"
 
@@ -32,6 +33,13 @@ struct ag_mask_cache {
    * of BYTES and DISPATCH rules are shared across grammars by key. */
   uint8_t *rule_walk;
   _Atomic(uint32_t *) follow; /* ag_grammar_follow, computed at the first classification */
+  /* [n_rules] BYTES rules: how many of the rule's states have classes, and the
+   * levels of equivalence of its states (ag_depth_equiv.h), built when a second
+   * state of the rule is classified; NULL until then. */
+  atomic_int *rule_classified;
+  _Atomic(ag_depth_equiv *) *equiv;
+  atomic_bool *equiv_none; /* [n_rules] the rule is not compared (ag_depth_equiv_build) */
+  atomic_llong n_walked, n_derived, n_shared; /* published entries, by origin */
   atomic_size_t bytes;
 };
 
@@ -42,11 +50,18 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
   c->rule_walk = malloc((size_t)g->n_rules);
+  c->rule_classified = calloc((size_t)g->n_rules + 1, sizeof *c->rule_classified);
+  c->equiv = calloc((size_t)g->n_rules + 1, sizeof *c->equiv);
+  c->equiv_none = calloc((size_t)g->n_rules + 1, sizeof *c->equiv_none);
   if (g->rule_dispatch) {
     c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
     c->safe_owned = calloc((size_t)g->n_rules, sizeof *c->safe_owned);
   }
-  if (!c->entries || !c->rule_walk || (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
+  if (!c->entries || !c->rule_walk || !c->rule_classified || !c->equiv || !c->equiv_none ||
+      (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
+    free(c->rule_classified);
+    free(c->equiv);
+    free(c->equiv_none);
     free(c->entries);
     free(c->rule_walk);
     free(c->safe);
@@ -64,10 +79,20 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   c->n_states = n_states;
   c->n_rules = g->n_rules;
   for (int32_t s = 0; s < n_states; s++) atomic_init(&c->entries[s], NULL);
+  atomic_init(&c->n_walked, 0);
+  atomic_init(&c->n_derived, 0);
+  atomic_init(&c->n_shared, 0);
+  for (int32_t r = 0; r < c->n_rules; r++) {
+    atomic_init(&c->rule_classified[r], 0);
+    atomic_init(&c->equiv[r], NULL);
+    atomic_init(&c->equiv_none[r], false);
+  }
   if (c->safe)
     for (int32_t r = 0; r < c->n_rules; r++) atomic_init(&c->safe[r], NULL);
   size_t safe_bytes = c->safe ? (size_t)c->n_rules * sizeof *c->safe : 0;
-  atomic_init(&c->bytes, sizeof *c + (size_t)n_states * sizeof *c->entries + safe_bytes);
+  size_t rule_bytes = (size_t)c->n_rules * (1 + sizeof *c->rule_classified + sizeof *c->equiv +
+                                            sizeof *c->equiv_none);
+  atomic_init(&c->bytes, sizeof *c + (size_t)n_states * sizeof *c->entries + safe_bytes + rule_bytes);
   *out = c;
   return AG_OK;
 }
@@ -97,12 +122,23 @@ void ag_mask_cache_free(ag_mask_cache *c) {
   free(c->safe_owned);
   free(c->safe);
   free(atomic_load(&c->follow));
+  for (int32_t r = 0; r < c->n_rules; r++) ag_depth_equiv_free(atomic_load(&c->equiv[r]));
+  free(c->equiv);
+  free(c->equiv_none);
+  free(c->rule_classified);
   free(c->rule_walk);
   free(c->entries);
   free(c);
 }
 
 size_t ag_mask_cache_bytes(const ag_mask_cache *c) { return atomic_load(&((ag_mask_cache *)c)->bytes); }
+
+void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out) {
+  ag_mask_cache *c = (ag_mask_cache *)cache; /* atomics are read through a mutable pointer */
+  out->walked += atomic_load(&c->n_walked);
+  out->derived += atomic_load(&c->n_derived);
+  out->shared += atomic_load(&c->n_shared);
+}
 
 /* An entry of n bytes joins the cache: counted here and in the vocabulary's total. */
 static void ag_cache_grow(ag_mask_cache *c, const ag_vocab *v, size_t n) {
@@ -143,6 +179,10 @@ typedef struct ag_classify {
   ag_state_masks *entry;
 } ag_classify;
 
+/* Words of an entry's bitsets: over token ids, and over sorted positions (one spare each). */
+static size_t ag_mask_words(const ag_vocab *v) { return ((size_t)v->mask_size + 31) / 32 + 1; }
+static size_t ag_pos_words(const ag_vocab *v) { return ((size_t)v->n_sorted + 31) / 32 + 1; }
+
 static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
   ag_bit_set(e->accepted, v->sorted_ids[i]);
   ag_bit_set(e->accepted_pos, i);
@@ -161,13 +201,13 @@ static int32_t ag_next_kunc(const uint32_t *kunc, int32_t i, int32_t end) {
   return end;
 }
 
-/* Classifies sorted token i, which failed at byte `depth`, and every later token
- * sharing its first depth+1 bytes (they fail there too, the same way); returns
- * the next position. With `own` (the verdict is the state's own walk), a covered
+/* Classifies sorted token i, which failed at byte `depth`, and (unless `single`)
+ * every later token sharing its first depth+1 bytes (they fail there too, the
+ * same way); returns the next position. With `own` (the verdict is the state's own walk), a covered
  * walk stops at a token the cover leaves open: that one goes to the parser. */
 static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
-                                  bool uncertain, bool own, bool *oom) {
-  int32_t end = ag_vocab_prefix_end(v, i, depth + 1);
+                                  bool uncertain, bool own, bool single, bool *oom) {
+  int32_t end = single ? i + 1 : ag_vocab_prefix_end(v, i, depth + 1);
   if (own && w->covered) end = ag_next_kunc(w->kunc, i, end);
   for (int32_t j = i; uncertain && j < end; j++)
     if (!ag_vec_push(&w->uncertain, j)) *oom = true;
@@ -264,6 +304,35 @@ static ag_status ag_cover_by_predicted(ag_classify *w, ag_mask_cache *c, const a
   return AG_OK;
 }
 
+/* Classifies sorted token i, whose first *depth bytes the walk has in place
+ * (the prefix it shares with the token walked last); returns the next position
+ * to classify: i + 1, or past the run of tokens decided with i (with `single`,
+ * always i + 1: the caller is classifying a scattered few). */
+static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t *depth,
+                                   bool single, int32_t *next, bool *oom, ag_error *err) {
+  uint32_t len;
+  const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+  bool ok = true;
+  while (*depth < len && (ok = ag_walk_scan(w, *depth, tok[*depth]))) (*depth)++;
+  if (ok) {
+    ag_mark_accepted(w->entry, v, i);
+    *next = i + 1;
+  } else if (w->exited[*depth] || (w->own_exit && (!w->covered || ag_bit(w->kunc, i)))) {
+    uint32_t at;
+    ag_status st = ag_earley_resolve(w, tok, len, &at, err);
+    if (st) return st;
+    if (at == len) {
+      ag_mark_accepted(w->entry, v, i);
+      *next = i + 1;
+    } else {
+      *next = ag_classify_failed(w, v, i, at, w->ecan_end[at], false, single, oom);
+    }
+  } else {
+    *next = ag_classify_failed(w, v, i, *depth, w->can_end[*depth] || w->fail_end, true, single, oom);
+  }
+  return AG_OK;
+}
+
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
  * without a walk. `shared` is the prefix the next token shares with the last
  * one walked: the least LCP since then. */
@@ -284,28 +353,10 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       i++;
       continue;
     }
-    uint32_t len;
-    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
     if (shared < depth) depth = shared;
     shared = UINT32_MAX;
-    bool ok = true;
-    while (depth < len && (ok = ag_walk_scan(w, depth, tok[depth]))) depth++;
-    if (ok) {
-      ag_mark_accepted(w->entry, v, i);
-      i++;
-    } else if (w->exited[depth] || (w->own_exit && (!w->covered || ag_bit(w->kunc, i)))) {
-      uint32_t at;
-      ag_status st = ag_earley_resolve(w, tok, len, &at, err);
-      if (st) return st;
-      if (at == len) {
-        ag_mark_accepted(w->entry, v, i);
-        i++;
-      } else {
-        i = ag_classify_failed(w, v, i, at, w->ecan_end[at], false, &oom);
-      }
-    } else {
-      i = ag_classify_failed(w, v, i, depth, w->can_end[depth] || w->fail_end, true, &oom);
-    }
+    ag_status st = ag_classify_token(w, v, i, &depth, false, &i, &oom, err);
+    if (st) return st;
   }
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
@@ -393,6 +444,53 @@ static ag_status ag_state_follow(ag_mask_cache *c, const ag_grammar *g, const ag
   return st;
 }
 
+/* Sets up the classification of `state`: the walk's arrays, an empty entry,
+ * and (HYBRID, rule edges on the state) the cover by predicted states. Whatever
+ * the status, ag_classify_end releases it. */
+static ag_status ag_classify_begin(ag_classify *w, ag_mask_cache *c, const ag_grammar *g,
+                                   const ag_vocab *v, int32_t state, const uint32_t *follow,
+                                   double deadline, ag_error *err) {
+  size_t depths = (size_t)v->max_token_len + 1;
+  memset(w, 0, sizeof *w);
+  w->g = g;
+  w->mode = c->rule_walk[g->state_rule[state]];
+  w->follow = follow;
+  w->state = state;
+  w->deadline = deadline;
+  w->entry = calloc(1, sizeof *w->entry);
+  w->dfa_state = malloc(sizeof *w->dfa_state * depths);
+  w->can_end = calloc(depths * 3, sizeof *w->can_end); /* can_end, exited, ecan_end */
+  if (!w->entry || !w->can_end || !w->dfa_state ||
+      !(w->entry->accepted = calloc(ag_mask_words(v), sizeof(uint32_t))) ||
+      !(w->entry->accepted_pos = calloc(ag_pos_words(v), sizeof(uint32_t))))
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  w->exited = w->can_end + depths;
+  w->ecan_end = w->can_end + 2 * depths;
+  w->dfa_state[0] = state; /* can_end[0] is false: an end before byte d counts when d may follow */
+  const ag_state *s0 = &g->states[state];
+  w->own_exit = w->mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
+  return w->own_exit ? ag_cover_by_predicted(w, c, v, err) : AG_OK;
+}
+
+/* Releases the walk; after a successful one, stores its uncertain tokens and
+ * hands the entry over in *out, else frees it and returns st. */
+static ag_status ag_classify_end(ag_classify *w, const ag_vocab *v, ag_status st,
+                                 ag_state_masks **out, ag_error *err) {
+  if (w->parser_ready) ag_parser_free(&w->parser);
+  free(w->kunc);
+  free(w->dfa_state);
+  free(w->can_end);
+  if (!st) st = ag_store_uncertain(w->entry, v, &w->uncertain, err); /* it frees the list on failure */
+  else ag_vec_free(&w->uncertain);
+  if (st) {
+    ag_state_masks_free(w->entry);
+    return st;
+  }
+  w->entry->bytes += sizeof *w->entry + (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t);
+  *out = w->entry;
+  return AG_OK;
+}
+
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, const uint32_t *follow, double deadline,
                             ag_state_masks **out, ag_error *err) {
@@ -402,55 +500,140 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     ag_status st = ag_safe_tokens(c, g, v, rule, &safe, err);
     if (st) return st;
   }
-  size_t words = ((size_t)v->mask_size + 31) / 32;
-  size_t depths = (size_t)v->max_token_len + 1;
   ag_classify w;
-  memset(&w, 0, sizeof w);
-  w.g = g;
-  w.mode = c->rule_walk[rule];
-  w.follow = follow;
-  w.state = state;
-  w.deadline = deadline;
-  w.entry = calloc(1, sizeof *w.entry);
-  w.dfa_state = malloc(sizeof *w.dfa_state * depths);
-  w.can_end = malloc(sizeof *w.can_end * depths * 3); /* can_end, exited, ecan_end */
-  ag_status st = AG_OK;
-  size_t pos_words = ((size_t)v->n_sorted + 31) / 32 + 1;
-  if (!w.entry || !w.can_end || !w.dfa_state || !(w.entry->accepted = calloc(words + 1, sizeof(uint32_t))) ||
-      !(w.entry->accepted_pos = calloc(pos_words, sizeof(uint32_t))))
-    st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
   if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
     memcpy(w.entry->accepted_pos, safe, ag_safe_pos_words(v) * sizeof *safe);
-    memcpy(w.entry->accepted, safe + ag_safe_pos_words(v), (words + 1) * sizeof *safe);
-  }
-  if (!st) {
-    w.exited = w.can_end + depths;
-    w.ecan_end = w.can_end + 2 * depths;
-    w.dfa_state[0] = state;
-    w.can_end[0] = false; /* an end before byte d counts when byte d may follow (ag_walk_scan) */
-    const ag_state *s0 = &g->states[state];
-    w.exited[0] = false;
-    w.own_exit = w.mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
-    if (w.own_exit) st = ag_cover_by_predicted(&w, c, v, err);
+    memcpy(w.entry->accepted, safe + ag_safe_pos_words(v), ag_mask_words(v) * sizeof *safe);
   }
   if (!st) st = ag_classify_all(&w, v, safe, err);
-  if (w.parser_ready) ag_parser_free(&w.parser);
-  free(w.kunc);
-  free(w.dfa_state);
-  free(w.can_end);
-  if (st) {
-    ag_vec_free(&w.uncertain);
-    ag_state_masks_free(w.entry);
-    return st;
+  return ag_classify_end(&w, v, st, out, err);
+}
+
+/* ---- classes derived from an equivalent state (ag_depth_equiv.h) ---------- */
+
+/* The shallowest level worth deriving at: past it at most an eighth of the
+ * vocabulary is longer, and re-walked. */
+static uint32_t ag_derive_min_level(const ag_vocab *v) {
+  uint32_t l = 1;
+  while (l < v->max_token_len && v->n_longer[l] > v->n_sorted / 8) l++;
+  return l;
+}
+
+/* The uncertain tokens of `from` no longer than `level` bytes, into w's list. */
+static void ag_keep_short_uncertain(ag_classify *w, const ag_vocab *v, const ag_state_masks *from,
+                                    uint32_t level) {
+  for (int32_t k = 0; k < from->n_uncertain && !from->uncertain_bits; k++)
+    if (ag_vocab_sorted_len(v, from->uncertain[k]) <= level)
+      w->uncertain.data[w->uncertain.len++] = from->uncertain[k];
+  for (int32_t i = 0; from->uncertain_bits && i < v->n_sorted; i++)
+    if (ag_bit(from->uncertain_bits, i) && ag_vocab_sorted_len(v, i) <= level)
+      w->uncertain.data[w->uncertain.len++] = i;
+}
+
+/* The classes of `state` from those of `from`, a state of the same rule
+ * equivalent at `level`: copied, then every token longer than level walked
+ * again, with the parser where it leaves the rule, as ag_compute would. */
+static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v, int32_t state,
+                           const uint32_t *follow, const ag_state_masks *from, uint32_t level,
+                           ag_state_masks **out, ag_error *err) {
+  int32_t n_long = level >= v->max_token_len ? 0 : v->n_longer[level];
+  ag_classify w;
+  ag_status st = ag_classify_begin(&w, c, g, v, state, follow, 0, err);
+  bool oom = !st && !ag_vec_reserve(&w.uncertain, (size_t)from->n_uncertain + (size_t)n_long);
+  if (!st && !oom) {
+    memcpy(w.entry->accepted, from->accepted, ag_mask_words(v) * sizeof(uint32_t));
+    memcpy(w.entry->accepted_pos, from->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+    ag_keep_short_uncertain(&w, v, from, level);
   }
-  st = ag_store_uncertain(w.entry, v, &w.uncertain, err);
-  if (st) {
-    ag_state_masks_free(w.entry);
-    return st;
+  /* The long tokens in sorted order, so each shares the walk (and the parser's
+   * prefix) with the one before it. */
+  int32_t *order = n_long ? malloc(sizeof *order * (size_t)n_long) : NULL;
+  if (n_long && !order) oom = true;
+  if (order) {
+    memcpy(order, v->by_len, sizeof *order * (size_t)n_long);
+    qsort(order, (size_t)n_long, sizeof *order, ag_cmp_int32);
   }
-  w.entry->bytes += sizeof *w.entry + (words + 1 + pos_words) * sizeof(uint32_t);
-  *out = w.entry;
+  uint32_t depth = 0;
+  for (int32_t k = 0; !st && !oom && k < n_long; k++) {
+    int32_t i = order[k], next;
+    uint32_t shared = k ? ag_vocab_common_prefix(v, order[k - 1], i) : 0;
+    if (shared < depth) depth = shared;
+    w.pshared = shared;
+    ag_bit_clear(w.entry->accepted, v->sorted_ids[i]);
+    ag_bit_clear(w.entry->accepted_pos, i);
+    st = ag_classify_token(&w, v, i, &depth, true, &next, &oom, err);
+  }
+  free(order);
+  if (!st && oom) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  if (!st && n_long) qsort(w.uncertain.data, w.uncertain.len, sizeof *w.uncertain.data, ag_cmp_int32);
+  return ag_classify_end(&w, v, st, out, err);
+}
+
+/* The comparison of rule r's states (ag_depth_equiv.h), built by the first
+ * thread to ask, which notes the states classified before; NULL when the rule
+ * is not compared. */
+static ag_status ag_rule_equiv(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v, int32_t r,
+                               ag_depth_equiv **out, ag_error *err) {
+  ag_depth_equiv *q = atomic_load_explicit(&c->equiv[r], memory_order_acquire);
+  if (!q && !atomic_load(&c->equiv_none[r])) {
+    uint32_t max_level = v->max_token_len < AG_DEPTH_EQUIV_MAX_LEVEL ? v->max_token_len
+                                                                     : AG_DEPTH_EQUIV_MAX_LEVEL;
+    ag_status st = ag_depth_equiv_build(g, r, max_level, &q, err);
+    if (st) return st;
+    ag_depth_equiv *expected = NULL;
+    if (!q) {
+      atomic_store(&c->equiv_none[r], true);
+    } else if (atomic_compare_exchange_strong_explicit(&c->equiv[r], &expected, q,
+                                                       memory_order_acq_rel, memory_order_acquire)) {
+      int32_t n;
+      const int32_t *states = ag_depth_equiv_states(q, &n);
+      for (int32_t k = 0; k < n; k++)
+        if (atomic_load_explicit(&c->entries[states[k]], memory_order_acquire))
+          ag_depth_equiv_note(q, states[k]);
+      ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
+    } else {
+      ag_depth_equiv_free(q);
+      q = expected;
+    }
+  }
+  *out = q;
   return AG_OK;
+}
+
+/* A state's classes derived from an equivalent state's, when its rule has one
+ * classified already; *out stays NULL when there is none. */
+static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                               int32_t state, const uint32_t *follow, ag_state_masks **out,
+                               ag_error *err) {
+  *out = NULL;
+  int32_t r = g->state_rule[state];
+  if (c->rule_walk[r] == AG_WALK_DISPATCH || atomic_load(&c->rule_classified[r]) == 0) return AG_OK;
+  ag_depth_equiv *q;
+  ag_status st = ag_rule_equiv(c, g, v, r, &q, err);
+  if (st || !q) return st;
+  int32_t rep;
+  uint32_t level;
+  ag_depth_equiv_find(q, state, ag_derive_min_level(v), &rep, &level);
+  if (rep < 0) return AG_OK;
+  const ag_state_masks *from = atomic_load_explicit(&c->entries[rep], memory_order_acquire);
+  if (from) st = ag_derive(c, g, v, state, follow, from, level, out, err);
+  ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
+  return st;
+}
+
+/* After `state`'s classes are published: counted for its rule, and noted in the
+ * rule's equivalence levels when they exist. */
+static void ag_note_classified(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                               int32_t state) {
+  int32_t r = g->state_rule[state];
+  if (c->rule_walk[r] == AG_WALK_DISPATCH) return;
+  atomic_fetch_add(&c->rule_classified[r], 1);
+  ag_depth_equiv *q = atomic_load_explicit(&c->equiv[r], memory_order_acquire);
+  if (q) {
+    ag_depth_equiv_note(q, state);
+    ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
+  }
 }
 
 ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
@@ -469,8 +652,14 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (fst) return fst;
   bool keyed = c->rule_walk[rule] != AG_WALK_HYBRID && ag_class_key_make(g, state, d, follow, &key);
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
+  atomic_llong *origin = &c->n_shared;
   if (!e) {
-    ag_status st = ag_compute(c, g, v, state, follow, deadline, &e, err);
+    ag_status st = ag_try_derive(c, g, v, state, follow, &e, err);
+    origin = &c->n_derived;
+    if (!st && !e) {
+      st = ag_compute(c, g, v, state, follow, deadline, &e, err);
+      origin = &c->n_walked;
+    }
     if (st) {
       if (keyed) ag_vcache_key_free(&key);
       return st;
@@ -486,6 +675,8 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (atomic_compare_exchange_strong_explicit(&c->entries[state], &expected, e,
                                               memory_order_acq_rel, memory_order_acquire)) {
     if (!e->shared) ag_cache_grow(c, v, e->bytes);
+    atomic_fetch_add(origin, 1);
+    ag_note_classified(c, g, v, state);
     *out = e;
   } else {
     ag_state_masks_free(e);

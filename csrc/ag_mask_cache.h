@@ -62,6 +62,8 @@ ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_
                             int32_t state, double deadline, const ag_state_masks **out,
                             ag_error *err);
 size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
+/* Adds this cache's counts of states walked, derived and found shared to *out. */
+void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out);
 
 /* The classes of a compiled grammar's state: from the part that owns the state
  * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */

@@ -9,6 +9,11 @@ int ag_cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+int ag_cmp_int32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 double ag_now(void) {
   struct timespec ts;
   if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return 0.0;

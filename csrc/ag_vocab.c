@@ -92,6 +92,24 @@ int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len) {
   return lo;
 }
 
+/* by_len and n_longer (see ag_vocab): a counting sort of sorted positions by length. */
+static ag_status ag_vocab_index_lengths(ag_vocab *v, ag_error *err) {
+  uint32_t max = v->max_token_len;
+  int32_t *count = calloc((size_t)max + 2, sizeof *count); /* then: the next slot per length */
+  v->n_longer = calloc((size_t)max + 1, sizeof *v->n_longer);
+  v->by_len = malloc(sizeof *v->by_len * (size_t)(v->n_sorted ? v->n_sorted : 1));
+  if (!count || !v->n_longer || !v->by_len) {
+    free(count);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  }
+  for (int32_t i = 0; i < v->n_sorted; i++) count[ag_vocab_sorted_len(v, i)]++;
+  for (int64_t l = (int64_t)max - 1; l >= 0; l--) v->n_longer[l] = v->n_longer[l + 1] + count[l + 1];
+  for (uint32_t l = 1; l <= max; l++) count[l] = v->n_longer[l]; /* longer tokens come first */
+  for (int32_t i = 0; i < v->n_sorted; i++) v->by_len[count[ag_vocab_sorted_len(v, i)]++] = i;
+  free(count);
+  return AG_OK;
+}
+
 static ag_status ag_vocab_collect_stops(ag_vocab *v, ag_error *err) {
   int32_t n = 0;
   for (int32_t i = 0; i < v->n_tokens; i++) n += v->kinds[i] == AG_TOKEN_STOP;
@@ -129,7 +147,8 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   if (blob_len) memcpy(v->blob, blob, blob_len);
   memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
   if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
-  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
+  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_lengths(v, err)) ||
+      (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
   }
@@ -146,6 +165,8 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->kinds);
   free(v->sorted_ids);
   free(v->lcp);
+  free(v->by_len);
+  free(v->n_longer);
   free(v->stop_ids);
   ag_vcache_free(v);
   free(v);

@@ -119,6 +119,15 @@ void ag_compiled_free(ag_compiled *compiled);
 /* Approximate bytes held by the compiled grammar (automata, vocabulary index). */
 size_t ag_compiled_memory_bytes(const ag_compiled *compiled);
 
+/* How the token classes of the states visited so far were obtained, summed over
+ * the grammar's own states and its linked parts': for tuning and benchmarks. */
+typedef struct ag_cache_stats {
+  int64_t walked;  /* a walk of the whole vocabulary */
+  int64_t derived; /* copied from an equivalent state, only the longer tokens walked */
+  int64_t shared;  /* found in the vocabulary's shared cache */
+} ag_cache_stats;
+void ag_compiled_cache_stats(const ag_compiled *compiled, ag_cache_stats *out);
+
 /* ---- matcher ---------------------------------------------------------- */
 
 typedef struct ag_matcher ag_matcher;

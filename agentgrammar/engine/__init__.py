@@ -2,7 +2,7 @@
 
 from .batch import BatchMatcher, batch_fill_next_token_bitmask
 from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
-from .compiler import CompiledGrammar, Compiler
+from .compiler import CompiledGrammar, Compiler, MaskCacheStats
 from .matcher import Matcher
 from .vocabulary import Vocabulary
 
@@ -10,6 +10,7 @@ __all__ = [
     "BatchMatcher",
     "CompiledGrammar",
     "Compiler",
+    "MaskCacheStats",
     "Matcher",
     "Vocabulary",
     "allocate_token_bitmask",

@@ -14,7 +14,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
@@ -76,6 +76,21 @@ def _load_grammar(grammar: Grammar, parts: Sequence["CompiledGrammar"]) -> Any:
     return ffi.gc(out[0], lib.ag_grammar_free)
 
 
+class MaskCacheStats(NamedTuple):
+    """How a compiled grammar's states got their token classes (``CompiledGrammar.cache_stats``).
+
+    Each state the matchers visit is classified once: ``walked`` states by a walk of the whole
+    vocabulary, ``derived`` ones from an already classified state that agrees with them on
+    every string as long as most tokens (only longer tokens are walked again, as along the
+    positions of a length-bounded string), ``shared`` ones found in the vocabulary's cache,
+    computed for another grammar of the same ``Compiler``.
+    """
+
+    walked: int
+    derived: int
+    shared: int
+
+
 class CompiledGrammar:
     """A grammar bound to a vocabulary; create matchers from it. Immutable and thread-safe."""
 
@@ -107,6 +122,21 @@ class CompiledGrammar:
     def memory_size_bytes(self) -> int:
         """Approximate bytes held by the compiled grammar."""
         return int(lib.ag_compiled_memory_bytes(self._handle))
+
+    @property
+    def cache_stats(self) -> MaskCacheStats:
+        """How the states visited so far got their token classes, parts included.
+
+        >>> from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+        >>> compiled = Compiler(Vocabulary(["a", "b", "ab", "</s>"])).compile(Grammar.from_regex("ab"))
+        >>> Matcher(compiled).allowed_token_ids()
+        [0, 2]
+        >>> compiled.cache_stats
+        MaskCacheStats(walked=1, derived=0, shared=0)
+        """
+        out = ffi.new("ag_cache_stats *")
+        lib.ag_compiled_cache_stats(self._handle, out)
+        return MaskCacheStats(int(out.walked), int(out.derived), int(out.shared))
 
     def __repr__(self) -> str:
         return f"<CompiledGrammar root={self._grammar.root!r} rules={len(self._grammar.rules)}>"

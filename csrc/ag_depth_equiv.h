@@ -1,0 +1,59 @@
+/*
+ * ag_depth_equiv.h - which states of a rule agree on every string of up to L
+ * bytes (level-L equivalence, Moore's partition refinement stopped at L).
+ *
+ * Two states equivalent at level L classify every token of at most L bytes the
+ * same way. The walk of such a token sees only the accepting flags, rule edges
+ * and byte edges of the states it passes within L bytes; past a rule edge the
+ * Earley parser continues from the edge's target, which both share (rule edges
+ * must be identical, targets included), and the rule's FOLLOW set is the
+ * same. So the classes of a state can be derived from those of an L-equivalent
+ * state classified before, re-walking only the tokens longer than L
+ * (ag_vocab.by_len): a few hundred of a 128k vocabulary for L = 32.
+ *
+ * Why: the positions of a length-bounded JSON string ("maxLength": 255) are a
+ * chain of distinct automaton states, each equivalent to the next up to its
+ * distance from the bound. Each used to cost a walk of the whole vocabulary
+ * (about 17 ms on Llama-3.2) the first time a string reached it.
+ *
+ * Classes are computed lazily, per state and level, by hash-consing: a state's
+ * class at level j is the id of its signature (accepting, rule edges, and per
+ * byte range the class of its target at level j - 1), so only the states
+ * within L bytes of the states asked about are ever looked at.
+ */
+#ifndef AG_DEPTH_EQUIV_H
+#define AG_DEPTH_EQUIV_H
+
+#include "ag_internal.h"
+
+/* The deepest level compared, and the bounds on the rules compared at all. */
+#define AG_DEPTH_EQUIV_MAX_LEVEL 32
+#define AG_DEPTH_EQUIV_MIN_STATES 16 /* fewer states: few first visits to save */
+#define AG_DEPTH_EQUIV_MAX_STATES (1 << 14)
+#define AG_DEPTH_EQUIV_MAX_EDGES (1 << 20)
+
+typedef struct ag_depth_equiv ag_depth_equiv;
+
+/* The comparison of `rule`'s states at levels up to max_level; *out = NULL
+ * (and AG_OK) for a rule not worth it or not fit for it: counted states, or
+ * states outside the bounds above. */
+ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_level,
+                               ag_depth_equiv **out, ag_error *err);
+void ag_depth_equiv_free(ag_depth_equiv *q);
+/* The bytes q has come to hold since the last call (classes are computed lazily,
+ * so it grows as states are asked about), for the owner's count. Thread-safe. */
+size_t ag_depth_equiv_take_growth(ag_depth_equiv *q);
+/* The states of the rule (ascending global ids) and their count, for callers
+ * that note the states already classified when the object is built. */
+const int32_t *ag_depth_equiv_states(const ag_depth_equiv *q, int32_t *n);
+
+/* A state already noted that is equivalent to `state` at the deepest level
+ * (at least min_level): *rep, and in *level the level. *rep = -1 when there is
+ * none, or memory ran out. Thread-safe. */
+void ag_depth_equiv_find(ag_depth_equiv *q, int32_t state, uint32_t min_level, int32_t *rep,
+                         uint32_t *level);
+/* Records that `state`'s classes are published, so equivalent states may derive
+ * from them. The first state noted per class stays its representative. Thread-safe. */
+void ag_depth_equiv_note(ag_depth_equiv *q, int32_t state);
+
+#endif /* AG_DEPTH_EQUIV_H */
