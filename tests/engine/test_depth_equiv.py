@@ -203,7 +203,11 @@ def test_threads_deriving_at_once_agree_with_one_thread() -> None:
 @pytest.mark.parametrize("bound", [255, 300])
 def test_json_string_bounds_derive(bound: int) -> None:
     """The JSON Schema case: a "maxLength" string inside an object."""
-    schema = {"type": "object", "properties": {"h": {"type": "string", "maxLength": bound}}, "required": ["h"]}
+    schema = {
+        "type": "object",
+        "properties": {"h": {"type": "string", "maxLength": bound}},
+        "required": ["h"],
+    }
     compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
     matcher = Matcher(compiled)
     assert matcher.accept_string('{"h": "')
