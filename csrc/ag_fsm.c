@@ -39,7 +39,6 @@
  * past which references stay rule edges. */
 #define AG_INLINE_MAX 512
 #define AG_INLINE_BUDGET 8192
-#define AG_INLINE_ROUNDS 8 /* levels of bytes-only rules calling each other that are inlined */
 
 /* Repeats are unrolled while small. An unrolled repeat of bytes becomes part of
  * a byte automaton: determinized, and each position gets its own token classes
@@ -410,10 +409,7 @@ static void ag_node_size(ag_builder *b, int32_t i) {
       break;
     }
     case AG_NODE_DISPATCH: size = AG_UNROLL_BUDGET + 1; break; /* never copied */
-    case AG_NODE_RULEREF: /* one edge, or the callee's bytes when it is inlined (ag_nfa_ruleref) */
-      if (p[1] < b->ir->n_rules) cost = b->inline_cost[b->ir->body[p[1]]];
-      break;
-    default: break;
+    default: break; /* a rule reference: one edge */
   }
   b->inline_cost[i] = (uint32_t)(cost > AG_INLINE_MAX ? AG_INLINE_MAX + 1 : cost);
   b->node_size[i] = (uint32_t)(size > AG_UNROLL_BUDGET ? AG_UNROLL_BUDGET + 1 : size);
@@ -442,20 +438,9 @@ static ag_status ag_node_sizes(ag_builder *b) {
   b->counted = calloc(n, sizeof *b->counted);
   b->node_rule = malloc(n * sizeof *b->node_rule);
   if (!b->inline_cost || !b->node_size || !b->counted || !b->node_rule) return ag_nomem(b);
-  for (int32_t i = 0; i < b->ir->n_nodes; i++) b->node_rule[i] = -1;
-  /* A reference costs what its callee's body does, so a bytes-only rule calling
-   * other bytes-only rules (a JSON string's tail calling its character rule) is
-   * inlined too. A callee's body may come after the reference, hence rounds
-   * until nothing changes; costs only grow from 0, and a cycle of references
-   * keeps 0 (never inlined). */
-  bool changed = true;
-  for (int round = 0; changed && round < AG_INLINE_ROUNDS; round++) {
-    changed = false;
-    for (int32_t i = 0; i < b->ir->n_nodes; i++) {
-      uint32_t before = b->inline_cost[i];
-      ag_node_size(b, i);
-      changed |= b->inline_cost[i] != before;
-    }
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) {
+    b->node_rule[i] = -1;
+    ag_node_size(b, i);
   }
   for (int32_t i = 0; i < b->ir->n_nodes; i++) ag_repeat_of_inlined(b, i);
   return AG_OK;

@@ -123,22 +123,19 @@ def regex(pattern: str):
 # "y ::= ..." rules that reference another rule) past 16 copies.
 # (EBNF, oracle, units that strings are built from). Regexes here are unambiguous: Python's
 # backtracking would take exponential time on failing strings otherwise.
-# Rules written `z ::= ... | z ""` are recursive without changing their language: a
-# bytes-only rule is inlined where it is referenced (with the rules it calls), so the
-# recursion is what keeps the repeated item a rule reference, counted past 16 copies.
 LANGUAGES = [
     ('root ::= "a"{0,100000}', regex(r"a{0,100000}"), ["a"]),
     ('root ::= "a"{257,300}', regex(r"a{257,300}"), ["a"]),
     ('root ::= ("ab"){3,1000000}', regex(r"(?:ab){3,1000000}"), ["ab", "a", "b"]),
     ('root ::= ("ab"){260,290} "c"', regex(r"(?:ab){260,290}c"), ["ab", "a", "c"]),
     (
-        'root ::= x{20,40}\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "!" | z ""',
+        'root ::= x{20,40}\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "!"',
         counted(r"a|bc|[d-f]+!?", 20, 40),
         ["a", "bc", "d", "ef", "b", "!"],
     ),
-    ('root ::= x{30,}\nx ::= "a" | y\ny ::= "a" z\nz ::= "a" | z ""', counted(r"a|aa", 30, None), ["a", "aa", "b"]),
+    ('root ::= x{30,}\nx ::= "a" | y\ny ::= "a" z\nz ::= "a"', counted(r"a|aa", 30, None), ["a", "aa", "b"]),
     (
-        'root ::= x{17,} "!"\nx ::= "ab" | y\ny ::= "a" | "a" z\nz ::= "b" | z ""',
+        'root ::= x{17,} "!"\nx ::= "ab" | y\ny ::= "a" | "a" z\nz ::= "b"',
         counted(r"ab|a", 17, None, "!"),
         ["a", "ab", "b", "!"],
     ),
@@ -147,12 +144,12 @@ LANGUAGES = [
     ('root ::= ("a"?){270,300} "b"', regex(r"a{0,300}b"), ["a", "b"]),
     ('root ::= x{100,1000000}\nx ::= "" | "ab"', regex(r"(?:ab){0,1000000}"), ["ab", "a"]),
     (
-        'root ::= x{20,30} "."\nx ::= y*\ny ::= "a" | "b" z?\nz ::= "c" | z ""',
+        'root ::= x{20,30} "."\nx ::= y*\ny ::= "a" | "b" z?\nz ::= "c"',
         counted(r"(?:a|bc?)*", 20, 30, r"\."),
         ["a", "b", "c", "."],
     ),
     (
-        'root ::= x{20,30} "."\nx ::= y* "c"?\ny ::= "a" | "b" | y ""',
+        'root ::= x{20,30} "."\nx ::= y* "c"?\ny ::= "a" | "b"',
         counted(r"[ab]*c?", 20, 30, r"\."),
         ["a", "c", "b", "."],
     ),
@@ -294,13 +291,13 @@ def ref_mask(ref: ReferenceMatcher, vocab_size: int) -> np.ndarray:
 # Bounds just past the unroll limits, so the unrolling reference matcher stays quick.
 REFERENCE_GRAMMARS = [
     'root ::= "a"{257,260} "b"',
-    'root ::= x{17,20} "b"\nx ::= "a" | y\ny ::= "c" | y ""',
-    'root ::= x{0,18} "c"?\nx ::= "ab" | y\ny ::= "a" z\nz ::= "b" | z ""',
-    'root ::= x{17,20} "!"\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "x" | z ""',
-    'root ::= x{17,} "!"\nx ::= "a" | y\ny ::= "a" z\nz ::= "a" | z ""',
-    'root ::= x{17,19} "b"\nx ::= y?\ny ::= "a" | z\nz ::= "c" | z ""',
-    'root ::= ("x" y{0,17} "y"){1,17}\ny ::= "a" | z\nz ::= "c" | z ""',
-    'root ::= x{17} | x{18,19} "b"\nx ::= "a" | y\ny ::= "c" | y ""',
+    'root ::= x{17,20} "b"\nx ::= "a" | y\ny ::= "c"',
+    'root ::= x{0,18} "c"?\nx ::= "ab" | y\ny ::= "a" z\nz ::= "b"',
+    'root ::= x{17,20} "!"\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "x"',
+    'root ::= x{17,} "!"\nx ::= "a" | y\ny ::= "a" z\nz ::= "a"',
+    'root ::= x{17,19} "b"\nx ::= y?\ny ::= "a" | z\nz ::= "c"',
+    'root ::= ("x" y{0,17} "y"){1,17}\ny ::= "a" | z\nz ::= "c"',
+    'root ::= x{17} | x{18,19} "b"\nx ::= "a" | y\ny ::= "c"',
 ]
 
 
@@ -346,7 +343,7 @@ LARGE_GRAMMARS = [
     'root ::= "a"{0,100000} "b"',
     'root ::= ("ab"){3,1000000} "c"',
     'root ::= x{100,1000000} "!"\nx ::= "a" | "bc" | [d-f]+',
-    'root ::= x{17,40} "!"\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "x" | z ""',
+    'root ::= x{17,40} "!"\nx ::= "a" | "bc" | y\ny ::= [d-f]+ z?\nz ::= "x"',
     'root ::= ("a"?){300,400} "b"',
     'root ::= ("x" "a"{0,300} "y"){2,1000000}',
     'root ::= "a"{300} | "a"{301,400} "b" | ("ab"){1000,}',
