@@ -203,6 +203,8 @@ struct ag_vocab {
    * derived from an L-equivalent one re-walks only those (ag_depth_equiv.h). */
   int32_t *by_len;
   int32_t *n_longer;
+  /* The plain tokens (ag_plain_tokens.h), in the layout of a dispatch's safe tokens. */
+  uint32_t *plain;
   _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
   atomic_size_t shared_bytes; /* held by the entries of `cache` */
   atomic_size_t shared_limit; /* past it, ag_vcache_add refuses (ag_vocab_set_shared_cache_limit) */

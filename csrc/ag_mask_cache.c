@@ -4,6 +4,7 @@
 #include "ag_depth_equiv.h"
 #include "ag_dispatch.h"
 #include "ag_earley.h"
+#include "ag_plain_tokens.h"
 
 /* How a rule's states classify the vocabulary. Every mode walks the rule's own
  * byte automaton; they differ in what a rule edge reached after a byte means.
@@ -499,6 +500,8 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (c->safe && g->rule_dispatch[rule]) {
     ag_status st = ag_safe_tokens(c, g, v, rule, &safe, err);
     if (st) return st;
+  } else if (ag_plain_simulates(g, state, v->max_token_len)) {
+    safe = v->plain; /* every plain token is consumed by the state's own bytes */
   }
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);

@@ -1,6 +1,7 @@
 /* ag_vocab.c - the token vocabulary: exact token bytes, kinds, and a
  * byte-sorted order with common-prefix lengths so mask walks share prefixes. */
 #include "ag_internal.h"
+#include "ag_plain_tokens.h"
 
 typedef struct ag_sort_entry {
   const uint8_t *bytes;
@@ -148,7 +149,7 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
   if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
   if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_lengths(v, err)) ||
-      (st = ag_vocab_collect_stops(v, err))) {
+      (st = ag_plain_tokens_index(v, &v->plain, err)) || (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
   }
@@ -167,6 +168,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->lcp);
   free(v->by_len);
   free(v->n_longer);
+  free(v->plain);
   free(v->stop_ids);
   ag_vcache_free(v);
   free(v);

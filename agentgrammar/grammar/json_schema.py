@@ -1893,9 +1893,13 @@ class _Converter:
         names = tuple(props)
         key = self.key_rules.get(names)
         if key is None:  # one rule per set of names: objects reached by several paths share it
+            # the tail spelled out, not a reference: a reference is a rule edge one
+            # character into the key, and at a key position nearly every token would run
+            # past it into the parser; spelled out, the key is one byte automaton whose
+            # states take every plain token at once (csrc/ag_plain_tokens.h)
             body = _key_not_in(
                 names,
-                self.base("json_string_tail"),
+                seq([Repeat(self.base("json_any_char"), 0, None), _DQ]),
                 self.base("json_plain_escape"),
                 self.base("json_any_char"),
             )

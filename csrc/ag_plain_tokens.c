@@ -1,0 +1,120 @@
+/* ag_plain_tokens.c - plain tokens and the states that take them all (see the header). */
+#include "ag_plain_tokens.h"
+
+#include "ag_dispatch.h"
+
+/* The plain-character automaton: state 0 is between characters (the only
+ * accepting one); the others are inside a multi-byte character. */
+enum { AG_PLAIN_STATES = 8 };
+
+typedef struct ag_plain_edge {
+  uint8_t lo, hi, to;
+} ag_plain_edge;
+
+static const ag_plain_edge ag_plain_edges[] = {
+    /* 0: a character starts */
+    {0x20, 0x21, 0}, {0x23, 0x5B, 0}, {0x5D, 0x7F, 0}, {0xC2, 0xDF, 1}, {0xE0, 0xE0, 4},
+    {0xE1, 0xEC, 2}, {0xED, 0xED, 5}, {0xEE, 0xEF, 2}, {0xF0, 0xF0, 6}, {0xF1, 0xF3, 3},
+    {0xF4, 0xF4, 7},
+    /* 1: one continuation byte left */
+    {0x80, 0xBF, 0},
+    /* 2: two left */
+    {0x80, 0xBF, 1},
+    /* 3: three left */
+    {0x80, 0xBF, 2},
+    /* 4: after E0 (no overlong forms) */
+    {0xA0, 0xBF, 1},
+    /* 5: after ED (no surrogates) */
+    {0x80, 0x9F, 1},
+    /* 6: after F0 (no overlong forms) */
+    {0x90, 0xBF, 2},
+    /* 7: after F4 (nothing past U+10FFFF) */
+    {0x80, 0x8F, 2},
+};
+/* Where each state's edges begin in ag_plain_edges. */
+static const uint8_t ag_plain_at[AG_PLAIN_STATES + 1] = {0, 11, 12, 13, 14, 15, 16, 17, 18};
+
+/* The plain-automaton state after byte c from u, or -1. */
+static int ag_plain_step(int u, uint8_t c) {
+  for (int e = ag_plain_at[u]; e < ag_plain_at[u + 1]; e++)
+    if (c >= ag_plain_edges[e].lo && c <= ag_plain_edges[e].hi) return ag_plain_edges[e].to;
+  return -1;
+}
+
+ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err) {
+  uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
+  if (!bits) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  uint32_t *ids = bits + ag_safe_pos_words(v);
+  for (int32_t i = 0; i < v->n_sorted; i++) {
+    uint32_t len;
+    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+    int u = 0;
+    for (uint32_t k = 0; k < len && u >= 0; k++) u = ag_plain_step(u, tok[k]);
+    if (u == 0) {
+      ag_bit_set(bits, i);
+      ag_bit_set(ids, v->sorted_ids[i]);
+    }
+  }
+  *out = bits;
+  return AG_OK;
+}
+
+/* A visited pair of the simulation: a grammar state and a plain-automaton state. */
+typedef struct ag_plain_pair {
+  int32_t state;
+  int32_t u;
+} ag_plain_pair;
+
+typedef struct ag_plain_sim {
+  const ag_grammar *g;
+  ag_plain_pair queue[AG_PLAIN_MAX_PAIRS];
+  uint32_t depth[AG_PLAIN_MAX_PAIRS];
+  int32_t n;
+  uint64_t seen[2 * AG_PLAIN_MAX_PAIRS]; /* open addressing; 0: empty (keys are + 1) */
+} ag_plain_sim;
+
+/* Queues (s, u) at depth d unless seen (breadth first: seen at a depth no
+ * larger, whose check covers this one). False when the bound is passed. */
+static bool ag_plain_push(ag_plain_sim *x, int32_t s, int u, uint32_t d) {
+  uint64_t key = ((uint64_t)(uint32_t)s << 3 | (uint64_t)u) + 1;
+  uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (2 * AG_PLAIN_MAX_PAIRS - 1);
+  for (; x->seen[i]; i = (i + 1) & (2 * AG_PLAIN_MAX_PAIRS - 1))
+    if (x->seen[i] == key) return true;
+  if (x->n >= AG_PLAIN_MAX_PAIRS) return false;
+  x->seen[i] = key;
+  x->queue[x->n] = (ag_plain_pair){s, u};
+  x->depth[x->n++] = d;
+  return true;
+}
+
+/* Whether state s has byte edges over all of [lo, hi]; each piece's target is
+ * queued with plain state `to` at depth d. */
+static bool ag_plain_covers(ag_plain_sim *x, int32_t s, unsigned lo, unsigned hi, int to,
+                            uint32_t d) {
+  const ag_state *st = &x->g->states[s];
+  unsigned next = lo; /* the first byte not yet covered */
+  for (uint32_t e = st->byte_begin; e < st->byte_end && next <= hi; e++) {
+    const ag_byte_edge *be = &x->g->byte_edges[e];
+    if (be->hi < next) continue;
+    if (be->lo > next) return false; /* a gap */
+    if (!ag_plain_push(x, be->target, to, d)) return false;
+    next = (unsigned)be->hi + 1;
+  }
+  return next > hi;
+}
+
+bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth) {
+  ag_plain_sim *x = calloc(1, sizeof *x);
+  if (!x) return false; /* out of memory: the ordinary walk is always right */
+  x->g = g;
+  bool ok = ag_plain_push(x, state, 0, 0);
+  for (int32_t head = 0; ok && head < x->n; head++) {
+    ag_plain_pair p = x->queue[head];
+    if (x->depth[head] >= depth) continue;
+    for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++)
+      ok = ag_plain_covers(x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi,
+                           ag_plain_edges[e].to, x->depth[head] + 1);
+  }
+  free(x);
+  return ok;
+}

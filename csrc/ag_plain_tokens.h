@@ -1,0 +1,34 @@
+/*
+ * ag_plain_tokens.h - tokens of plain string text, accepted wholesale by the
+ * states that take any plain character.
+ *
+ * A plain token is a sequence of whole UTF-8 characters (no surrogates, no
+ * overlong forms), none of them '"', '\\' or a control character (below 0x20):
+ * on Llama-3.2, most of the vocabulary. A state whose own byte automaton takes
+ * every plain character, for as many bytes as a token may have, consumes every
+ * plain token: inside a JSON string value or key, in an unconstrained string
+ * of a schema, and in the bodies of most patterns' wildcards. Such a state's
+ * walk then visits only the tokens that are not plain (quotes, escapes, control
+ * bytes, partial characters), as a dispatch state's walk skips its safe tokens.
+ * This is the job llguidance's "slicer" does for its lexer; here the test is a
+ * simulation of the plain-character automaton by the state's, per state.
+ */
+#ifndef AG_PLAIN_TOKENS_H
+#define AG_PLAIN_TOKENS_H
+
+#include "ag_internal.h"
+
+/* Bounds the state pairs one simulation may visit; past it, the state is
+ * classified by a walk of the whole vocabulary, as before. */
+#define AG_PLAIN_MAX_PAIRS 4096
+
+/* The plain tokens of v, in the layout of a dispatch's safe tokens
+ * (ag_dispatch.h): a bitset over sorted positions, then one over token ids.
+ * *out is the caller's to free. */
+ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err);
+
+/* Whether every plain string of up to `depth` bytes is consumed from `state`
+ * by byte edges alone (no rule edge). */
+bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth);
+
+#endif /* AG_PLAIN_TOKENS_H */
