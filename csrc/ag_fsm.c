@@ -54,6 +54,11 @@
 #define AG_UNROLL_MAX_REF 16
 #define AG_UNROLL_BUDGET 65536
 
+/* A subtree of at least AG_SHARE_MIN automaton pieces (ag_builder.node_size)
+ * that is expanded several times into the same end state is built once (see
+ * ag_nfa_shared). */
+#define AG_SHARE_MIN 4
+
 /* Minimization rounds per rule. Usually two suffice (one merging, one
  * confirming); merging is optional, so a pathological rule just stops early. */
 #define AG_MIN_MAX_ROUNDS 64
@@ -79,6 +84,14 @@ typedef struct ag_dfa_slot {
   uint32_t gen;
   int32_t id;
 } ag_dfa_slot;
+
+/* A slot of the table of shared copies: the copy of IR node `node` that ends
+ * at NFA state `to` starts at `start`. Like ag_dfa_slot, a slot belongs to the
+ * rule being built only when its generation matches. */
+typedef struct ag_share_slot {
+  uint32_t gen;
+  int32_t node, to, start;
+} ag_share_slot;
 
 /* Where a state's signature lies in ag_builder.sig during one minimization round. */
 typedef struct ag_min_sig {
@@ -111,6 +124,10 @@ typedef struct ag_builder {
   int32_t n_nfa;
   uint64_t work;
   AG_VEC(ag_nfa_task) tasks;
+  ag_share_slot *share; /* shared copies of the current rule (ag_nfa_shared) */
+  size_t share_cap;     /* a power of two */
+  size_t share_len;
+  uint32_t share_gen;
   AG_VEC(ag_nfa_edge) edges;  /* as built */
   AG_VEC(ag_nfa_edge) csr;    /* the same edges grouped by source state */
   AG_VEC(uint32_t) csr_begin; /* [n_nfa + 1] */
@@ -221,11 +238,79 @@ static ag_status ag_nfa_eps(ag_builder *b, int32_t from, int32_t to) {
   return ag_nfa_edge_add(b, from, to, AG_NFA_EPS, 0, 0, -1);
 }
 
+static ag_status ag_nfa_push(ag_builder *b, int32_t node, int32_t from, int32_t to) {
+  ag_nfa_task t = {node, from, to};
+  return ag_vec_push(&b->tasks, t) ? AG_OK : ag_nomem(b);
+}
+
+/* Whether copies of node are worth sharing: a sequence, choice or unrolled
+ * repeat with states of its own (a byte class or a reference is one edge). */
+static bool ag_nfa_shareable(const ag_builder *b, int32_t node) {
+  int kind = ag_ir_node(b->ir, node)[0];
+  if (kind != AG_NODE_SEQ && kind != AG_NODE_CHOICE && kind != AG_NODE_REPEAT) return false;
+  return !b->counted[node] && b->node_size[node] >= AG_SHARE_MIN;
+}
+
+static uint32_t ag_share_hash(int32_t node, int32_t to) {
+  uint32_t h = ((uint32_t)node * 0x9e3779b1u) ^ ((uint32_t)to * 0x85ebca6bu);
+  return h ^ (h >> 16);
+}
+
+static ag_status ag_share_grow(ag_builder *b) {
+  size_t cap = b->share_cap ? b->share_cap * 2 : 64;
+  ag_share_slot *t = calloc(cap, sizeof *t);
+  if (!t) return ag_nomem(b);
+  for (size_t k = 0; k < b->share_cap; k++) {
+    ag_share_slot o = b->share[k];
+    if (o.gen != b->share_gen) continue;
+    size_t i = ag_share_hash(o.node, o.to) & (cap - 1);
+    while (t[i].gen == b->share_gen) i = (i + 1) & (cap - 1);
+    t[i] = o;
+  }
+  free(b->share);
+  b->share = t;
+  b->share_cap = cap;
+  return AG_OK;
+}
+
+/* The state from which node, built once, leads to `to`: the start of the one
+ * copy of node that ends at `to`, made with a fresh state on first use. A
+ * shared IR subtree (a JSON string's character class after each of a thousand
+ * trie states, say) then adds its states to the NFA once instead of once per
+ * use, and determinizing meets one set of states where it met a thousand
+ * equivalent ones, which minimization merged only afterwards. Sound because
+ * no construction adds an edge out of its `to` state or into its `from` state
+ * (see ag_nfa_choice): a path entering the copy from whichever state leaves it
+ * only at `to`, by node. */
+static ag_status ag_nfa_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out) {
+  ag_status st = ag_nfa_spend(b, 1);
+  if (!st && (b->share_len + 1) * 2 > b->share_cap) st = ag_share_grow(b);
+  if (st) return st;
+  size_t mask = b->share_cap - 1, i = ag_share_hash(node, to) & mask;
+  for (; b->share[i].gen == b->share_gen; i = (i + 1) & mask) {
+    if (b->share[i].node == node && b->share[i].to == to) {
+      *out = b->share[i].start;
+      return AG_OK;
+    }
+  }
+  if ((st = ag_nfa_state(b, out)) || (st = ag_nfa_push(b, node, *out, to))) return st;
+  ag_share_slot slot = {b->share_gen, node, to, *out};
+  b->share[i] = slot;
+  b->share_len++;
+  return AG_OK;
+}
+
+/* Connects `from` to `to` by node through its one copy that ends at `to`. */
+static ag_status ag_nfa_shared(ag_builder *b, int32_t node, int32_t from, int32_t to) {
+  int32_t start = -1;
+  ag_status st = ag_nfa_entry(b, node, to, &start);
+  return st ? st : ag_nfa_eps(b, from, start);
+}
+
 static ag_status ag_nfa_task_add(ag_builder *b, int32_t node, int32_t from, int32_t to) {
   ag_status st = ag_nfa_spend(b, 1);
   if (st) return st;
-  ag_nfa_task t = {node, from, to};
-  return ag_vec_push(&b->tasks, t) ? AG_OK : ag_nomem(b);
+  return ag_nfa_shareable(b, node) ? ag_nfa_shared(b, node, from, to) : ag_nfa_push(b, node, from, to);
 }
 
 /* Picks the state after item k of n: fresh in between, `to` after the last. */
@@ -259,15 +344,18 @@ static ag_status ag_nfa_bytes(ag_builder *b, const int32_t *p, int32_t from, int
   return st;
 }
 
+/* The states between the items are entries (ag_nfa_entry), made from the
+ * end: the state before item k is where items k.. lead to `to`, so sequences
+ * that end alike (every trie state's "other character, then the rest of the
+ * string") share their tails, from the state before the common part on. */
 static ag_status ag_nfa_seq(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
-  int32_t n = p[1], cur = from, next = -1;
+  int32_t n = p[1], next = to;
   if (n == 0) return ag_nfa_eps(b, from, to);
-  for (int32_t k = 0; k < n; k++, cur = next) {
-    ag_status st = ag_nfa_next(b, k, n, to, &next);
-    if (!st) st = ag_nfa_task_add(b, p[2 + k], cur, next);
+  for (int32_t k = n - 1; k > 0; k--) {
+    ag_status st = ag_nfa_entry(b, p[2 + k], next, &next);
     if (st) return st;
   }
-  return AG_OK;
+  return ag_nfa_task_add(b, p[2], from, next);
 }
 
 /* Alternatives share both end states. That is sound because no construction
@@ -509,6 +597,11 @@ static ag_status ag_nfa_build(ag_builder *b, int32_t body) {
   b->inlined = 0;
   b->edges.len = 0;
   b->tasks.len = 0;
+  b->share_len = 0;
+  if (++b->share_gen == 0) { /* wrapped: forget every old slot */
+    if (b->share) memset(b->share, 0, b->share_cap * sizeof *b->share);
+    b->share_gen = 1;
+  }
   ag_status st = ag_nfa_task_add(b, body, 0, 1);
   while (!st && b->tasks.len > 0) st = ag_nfa_expand(b, b->tasks.data[--b->tasks.len]);
   return st;
@@ -1050,6 +1143,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->rule_start);
   ag_vec_free(&b->bounds);
   ag_vec_free(&b->tasks);
+  free(b->share);
   ag_vec_free(&b->edges);
   ag_vec_free(&b->csr);
   ag_vec_free(&b->csr_begin);

@@ -27,7 +27,7 @@ from agentgrammar import Grammar
 from agentgrammar.errors import GrammarError, SchemaError
 from agentgrammar.grammar import char_dfa, json_values
 from agentgrammar.grammar.char_dfa import CharDFA
-from agentgrammar.grammar.ir import CharClass, Choice, Literal, Seq, choice
+from agentgrammar.grammar.ir import CharClass, Choice, Literal, Repeat, Seq, choice
 from agentgrammar.grammar.json_schema import choice as linear_choice
 from agentgrammar.grammar.json_schema import json_schema_rules
 from agentgrammar.grammar.regex import parse_regex
@@ -362,3 +362,51 @@ def test_python_shorthand_ranges_match_per_code_point_tests() -> None:
         probes = set(rng.sample(range(0x110000), 20000)) | set(range(0x3000)) | inside
         for cp in probes:
             assert (cp in inside) == test(chr(cp)), (letter, hex(cp))
+
+
+# --------------------------------------------------------------------------- shared NFA copies
+
+#: Subexpressions used many times over, as the same objects (so the serializer writes each once
+#: and the C core meets the same node in many places, often with the same continuation, where
+#: ag_fsm.c builds one copy of it).
+_SHARED_PIECES: List[Tuple[Any, str]] = [
+    (Seq((Literal(b"a"), Choice((Literal(b"b"), Literal(b"cd"))))), "a(?:b|cd)"),
+    (Choice((CharClass(((0x61, 0x63),)), Literal(b"\xc3\xa9"))), "[a-c\u00e9]"),
+    (Repeat(Literal(b"ab"), 0, 2), "(?:ab){0,2}"),
+    (Repeat(Choice((Literal(b"x"), Literal(b"yz"))), 1, None), "(?:x|yz)+"),
+    (Literal(b"q"), "q"),
+]
+
+
+@st.composite
+def _shared_trees(draw: st.DrawFn, depth: int = 0) -> Tuple[Any, str]:
+    """An IR tree over _SHARED_PIECES with its Python regex."""
+    if depth >= 3 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(_SHARED_PIECES))
+    kids = [draw(_shared_trees(depth + 1)) for _ in range(draw(st.integers(1, 3)))]
+    kind = draw(st.sampled_from(["seq", "choice", "star", "repeat"]))
+    if kind == "seq":
+        return Seq(tuple(k for k, _ in kids)), "".join(f"(?:{r})" for _, r in kids)
+    if kind == "choice":
+        return Choice(tuple(k for k, _ in kids)), "|".join(f"(?:{r})" for _, r in kids)
+    inner, r = kids[0]
+    if kind == "star":
+        return Repeat(inner, 0, None), f"(?:{r})*"
+    return Repeat(inner, 1, 3), f"(?:{r}){{1,3}}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=_shared_trees(), data=st.data())
+def test_shared_subtrees_keep_their_language(tree: Tuple[Any, str], data: st.DataObject) -> None:
+    from agentgrammar.grammar.ir import Rule
+
+    expr, pattern = tree
+    # the same pieces again in other alternatives, ending alike: copies that can be shared
+    body = Choice((expr, Seq((Literal(b"q"), expr)), Seq((expr, _SHARED_PIECES[0][0]))))
+    full = f"(?:{pattern})|q(?:{pattern})|(?:{pattern})(?:{_SHARED_PIECES[0][1]})"
+    g = Grammar.from_rules([Rule("root", body)])
+    compiled = re.compile(full)
+    alphabet = ["a", "b", "c", "d", "q", "x", "y", "z", "\u00e9", "ab", "cd", "yz"]
+    for _ in range(12):
+        s = "".join(data.draw(st.lists(st.sampled_from(alphabet), max_size=7)))
+        assert g.accepts(s) == (compiled.fullmatch(s) is not None), (pattern, s)
