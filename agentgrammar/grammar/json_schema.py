@@ -501,16 +501,35 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
         node.end = True
 
     def walk(node: _Trie) -> Expr:
+        kids = [(c, walk(child)) for c, child in node.children.items()]
+        # Hash-consed: the subtrie of a name's tail is one object in every set of names that
+        # holds the name, and what walks the rules by identity (serializing, normalizing)
+        # walks it once, not once per object: 163 sets of names in one schema make 24,000
+        # trie nodes, but only a few thousand distinct subtries.
+        key = (node.end, tail, plain_escape, any_char, tuple((c, id(e)) for c, e in kids))
+        found = _TRIE_EXPRS.get(key)
+        if found is not None:
+            return found[0]
         alts: List[Expr] = [_DQ] if not node.end else []
         other = _other_char(frozenset(node.children), plain_escape) if node.children else any_char
         alts.append(Seq((other, tail)))
-        for c, child in node.children.items():
+        for c, rest in kids:
             head = _ASCII_LITERALS[c] if c in _PLAIN_ASCII else _char_is(c)
-            rest = walk(child)
             alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))
-        return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+        expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
+        if len(_TRIE_EXPRS) >= _TRIE_EXPRS_MAX:
+            _TRIE_EXPRS.clear()
+        _TRIE_EXPRS[key] = (expr, kids)  # the kids too: their ids in the key stay theirs
+        return expr
 
     return seq([_DQ, walk(root)])
+
+
+#: Subtries of ``_key_not_in`` by their structure (children by identity), shared by all
+#: conversions; cleared when full. The same key always means the same expression, so what a
+#: conversion returns never depends on what was converted before.
+_TRIE_EXPRS: Dict[Tuple[Any, ...], Tuple[Expr, List[Tuple[str, Expr]]]] = {}
+_TRIE_EXPRS_MAX = 1 << 16
 
 
 # --------------------------------------------------------------------------- helpers
