@@ -1191,3 +1191,45 @@ def test_string_unions_agree_with_jsonschema(schema: Dict[str, Any], instances: 
     validator = jsonschema.Draft7Validator(schema)
     for x in instances:
         assert checker.accepts(json.dumps(x)) == validator.is_valid(x), x
+
+
+def test_key_tries_share_subtrees_across_sets_of_names() -> None:
+    from agentgrammar.grammar.ir import Choice as IRChoice
+    from agentgrammar.grammar.ir import RuleRef, Seq
+    from agentgrammar.grammar.json_schema import _key_not_in
+
+    def nodes(e: Any) -> Dict[int, Any]:
+        out, stack = {}, [e]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (Seq, IRChoice)) and id(x) not in out:
+                out[id(x)] = x
+                stack.extend(x.items)
+        return out
+
+    refs = (RuleRef("tail"), RuleRef("esc"), RuleRef("any"))
+    a = _key_not_in(("alpha", "beta"), *refs)
+    b = _key_not_in(("gamma", "beta"), *refs)
+    shared = set(nodes(a)) & set(nodes(b))
+    assert shared  # the subtrie of "beta" is one object in both
+    # objects whose keys differ in additional members: every key is classified right
+    schema = {
+        "type": "object",
+        "properties": {
+            "x": {
+                "type": "object",
+                "properties": {"alpha": {"type": "integer"}, "beta": {"type": "integer"}},
+            },
+            "y": {
+                "type": "object",
+                "properties": {"gamma": {"type": "integer"}, "beta": {"type": "integer"}},
+            },
+        },
+    }
+    checker = Checker(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    for inner in ({"beta": 1}, {"beta": "s"}, {"bet": "s"}, {"betax": "s"}, {"alpha": "s"}, {"gamma": "s"}):
+        for outer in ("x", "y"):
+            value = {outer: inner}
+            assert checker.accepts(json.dumps(value)) == validator.is_valid(value), value
+    assert Grammar.from_json_schema(schema) == Grammar.from_json_schema(schema)
