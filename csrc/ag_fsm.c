@@ -24,11 +24,17 @@
 #define AG_NFA_MAX_WORK ((uint64_t)AG_MAX_STATES * 4)
 
 /* Bounds the NFA-state sets stored for one rule's DFA states, in words, and
- * the epsilon-closure steps spent on them. Nested nullable repeats such as
- * ("a"?){0,n} make every DFA state hold O(n) NFA states; these turn a
- * quadratic blow-up in memory and time into a prompt error. */
+ * the work of determinizing it. Nested nullable repeats such as ("a"?){0,n}
+ * make every DFA state hold O(n) NFA states, and alternatives such as
+ * [^a]* "a" [^b]* "b" | [^b]* "b" [^c]* "c" | ... make exponentially many
+ * states; these turn the blow-up in memory and time into a prompt error. The
+ * work counts what the time goes into (ag_dfa_spend): each closure's seeds,
+ * states (twice: found, then hashed and compared when interned) and scanned
+ * edges, each DFA state's set and NFA edges, sweep events and open targets.
+ * A unit is a few nanoseconds, so the bound is about half a second; the
+ * largest MaskBench rule spends 12 million units. */
 #define AG_DFA_MAX_SET_WORDS ((size_t)1 << 24)
-#define AG_DFA_MAX_WORK ((uint64_t)1 << 27)
+#define AG_DFA_MAX_WORK ((uint64_t)1 << 28)
 
 /* A reference to a small rule made of bytes alone (no rule reference, no
  * dispatch) is expanded in place instead of becoming a rule edge, so rules such
@@ -183,8 +189,10 @@ static int ag_cmp_i32(const void *a, const void *b) {
 }
 
 /* Sorting. Most sets here have a handful of elements, where insertion sort
- * beats qsort's call overhead; an empty vector's data may be NULL, which
- * qsort forbids. */
+ * beats qsort's call overhead; up to a few hundred, Shell sort (Ciura's gaps)
+ * still does, by several times (qsort calls a comparison function for every
+ * step, and subset construction sorts a set for every DFA edge). An empty
+ * vector's data may be NULL, which qsort forbids. */
 #define AG_INSERTION_SORT(T, v, n)                                   \
   for (size_t i_ = 1; i_ < (n); i_++) {                              \
     T x_ = (v)[i_];                                                  \
@@ -193,9 +201,25 @@ static int ag_cmp_i32(const void *a, const void *b) {
     (v)[j_] = x_;                                                    \
   }
 
+#define AG_SHELL_SORT_MAX 512
+static const size_t ag_shell_gaps[] = {132, 57, 23, 10, 4, 1};
+
+#define AG_SHELL_SORT(T, v, n)                                                        \
+  for (size_t g_ = 0; g_ < sizeof ag_shell_gaps / sizeof *ag_shell_gaps; g_++) {     \
+    size_t gap_ = ag_shell_gaps[g_];                                                  \
+    for (size_t i_ = gap_; i_ < (n); i_++) {                                          \
+      T x_ = (v)[i_];                                                                 \
+      size_t j_ = i_;                                                                 \
+      for (; j_ >= gap_ && (v)[j_ - gap_] > x_; j_ -= gap_) (v)[j_] = (v)[j_ - gap_]; \
+      (v)[j_] = x_;                                                                   \
+    }                                                                                 \
+  }
+
 static void ag_sort_i32(int32_t *v, size_t n) {
   if (n <= 16) {
     AG_INSERTION_SORT(int32_t, v, n)
+  } else if (n <= AG_SHELL_SORT_MAX) {
+    AG_SHELL_SORT(int32_t, v, n)
   } else {
     qsort(v, n, sizeof *v, ag_cmp_i32);
   }
@@ -204,6 +228,8 @@ static void ag_sort_i32(int32_t *v, size_t n) {
 static void ag_sort_u64(uint64_t *v, size_t n) {
   if (n <= 16) {
     AG_INSERTION_SORT(uint64_t, v, n)
+  } else if (n <= AG_SHELL_SORT_MAX) {
+    AG_SHELL_SORT(uint64_t, v, n)
   } else {
     qsort(v, n, sizeof *v, ag_cmp_u64);
   }
@@ -641,9 +667,28 @@ static uint32_t ag_set_hash(const int32_t *set, size_t n) {
   return h;
 }
 
-static bool ag_set_equal(const ag_builder *b, int32_t id, const int32_t *set, size_t n) {
+/* A closure's sets are kept in the order the closure found them, not sorted:
+ * sorting one for every DFA edge was the largest cost of determinizing big
+ * sets. So the hash ignores order (a sum and a xor of mixed ids), and
+ * equality asks whether the stored set has the closure's size and every
+ * element marked by it (ag_dfa_closure marks exactly its states, once each). */
+static uint32_t ag_closure_hash(const int32_t *set, size_t n) {
+  uint32_t sum = 0, x = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t h = (uint32_t)set[i] * 0x9e3779b1u;
+    h ^= h >> 15;
+    sum += h;
+    x ^= h * 0x85ebca6bu;
+  }
+  return (sum ^ (x >> 7) ^ x << 13) * 0x27d4eb2fu ^ (uint32_t)n;
+}
+
+static bool ag_closure_equal(const ag_builder *b, int32_t id, size_t n) {
   size_t lo = b->set_begin.data[id], hi = b->set_begin.data[id + 1];
-  return hi - lo == n && memcmp(b->pool.data + lo, set, n * sizeof *set) == 0;
+  if (hi - lo != n) return false;
+  for (size_t i = lo; i < hi; i++)
+    if (b->mark.data[b->pool.data[i]] != b->mark_gen) return false;
+  return true;
 }
 
 /* Sorts NFA-state ids. A set can hold thousands of states (nested nullable
@@ -672,18 +717,20 @@ static ag_status ag_dfa_spend(ag_builder *b, uint64_t units) {
   if (b->dfa_work > AG_DFA_MAX_WORK)
     return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
                    "determinizing the rule takes over %llu steps (deeply nested optional "
-                   "repeats?)",
+                   "repeats, or alternatives with exponentially many combinations?)",
                    (unsigned long long)AG_DFA_MAX_WORK);
   return AG_OK;
 }
 
-/* The epsilon closure of seeds (duplicates allowed) into b->closure, sorted. */
+/* The epsilon closure of seeds (duplicates allowed) into b->closure, in the
+ * order found, each state marked (see ag_closure_hash). */
 static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
   if (++b->mark_gen == 0) { /* wrapped: forget every old mark */
     memset(b->mark.data, 0, (size_t)b->n_nfa * sizeof *b->mark.data);
     b->mark_gen = 1;
   }
   uint32_t gen = b->mark_gen, *mark = b->mark.data;
+  uint64_t scanned = 0; /* edges looked at */
   b->closure.len = b->stack.len = 0;
   for (size_t i = 0; i < n; i++) {
     if (mark[seeds[i]] == gen) continue;
@@ -693,6 +740,7 @@ static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
   }
   while (b->stack.len > 0) {
     int32_t u = b->stack.data[--b->stack.len];
+    scanned += b->csr_begin.data[u + 1] - b->csr_begin.data[u];
     for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
       const ag_nfa_edge *ed = &b->csr.data[e];
       if (ed->kind != AG_NFA_EPS || mark[ed->to] == gen) continue;
@@ -701,8 +749,9 @@ static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
         return ag_nomem(b);
     }
   }
-  ag_status st = ag_dfa_spend(b, n + b->closure.len);
-  return st ? st : ag_sort_states(b, b->closure.data, b->closure.len);
+  /* the seeds, the states and edges visited, and hashing and comparing the
+   * set when it is interned */
+  return ag_dfa_spend(b, n + 2 * (uint64_t)b->closure.len + scanned);
 }
 
 static ag_status ag_table_grow(ag_builder *b) {
@@ -751,11 +800,11 @@ static ag_status ag_dfa_add_set(ag_builder *b, uint32_t h, size_t slot, int32_t 
 static ag_status ag_dfa_intern(ag_builder *b, int32_t *id) {
   const int32_t *set = b->closure.data;
   size_t n = b->closure.len, mask = b->table_cap - 1;
-  uint32_t h = ag_set_hash(set, n);
+  uint32_t h = ag_closure_hash(set, n);
   size_t i = h & mask;
   for (; b->table[i].gen == b->table_gen; i = (i + 1) & mask) {
     int32_t k = b->table[i].id;
-    if (b->set_hash.data[k] == h && ag_set_equal(b, k, set, n)) {
+    if (b->set_hash.data[k] == h && ag_closure_equal(b, k, n)) {
       *id = k;
       return AG_OK;
     }
@@ -779,6 +828,8 @@ static ag_status ag_dfa_collect(ag_builder *b, int32_t k, bool *accepting) {
   b->events.len = b->moves.len = 0;
   *accepting = false;
   ag_status st = ag_dfa_spend(b, hi - lo);
+  for (size_t i = lo; !st && i < hi; i++)
+    st = ag_dfa_spend(b, b->csr_begin.data[b->pool.data[i] + 1] - b->csr_begin.data[b->pool.data[i]]);
   if (st) return st;
   for (size_t i = lo; i < hi; i++) {
     int32_t u = b->pool.data[i];
@@ -864,7 +915,8 @@ static ag_status ag_dfa_bytes(ag_builder *b, uint32_t first) {
   uint64_t *ev = b->events.data;
   size_t n = b->events.len, i = 0;
   int32_t prev_target = -1;
-  ag_status st = ag_sort_events(b);
+  ag_status st = ag_dfa_spend(b, n);
+  if (!st) st = ag_sort_events(b);
   if (st) return st;
   b->active.len = b->prev.len = 0;
   while (i < n) {
@@ -873,7 +925,7 @@ static ag_status ag_dfa_bytes(ag_builder *b, uint32_t first) {
       if ((st = ag_sweep_apply(b, ev[i]))) return st;
     if (i == n) break; /* position 256 or the last end: everything closed */
     int next = (int)(ev[i] >> 33);
-    if ((st = ag_sweep_compact(b))) return st;
+    if ((st = ag_dfa_spend(b, b->active.len)) || (st = ag_sweep_compact(b))) return st;
     if (b->active.len == 0) continue;
     /* Neighbouring intervals often have the same targets (a class whose
      * ranges all lead to one state): reuse instead of a new closure. */

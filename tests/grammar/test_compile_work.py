@@ -410,3 +410,29 @@ def test_shared_subtrees_keep_their_language(tree: Tuple[Any, str], data: st.Dat
     for _ in range(12):
         s = "".join(data.draw(st.lists(st.sampled_from(alphabet), max_size=7)))
         assert g.accepts(s) == (compiled.fullmatch(s) is not None), (pattern, s)
+
+
+def _chained_alternatives(n: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"[:n]
+    pairs = zip(letters, letters[1:] + letters[:1])
+    return "root ::= " + " | ".join(f'[^{c}]* "{c}" [^{d}]* "{d}"' for c, d in pairs)
+
+
+def test_determinizing_work_bound_is_a_typed_error() -> None:
+    # exponentially many DFA states (which letters are pending in which branch): the C core's
+    # AG_DFA_MAX_WORK refuses it (it used to take seconds to)
+    from agentgrammar import Compiler, Vocabulary
+
+    vocab = Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
+    with pytest.raises(GrammarError, match="determinizing the rule takes over 268435456 steps"):
+        Compiler(vocab).compile(Grammar.from_ebnf(_chained_alternatives(12)))
+    g = Grammar.from_ebnf(_chained_alternatives(4))  # small: fine
+    assert g.accepts("xayb") and g.accepts("dxa") and not g.accepts("aa") and not g.accepts("ab!")
+
+
+def test_alternatives_with_a_common_tail_determinize_small() -> None:
+    # [^\n]* "x" [^\n]* for 24 letters: the trailing repeats end alike, so the NFA holds one
+    # copy of them and the subset construction meets 2 sets, not 2**24 (it used to hit the bound)
+    letters = "abcdefghijklmnopqrstuvwx"
+    g = Grammar.from_ebnf("root ::= " + " | ".join(f'[^\\n]* "{c}" [^\\n]*' for c in letters))
+    assert g.accepts("zzzxzz") and g.accepts("a") and not g.accepts("zzz") and not g.accepts("a\nb")
