@@ -24,11 +24,17 @@
 #define AG_NFA_MAX_WORK ((uint64_t)AG_MAX_STATES * 4)
 
 /* Bounds the NFA-state sets stored for one rule's DFA states, in words, and
- * the epsilon-closure steps spent on them. Nested nullable repeats such as
- * ("a"?){0,n} make every DFA state hold O(n) NFA states; these turn a
- * quadratic blow-up in memory and time into a prompt error. */
+ * the work of determinizing it. Nested nullable repeats such as ("a"?){0,n}
+ * make every DFA state hold O(n) NFA states, and alternatives such as
+ * [^a]* "a" [^b]* "b" | [^b]* "b" [^c]* "c" | ... make exponentially many
+ * states; these turn the blow-up in memory and time into a prompt error. The
+ * work counts what the time goes into (ag_dfa_spend): each closure's seeds,
+ * states (twice: found, then hashed and compared when interned) and scanned
+ * edges, each DFA state's set and NFA edges, sweep events and open targets.
+ * A unit is a few nanoseconds, so the bound is about half a second; the
+ * largest MaskBench rule spends 12 million units. */
 #define AG_DFA_MAX_SET_WORDS ((size_t)1 << 24)
-#define AG_DFA_MAX_WORK ((uint64_t)1 << 27)
+#define AG_DFA_MAX_WORK ((uint64_t)1 << 28)
 
 /* A reference to a small rule made of bytes alone (no rule reference, no
  * dispatch) is expanded in place instead of becoming a rule edge, so rules such
@@ -53,6 +59,11 @@
 #define AG_UNROLL_MAX 256
 #define AG_UNROLL_MAX_REF 16
 #define AG_UNROLL_BUDGET 65536
+
+/* A subtree of at least AG_SHARE_MIN automaton pieces (ag_builder.node_size)
+ * that is expanded several times into the same end state is built once (see
+ * ag_nfa_shared). */
+#define AG_SHARE_MIN 4
 
 /* Minimization rounds per rule. Usually two suffice (one merging, one
  * confirming); merging is optional, so a pathological rule just stops early. */
@@ -79,6 +90,14 @@ typedef struct ag_dfa_slot {
   uint32_t gen;
   int32_t id;
 } ag_dfa_slot;
+
+/* A slot of the table of shared copies: the copy of IR node `node` that ends
+ * at NFA state `to` starts at `start`. Like ag_dfa_slot, a slot belongs to the
+ * rule being built only when its generation matches. */
+typedef struct ag_share_slot {
+  uint32_t gen;
+  int32_t node, to, start;
+} ag_share_slot;
 
 /* Where a state's signature lies in ag_builder.sig during one minimization round. */
 typedef struct ag_min_sig {
@@ -111,6 +130,10 @@ typedef struct ag_builder {
   int32_t n_nfa;
   uint64_t work;
   AG_VEC(ag_nfa_task) tasks;
+  ag_share_slot *share; /* shared copies of the current rule (ag_nfa_shared) */
+  size_t share_cap;     /* a power of two */
+  size_t share_len;
+  uint32_t share_gen;
   AG_VEC(ag_nfa_edge) edges;  /* as built */
   AG_VEC(ag_nfa_edge) csr;    /* the same edges grouped by source state */
   AG_VEC(uint32_t) csr_begin; /* [n_nfa + 1] */
@@ -166,8 +189,10 @@ static int ag_cmp_i32(const void *a, const void *b) {
 }
 
 /* Sorting. Most sets here have a handful of elements, where insertion sort
- * beats qsort's call overhead; an empty vector's data may be NULL, which
- * qsort forbids. */
+ * beats qsort's call overhead; up to a few hundred, Shell sort (Ciura's gaps)
+ * still does, by several times (qsort calls a comparison function for every
+ * step, and subset construction sorts a set for every DFA edge). An empty
+ * vector's data may be NULL, which qsort forbids. */
 #define AG_INSERTION_SORT(T, v, n)                                   \
   for (size_t i_ = 1; i_ < (n); i_++) {                              \
     T x_ = (v)[i_];                                                  \
@@ -176,9 +201,25 @@ static int ag_cmp_i32(const void *a, const void *b) {
     (v)[j_] = x_;                                                    \
   }
 
+#define AG_SHELL_SORT_MAX 512
+static const size_t ag_shell_gaps[] = {132, 57, 23, 10, 4, 1};
+
+#define AG_SHELL_SORT(T, v, n)                                                        \
+  for (size_t g_ = 0; g_ < sizeof ag_shell_gaps / sizeof *ag_shell_gaps; g_++) {     \
+    size_t gap_ = ag_shell_gaps[g_];                                                  \
+    for (size_t i_ = gap_; i_ < (n); i_++) {                                          \
+      T x_ = (v)[i_];                                                                 \
+      size_t j_ = i_;                                                                 \
+      for (; j_ >= gap_ && (v)[j_ - gap_] > x_; j_ -= gap_) (v)[j_] = (v)[j_ - gap_]; \
+      (v)[j_] = x_;                                                                   \
+    }                                                                                 \
+  }
+
 static void ag_sort_i32(int32_t *v, size_t n) {
   if (n <= 16) {
     AG_INSERTION_SORT(int32_t, v, n)
+  } else if (n <= AG_SHELL_SORT_MAX) {
+    AG_SHELL_SORT(int32_t, v, n)
   } else {
     qsort(v, n, sizeof *v, ag_cmp_i32);
   }
@@ -187,6 +228,8 @@ static void ag_sort_i32(int32_t *v, size_t n) {
 static void ag_sort_u64(uint64_t *v, size_t n) {
   if (n <= 16) {
     AG_INSERTION_SORT(uint64_t, v, n)
+  } else if (n <= AG_SHELL_SORT_MAX) {
+    AG_SHELL_SORT(uint64_t, v, n)
   } else {
     qsort(v, n, sizeof *v, ag_cmp_u64);
   }
@@ -221,11 +264,79 @@ static ag_status ag_nfa_eps(ag_builder *b, int32_t from, int32_t to) {
   return ag_nfa_edge_add(b, from, to, AG_NFA_EPS, 0, 0, -1);
 }
 
+static ag_status ag_nfa_push(ag_builder *b, int32_t node, int32_t from, int32_t to) {
+  ag_nfa_task t = {node, from, to};
+  return ag_vec_push(&b->tasks, t) ? AG_OK : ag_nomem(b);
+}
+
+/* Whether copies of node are worth sharing: a sequence, choice or unrolled
+ * repeat with states of its own (a byte class or a reference is one edge). */
+static bool ag_nfa_shareable(const ag_builder *b, int32_t node) {
+  int kind = ag_ir_node(b->ir, node)[0];
+  if (kind != AG_NODE_SEQ && kind != AG_NODE_CHOICE && kind != AG_NODE_REPEAT) return false;
+  return !b->counted[node] && b->node_size[node] >= AG_SHARE_MIN;
+}
+
+static uint32_t ag_share_hash(int32_t node, int32_t to) {
+  uint32_t h = ((uint32_t)node * 0x9e3779b1u) ^ ((uint32_t)to * 0x85ebca6bu);
+  return h ^ (h >> 16);
+}
+
+static ag_status ag_share_grow(ag_builder *b) {
+  size_t cap = b->share_cap ? b->share_cap * 2 : 64;
+  ag_share_slot *t = calloc(cap, sizeof *t);
+  if (!t) return ag_nomem(b);
+  for (size_t k = 0; k < b->share_cap; k++) {
+    ag_share_slot o = b->share[k];
+    if (o.gen != b->share_gen) continue;
+    size_t i = ag_share_hash(o.node, o.to) & (cap - 1);
+    while (t[i].gen == b->share_gen) i = (i + 1) & (cap - 1);
+    t[i] = o;
+  }
+  free(b->share);
+  b->share = t;
+  b->share_cap = cap;
+  return AG_OK;
+}
+
+/* The state from which node, built once, leads to `to`: the start of the one
+ * copy of node that ends at `to`, made with a fresh state on first use. A
+ * shared IR subtree (a JSON string's character class after each of a thousand
+ * trie states, say) then adds its states to the NFA once instead of once per
+ * use, and determinizing meets one set of states where it met a thousand
+ * equivalent ones, which minimization merged only afterwards. Sound because
+ * no construction adds an edge out of its `to` state or into its `from` state
+ * (see ag_nfa_choice): a path entering the copy from whichever state leaves it
+ * only at `to`, by node. */
+static ag_status ag_nfa_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out) {
+  ag_status st = ag_nfa_spend(b, 1);
+  if (!st && (b->share_len + 1) * 2 > b->share_cap) st = ag_share_grow(b);
+  if (st) return st;
+  size_t mask = b->share_cap - 1, i = ag_share_hash(node, to) & mask;
+  for (; b->share[i].gen == b->share_gen; i = (i + 1) & mask) {
+    if (b->share[i].node == node && b->share[i].to == to) {
+      *out = b->share[i].start;
+      return AG_OK;
+    }
+  }
+  if ((st = ag_nfa_state(b, out)) || (st = ag_nfa_push(b, node, *out, to))) return st;
+  ag_share_slot slot = {b->share_gen, node, to, *out};
+  b->share[i] = slot;
+  b->share_len++;
+  return AG_OK;
+}
+
+/* Connects `from` to `to` by node through its one copy that ends at `to`. */
+static ag_status ag_nfa_shared(ag_builder *b, int32_t node, int32_t from, int32_t to) {
+  int32_t start = -1;
+  ag_status st = ag_nfa_entry(b, node, to, &start);
+  return st ? st : ag_nfa_eps(b, from, start);
+}
+
 static ag_status ag_nfa_task_add(ag_builder *b, int32_t node, int32_t from, int32_t to) {
   ag_status st = ag_nfa_spend(b, 1);
   if (st) return st;
-  ag_nfa_task t = {node, from, to};
-  return ag_vec_push(&b->tasks, t) ? AG_OK : ag_nomem(b);
+  return ag_nfa_shareable(b, node) ? ag_nfa_shared(b, node, from, to) : ag_nfa_push(b, node, from, to);
 }
 
 /* Picks the state after item k of n: fresh in between, `to` after the last. */
@@ -259,15 +370,18 @@ static ag_status ag_nfa_bytes(ag_builder *b, const int32_t *p, int32_t from, int
   return st;
 }
 
+/* The states between the items are entries (ag_nfa_entry), made from the
+ * end: the state before item k is where items k.. lead to `to`, so sequences
+ * that end alike (every trie state's "other character, then the rest of the
+ * string") share their tails, from the state before the common part on. */
 static ag_status ag_nfa_seq(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
-  int32_t n = p[1], cur = from, next = -1;
+  int32_t n = p[1], next = to;
   if (n == 0) return ag_nfa_eps(b, from, to);
-  for (int32_t k = 0; k < n; k++, cur = next) {
-    ag_status st = ag_nfa_next(b, k, n, to, &next);
-    if (!st) st = ag_nfa_task_add(b, p[2 + k], cur, next);
+  for (int32_t k = n - 1; k > 0; k--) {
+    ag_status st = ag_nfa_entry(b, p[2 + k], next, &next);
     if (st) return st;
   }
-  return AG_OK;
+  return ag_nfa_task_add(b, p[2], from, next);
 }
 
 /* Alternatives share both end states. That is sound because no construction
@@ -509,6 +623,11 @@ static ag_status ag_nfa_build(ag_builder *b, int32_t body) {
   b->inlined = 0;
   b->edges.len = 0;
   b->tasks.len = 0;
+  b->share_len = 0;
+  if (++b->share_gen == 0) { /* wrapped: forget every old slot */
+    if (b->share) memset(b->share, 0, b->share_cap * sizeof *b->share);
+    b->share_gen = 1;
+  }
   ag_status st = ag_nfa_task_add(b, body, 0, 1);
   while (!st && b->tasks.len > 0) st = ag_nfa_expand(b, b->tasks.data[--b->tasks.len]);
   return st;
@@ -548,9 +667,28 @@ static uint32_t ag_set_hash(const int32_t *set, size_t n) {
   return h;
 }
 
-static bool ag_set_equal(const ag_builder *b, int32_t id, const int32_t *set, size_t n) {
+/* A closure's sets are kept in the order the closure found them, not sorted:
+ * sorting one for every DFA edge was the largest cost of determinizing big
+ * sets. So the hash ignores order (a sum and a xor of mixed ids), and
+ * equality asks whether the stored set has the closure's size and every
+ * element marked by it (ag_dfa_closure marks exactly its states, once each). */
+static uint32_t ag_closure_hash(const int32_t *set, size_t n) {
+  uint32_t sum = 0, x = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t h = (uint32_t)set[i] * 0x9e3779b1u;
+    h ^= h >> 15;
+    sum += h;
+    x ^= h * 0x85ebca6bu;
+  }
+  return (sum ^ (x >> 7) ^ x << 13) * 0x27d4eb2fu ^ (uint32_t)n;
+}
+
+static bool ag_closure_equal(const ag_builder *b, int32_t id, size_t n) {
   size_t lo = b->set_begin.data[id], hi = b->set_begin.data[id + 1];
-  return hi - lo == n && memcmp(b->pool.data + lo, set, n * sizeof *set) == 0;
+  if (hi - lo != n) return false;
+  for (size_t i = lo; i < hi; i++)
+    if (b->mark.data[b->pool.data[i]] != b->mark_gen) return false;
+  return true;
 }
 
 /* Sorts NFA-state ids. A set can hold thousands of states (nested nullable
@@ -579,18 +717,20 @@ static ag_status ag_dfa_spend(ag_builder *b, uint64_t units) {
   if (b->dfa_work > AG_DFA_MAX_WORK)
     return ag_fail(b->err, AG_ERR_LIMIT, b->rule,
                    "determinizing the rule takes over %llu steps (deeply nested optional "
-                   "repeats?)",
+                   "repeats, or alternatives with exponentially many combinations?)",
                    (unsigned long long)AG_DFA_MAX_WORK);
   return AG_OK;
 }
 
-/* The epsilon closure of seeds (duplicates allowed) into b->closure, sorted. */
+/* The epsilon closure of seeds (duplicates allowed) into b->closure, in the
+ * order found, each state marked (see ag_closure_hash). */
 static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
   if (++b->mark_gen == 0) { /* wrapped: forget every old mark */
     memset(b->mark.data, 0, (size_t)b->n_nfa * sizeof *b->mark.data);
     b->mark_gen = 1;
   }
   uint32_t gen = b->mark_gen, *mark = b->mark.data;
+  uint64_t scanned = 0; /* edges looked at */
   b->closure.len = b->stack.len = 0;
   for (size_t i = 0; i < n; i++) {
     if (mark[seeds[i]] == gen) continue;
@@ -600,6 +740,7 @@ static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
   }
   while (b->stack.len > 0) {
     int32_t u = b->stack.data[--b->stack.len];
+    scanned += b->csr_begin.data[u + 1] - b->csr_begin.data[u];
     for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
       const ag_nfa_edge *ed = &b->csr.data[e];
       if (ed->kind != AG_NFA_EPS || mark[ed->to] == gen) continue;
@@ -608,8 +749,9 @@ static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
         return ag_nomem(b);
     }
   }
-  ag_status st = ag_dfa_spend(b, n + b->closure.len);
-  return st ? st : ag_sort_states(b, b->closure.data, b->closure.len);
+  /* the seeds, the states and edges visited, and hashing and comparing the
+   * set when it is interned */
+  return ag_dfa_spend(b, n + 2 * (uint64_t)b->closure.len + scanned);
 }
 
 static ag_status ag_table_grow(ag_builder *b) {
@@ -658,11 +800,11 @@ static ag_status ag_dfa_add_set(ag_builder *b, uint32_t h, size_t slot, int32_t 
 static ag_status ag_dfa_intern(ag_builder *b, int32_t *id) {
   const int32_t *set = b->closure.data;
   size_t n = b->closure.len, mask = b->table_cap - 1;
-  uint32_t h = ag_set_hash(set, n);
+  uint32_t h = ag_closure_hash(set, n);
   size_t i = h & mask;
   for (; b->table[i].gen == b->table_gen; i = (i + 1) & mask) {
     int32_t k = b->table[i].id;
-    if (b->set_hash.data[k] == h && ag_set_equal(b, k, set, n)) {
+    if (b->set_hash.data[k] == h && ag_closure_equal(b, k, n)) {
       *id = k;
       return AG_OK;
     }
@@ -686,6 +828,8 @@ static ag_status ag_dfa_collect(ag_builder *b, int32_t k, bool *accepting) {
   b->events.len = b->moves.len = 0;
   *accepting = false;
   ag_status st = ag_dfa_spend(b, hi - lo);
+  for (size_t i = lo; !st && i < hi; i++)
+    st = ag_dfa_spend(b, b->csr_begin.data[b->pool.data[i] + 1] - b->csr_begin.data[b->pool.data[i]]);
   if (st) return st;
   for (size_t i = lo; i < hi; i++) {
     int32_t u = b->pool.data[i];
@@ -771,7 +915,8 @@ static ag_status ag_dfa_bytes(ag_builder *b, uint32_t first) {
   uint64_t *ev = b->events.data;
   size_t n = b->events.len, i = 0;
   int32_t prev_target = -1;
-  ag_status st = ag_sort_events(b);
+  ag_status st = ag_dfa_spend(b, n);
+  if (!st) st = ag_sort_events(b);
   if (st) return st;
   b->active.len = b->prev.len = 0;
   while (i < n) {
@@ -780,7 +925,7 @@ static ag_status ag_dfa_bytes(ag_builder *b, uint32_t first) {
       if ((st = ag_sweep_apply(b, ev[i]))) return st;
     if (i == n) break; /* position 256 or the last end: everything closed */
     int next = (int)(ev[i] >> 33);
-    if ((st = ag_sweep_compact(b))) return st;
+    if ((st = ag_dfa_spend(b, b->active.len)) || (st = ag_sweep_compact(b))) return st;
     if (b->active.len == 0) continue;
     /* Neighbouring intervals often have the same targets (a class whose
      * ranges all lead to one state): reuse instead of a new closure. */
@@ -1050,6 +1195,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->rule_start);
   ag_vec_free(&b->bounds);
   ag_vec_free(&b->tasks);
+  free(b->share);
   ag_vec_free(&b->edges);
   ag_vec_free(&b->csr);
   ag_vec_free(&b->csr_begin);

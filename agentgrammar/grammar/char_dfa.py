@@ -419,6 +419,57 @@ class CharDFA:
         accepting = [self.accepting[p] and other.accepting[q] for p, q in pairs]
         return CharDFA(edges, accepting, self.alphabet).minimized()
 
+    def union(self, other: "CharDFA", limit: int = PRODUCT_LIMIT) -> "CharDFA":
+        """The strings either accepts (product construction over reachable pairs, a side that
+        has no move being -1). Past ``limit`` states GrammarError: a caller that has the
+        languages apart as well keeps them apart then."""
+        mine, theirs = _sorted_rows(self.edges), _sorted_rows(other.edges)
+        work = _Work("uniting the constraints")
+        ids: Dict[Tuple[int, int], int] = {(0, 0): 0}
+        pairs = [(0, 0)]
+        edges: List[List[Edge]] = []
+        none: List[Edge] = []
+        top = self.alphabet[-1][1] + 1
+        i = 0
+        while i < len(pairs):
+            p, q = pairs[i]
+            left = mine[p] if p >= 0 else none
+            right = theirs[q] if q >= 0 else none
+            work.charge(len(left) + len(right) + 1)
+            row: List[Edge] = []
+            a = b = 0
+            x = 0  # the first character not yet swept
+            while a < len(left) or b < len(right):  # both sorted and disjoint: a sweep
+                la, ha, ta = left[a] if a < len(left) else (top, top, -1)
+                lb, hb, tb = right[b] if b < len(right) else (top, top, -1)
+                x = max(x, min(la, lb))
+                t1 = ta if la <= x else -1
+                t2 = tb if lb <= x else -1
+                # the segment ends where either side's current range ends or the other starts
+                y = min(ha if t1 >= 0 else la - 1, hb if t2 >= 0 else lb - 1)
+                key = (t1, t2)
+                target = ids.get(key)
+                if target is None:
+                    if len(pairs) >= limit:
+                        raise GrammarError(
+                            f"uniting the constraints needs an automaton of more than {limit} states"
+                        )
+                    target = ids[key] = len(pairs)
+                    pairs.append(key)
+                if row and row[-1][2] == target and row[-1][1] == x - 1:
+                    row[-1] = (row[-1][0], y, target)
+                else:
+                    row.append((x, y, target))
+                x = y + 1
+                if t1 >= 0 and ha == y:
+                    a += 1
+                if t2 >= 0 and hb == y:
+                    b += 1
+            edges.append(row)
+            i += 1
+        accepting = [(p >= 0 and self.accepting[p]) or (q >= 0 and other.accepting[q]) for p, q in pairs]
+        return CharDFA(edges, accepting, self.alphabet).minimized()
+
     def complement(self) -> "CharDFA":
         """The strings this DFA rejects."""
         dead = len(self.edges)

@@ -78,7 +78,7 @@ from urllib.parse import unquote
 
 from ..errors import GrammarError, SchemaError
 from . import json_values
-from .char_dfa import CharDFA
+from .char_dfa import PRODUCT_LIMIT, CharDFA
 from .ir import (
     EMPTY,
     CharClass,
@@ -251,6 +251,18 @@ def _count(schema: Dict[str, Any], keyword: str, conv: Any, path: str) -> Option
     if x is not None and x > MAX_COUNT:
         raise conv.fail(f"'{keyword}' is {x}; the largest supported is {MAX_COUNT}", path, keyword)
     return x
+
+
+def _bounds(schema: Dict[str, Any]) -> Optional[Tuple[int, Optional[int]]]:
+    """A string schema's ``minLength`` and ``maxLength``; None when either is malformed."""
+    lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+    for x in (lo, hi):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_COUNT):
+            return None
+    return (lo, hi) if lo is not None else None
+
+
+_MAX_UNION_LEAVES = 256  # string schemas united into one automaton (string_union)
 
 
 @lru_cache(maxsize=1)
@@ -489,16 +501,35 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
         node.end = True
 
     def walk(node: _Trie) -> Expr:
+        kids = [(c, walk(child)) for c, child in node.children.items()]
+        # Hash-consed: the subtrie of a name's tail is one object in every set of names that
+        # holds the name, and what walks the rules by identity (serializing, normalizing)
+        # walks it once, not once per object: 163 sets of names in one schema make 24,000
+        # trie nodes, but only a few thousand distinct subtries.
+        key = (node.end, tail, plain_escape, any_char, tuple((c, id(e)) for c, e in kids))
+        found = _TRIE_EXPRS.get(key)
+        if found is not None:
+            return found[0]
         alts: List[Expr] = [_DQ] if not node.end else []
         other = _other_char(frozenset(node.children), plain_escape) if node.children else any_char
         alts.append(Seq((other, tail)))
-        for c, child in node.children.items():
+        for c, rest in kids:
             head = _ASCII_LITERALS[c] if c in _PLAIN_ASCII else _char_is(c)
-            rest = walk(child)
             alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))
-        return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+        expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
+        if len(_TRIE_EXPRS) >= _TRIE_EXPRS_MAX:
+            _TRIE_EXPRS.clear()
+        _TRIE_EXPRS[key] = (expr, kids)  # the kids too: their ids in the key stay theirs
+        return expr
 
     return seq([_DQ, walk(root)])
+
+
+#: Subtries of ``_key_not_in`` by their structure (children by identity), shared by all
+#: conversions; cleared when full. The same key always means the same expression, so what a
+#: conversion returns never depends on what was converted before.
+_TRIE_EXPRS: Dict[Tuple[Any, ...], Tuple[Expr, List[Tuple[str, Expr]]]] = {}
+_TRIE_EXPRS_MAX = 1 << 16
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1189,6 +1220,9 @@ class _Converter:
                         )
                 if rest:
                     branches = [self.merge(rest, b, _ptr(path, kw, i)) for i, b in enumerate(branches)]
+                united, expr = self.string_union(branches, path, hint)
+                if united:
+                    return expr
                 alts = [
                     self.sub(b, _ptr(path, kw, i), depth, f"{hint}_{kw.lower()}_{i}")
                     for i, b in enumerate(branches)
@@ -1610,34 +1644,140 @@ class _Converter:
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
         keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
         try:
-            parts = [
-                _pattern_dfa(p)
-                for p in [
-                    *([schema["pattern"]] if "pattern" in schema else []),
-                    *schema.get(_AND_PATTERNS, []),
-                ]
-            ]
-            if schema.get("format") in json_values.SUPPORTED_FORMATS:
-                parts.append(_format_dfa(schema["format"]))
-            dfa = parts[0] if parts else CharDFA.length(0, None)  # (no product with "any string")
-            for part in parts[1:]:
-                dfa = dfa.intersect(part)
-            for p in schema.get(_NOT_PATTERNS, []):
-                dfa = dfa.minus(_pattern_dfa(p))
-            if schema.get(_NOT_STRINGS):
-                dfa = dfa.minus(CharDFA.literal_set(schema[_NOT_STRINGS]))
-            loop = dfa.single_loop()
-            if loop is not None and (lo or hi is not None):
-                # C* under a length bound is C{lo,hi}: counted, not a product automaton
-                ch = json_values.json_char_of(loop)
-                if ch is None:  # no character can be spelled: only the empty string
-                    return None if lo else seq([_DQ, _DQ])
-                return seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
-            if lo or hi is not None:
-                dfa = dfa.intersect(CharDFA.length(lo, hi))
+            dfa = self.string_dfa(schema)
+            return self.automaton_string(dfa, lo, hi, hint)
         except GrammarError as e:
             self.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
             return self.base("json_string")
+
+    def string_union(self, branches: List[Any], path: str, hint: str) -> Tuple[bool, Optional[Expr]]:
+        """anyOf / oneOf branches that are all strings under automaton constraints (nested
+        anyOfs, ``not`` and ``$ref`` included) as one automaton, the union of theirs: it is
+        (True, the expression). Converted apart, each branch's automaton becomes its own rules,
+        although most of their states are alike (the same pattern, the same length bounds
+        merged into every branch): ``anyOf`` of 16 patterns under ``minLength``/``maxLength``
+        makes 13,000 rules apart and 1,500 united. (False, None) when some branch is not such
+        a string, or the union would have more states than the branches' automata together:
+        the caller converts the branches one by one then, exactly as without this."""
+        leaves: List[Dict[str, Any]] = []
+        lenient, self.lenient = self.lenient, False  # anything over-approximated: not here
+        try:
+            if not all(self.string_leaves(b, path, leaves, 0) for b in branches) or len(leaves) < 2:
+                return False, None
+            bounds = {(s.get("minLength", 0), s.get("maxLength")) for s in leaves}
+            if len(bounds) == 1:  # the usual case: the bounds were merged into every branch
+                (lo, hi), dfas = bounds.pop(), [self.string_dfa(s) for s in leaves]
+            else:
+                lo, hi = 0, None
+                dfas = [self.string_dfa(s).intersect(CharDFA.length(*_bounds(s))) for s in leaves]
+            apart = sum(d.num_states for d in dfas)
+            united = dfas[0]
+            for d in dfas[1:]:
+                united = united.union(d, max(PRODUCT_LIMIT, apart))
+                if united.num_states > apart:
+                    return False, None
+            return True, self.automaton_string(united, lo, hi, hint)
+        except (GrammarError, RecursionError):
+            return False, None
+        finally:
+            self.lenient = lenient
+
+    def string_leaves(self, schema: Any, path: str, out: List[Dict[str, Any]], level: int) -> bool:
+        """Collect in ``out`` the string schemas whose union ``schema`` is, each one that
+        ``string`` builds an automaton for; False when ``schema`` is anything else (another
+        type, an enum, ...). Schemas that admit nothing add nothing."""
+        if level > _MAX_LEVEL or len(out) > _MAX_UNION_LEAVES:
+            return False
+        if schema is False:
+            return True
+        if not isinstance(schema, dict):
+            return False
+        schema = self.deref(schema, path)
+        if isinstance(schema, dict) and "allOf" in schema:
+            schema = self.flatten_all_of(schema, path)
+        if schema is False:
+            return True
+        if (
+            not isinstance(schema, dict)
+            or _REWRITTEN_KW & set(schema)
+            or "enum" in schema
+            or "const" in schema
+        ):
+            return False
+        if "not" in schema:
+            rest = {k: v for k, v in schema.items() if k != "not"}
+            positive = self.negate(schema["not"], _ptr(path, "not"))
+            return self.string_leaves(self.merge(rest, positive, path), path, out, level + 1)
+        if "oneOf" in schema:
+            return False
+        if "anyOf" in schema:
+            branches = schema["anyOf"]
+            if not isinstance(branches, list) or not branches:
+                return False
+            rest = {k: v for k, v in schema.items() if k != "anyOf" and not _is_annotation(k)}
+            if rest:
+                branches = [self.merge(rest, b, path) for b in branches]
+            return all(self.string_leaves(b, path, out, level + 1) for b in branches)
+        if any(k not in _STRING_KW and k != "type" and not _is_annotation(k) for k in schema):
+            return False
+        if self.types(schema, path) != ["string"]:
+            return False
+        bounds = _bounds(schema)
+        if bounds is None:
+            return False  # malformed: the usual conversion says why
+        lo, hi = bounds
+        if hi is not None and lo > hi:
+            return True
+        pattern, fmt = schema.get("pattern"), schema.get("format")
+        if (pattern is not None and not isinstance(pattern, str)) or (
+            fmt is not None and (not isinstance(fmt, str) or fmt in json_values.UNSUPPORTED_SPEC_FORMATS)
+        ):
+            return False
+        if fmt not in json_values.SUPPORTED_FORMATS:
+            fmt = None
+        constraints = [c for c in (pattern, fmt) if c is not None]
+        if not (
+            any(schema.get(k) for k in _INTERNAL_KW)
+            or len(constraints) > 1
+            or (constraints and (lo or hi is not None))
+        ):
+            return False  # built without an automaton (a pattern alone, a length alone)
+        out.append(schema)
+        return True
+
+    def string_dfa(self, schema: Dict[str, Any]) -> CharDFA:
+        """The automaton of a string schema's character constraints, its length bounds apart
+        (GrammarError past the automata's limits)."""
+        parts = [
+            _pattern_dfa(p)
+            for p in [
+                *([schema["pattern"]] if "pattern" in schema else []),
+                *schema.get(_AND_PATTERNS, []),
+            ]
+        ]
+        if schema.get("format") in json_values.SUPPORTED_FORMATS:
+            parts.append(_format_dfa(schema["format"]))
+        dfa = parts[0] if parts else CharDFA.length(0, None)  # (no product with "any string")
+        for part in parts[1:]:
+            dfa = dfa.intersect(part)
+        for p in schema.get(_NOT_PATTERNS, []):
+            dfa = dfa.minus(_pattern_dfa(p))
+        if schema.get(_NOT_STRINGS):
+            dfa = dfa.minus(CharDFA.literal_set(schema[_NOT_STRINGS]))
+        return dfa
+
+    def automaton_string(self, dfa: CharDFA, lo: int, hi: Optional[int], hint: str) -> Optional[Expr]:
+        """A JSON string whose content ``dfa`` accepts, of ``lo..hi`` characters (GrammarError
+        past the automata's limits)."""
+        loop = dfa.single_loop()
+        if loop is not None and (lo or hi is not None):
+            # C* under a length bound is C{lo,hi}: counted, not a product automaton
+            ch = json_values.json_char_of(loop)
+            if ch is None:  # no character can be spelled: only the empty string
+                return None if lo else seq([_DQ, _DQ])
+            return seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
+        if lo or hi is not None:
+            dfa = dfa.intersect(CharDFA.length(lo, hi))
         content = dfa.to_ir(self.json_char, self.rules, self.fresh, f"{hint}_str")
         return None if content is None else seq([_DQ, content, _DQ])
 

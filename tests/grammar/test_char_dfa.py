@@ -130,6 +130,51 @@ def test_intersect_complement_minus(p: str, q: str, s: str) -> None:
     assert a.complement().intersect(b.complement()).complement().matches(s) == (in_a or in_b)
 
 
+def equivalent(a: CharDFA, b: CharDFA) -> bool:
+    """Whether two automata accept the same language (exactly: neither minus the other)."""
+    return a.minus(b).is_empty() and b.minus(a).is_empty()
+
+
+@SETTINGS
+@given(p=st.sampled_from(PATTERNS), q=st.sampled_from(PATTERNS), s=strings)
+def test_union_agrees_with_re(p: str, q: str, s: str) -> None:
+    assert dfa(p).union(dfa(q)).matches(s) == (full(p, s) or full(q, s))
+
+
+@pytest.mark.parametrize("p, q", list(itertools.combinations(PATTERNS, 2)))
+def test_union_is_de_morgans_union(p: str, q: str) -> None:
+    a, b = dfa(p), dfa(q)
+    by_de_morgan = a.complement().intersect(b.complement()).complement()
+    u = a.union(b)
+    assert equivalent(u, by_de_morgan)
+    assert u.num_states == by_de_morgan.num_states  # both minimal
+    assert equivalent(b.union(a), u)
+
+
+@SETTINGS
+@given(p=st.sampled_from(PATTERNS), q=st.sampled_from(PATTERNS), s=st.text(max_size=6))
+def test_union_over_all_of_unicode(p: str, q: str, s: str) -> None:
+    # moves that overlap partly, or cover every character (complements), on both sides
+    a, b = dfa(p).complement(), dfa(q)
+    assert a.union(b).matches(s) == ((not full(p, s)) or full(q, s))
+
+
+def test_union_of_empty_and_universal_languages() -> None:
+    nothing, anything = CharDFA.literal_set([]), CharDFA.length(0, None)
+    d = dfa("a(b|c)*d?")
+    assert equivalent(d.union(nothing), d)
+    assert equivalent(nothing.union(d), d)
+    assert equivalent(d.union(anything), anything)
+    assert nothing.union(nothing).is_empty()
+
+
+def test_union_size_bound() -> None:
+    a, b = dfa("(a|b)*a(a|b){3}"), dfa("c(a|b)*")
+    assert a.union(b).num_states == 16 + 2  # apart from the start, the two never meet
+    with pytest.raises(GrammarError, match="more than 8 states"):
+        a.union(b, limit=8)
+
+
 @SETTINGS
 @given(p=st.sampled_from(PATTERNS), s=st.text(max_size=6))
 def test_complement_over_all_of_unicode(p: str, s: str) -> None:

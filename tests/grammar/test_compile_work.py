@@ -27,7 +27,7 @@ from agentgrammar import Grammar
 from agentgrammar.errors import GrammarError, SchemaError
 from agentgrammar.grammar import char_dfa, json_values
 from agentgrammar.grammar.char_dfa import CharDFA
-from agentgrammar.grammar.ir import CharClass, Choice, Literal, Seq, choice
+from agentgrammar.grammar.ir import CharClass, Choice, Literal, Repeat, Seq, choice
 from agentgrammar.grammar.json_schema import choice as linear_choice
 from agentgrammar.grammar.json_schema import json_schema_rules
 from agentgrammar.grammar.regex import parse_regex
@@ -362,3 +362,77 @@ def test_python_shorthand_ranges_match_per_code_point_tests() -> None:
         probes = set(rng.sample(range(0x110000), 20000)) | set(range(0x3000)) | inside
         for cp in probes:
             assert (cp in inside) == test(chr(cp)), (letter, hex(cp))
+
+
+# --------------------------------------------------------------------------- shared NFA copies
+
+#: Subexpressions used many times over, as the same objects (so the serializer writes each once
+#: and the C core meets the same node in many places, often with the same continuation, where
+#: ag_fsm.c builds one copy of it).
+_SHARED_PIECES: List[Tuple[Any, str]] = [
+    (Seq((Literal(b"a"), Choice((Literal(b"b"), Literal(b"cd"))))), "a(?:b|cd)"),
+    (Choice((CharClass(((0x61, 0x63),)), Literal(b"\xc3\xa9"))), "[a-c\u00e9]"),
+    (Repeat(Literal(b"ab"), 0, 2), "(?:ab){0,2}"),
+    (Repeat(Choice((Literal(b"x"), Literal(b"yz"))), 1, None), "(?:x|yz)+"),
+    (Literal(b"q"), "q"),
+]
+
+
+@st.composite
+def _shared_trees(draw: st.DrawFn, depth: int = 0) -> Tuple[Any, str]:
+    """An IR tree over _SHARED_PIECES with its Python regex."""
+    if depth >= 3 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(_SHARED_PIECES))
+    kids = [draw(_shared_trees(depth + 1)) for _ in range(draw(st.integers(1, 3)))]
+    kind = draw(st.sampled_from(["seq", "choice", "star", "repeat"]))
+    if kind == "seq":
+        return Seq(tuple(k for k, _ in kids)), "".join(f"(?:{r})" for _, r in kids)
+    if kind == "choice":
+        return Choice(tuple(k for k, _ in kids)), "|".join(f"(?:{r})" for _, r in kids)
+    inner, r = kids[0]
+    if kind == "star":
+        return Repeat(inner, 0, None), f"(?:{r})*"
+    return Repeat(inner, 1, 3), f"(?:{r}){{1,3}}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=_shared_trees(), data=st.data())
+def test_shared_subtrees_keep_their_language(tree: Tuple[Any, str], data: st.DataObject) -> None:
+    from agentgrammar.grammar.ir import Rule
+
+    expr, pattern = tree
+    # the same pieces again in other alternatives, ending alike: copies that can be shared
+    body = Choice((expr, Seq((Literal(b"q"), expr)), Seq((expr, _SHARED_PIECES[0][0]))))
+    full = f"(?:{pattern})|q(?:{pattern})|(?:{pattern})(?:{_SHARED_PIECES[0][1]})"
+    g = Grammar.from_rules([Rule("root", body)])
+    compiled = re.compile(full)
+    alphabet = ["a", "b", "c", "d", "q", "x", "y", "z", "\u00e9", "ab", "cd", "yz"]
+    for _ in range(12):
+        s = "".join(data.draw(st.lists(st.sampled_from(alphabet), max_size=7)))
+        assert g.accepts(s) == (compiled.fullmatch(s) is not None), (pattern, s)
+
+
+def _chained_alternatives(n: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"[:n]
+    pairs = zip(letters, letters[1:] + letters[:1])
+    return "root ::= " + " | ".join(f'[^{c}]* "{c}" [^{d}]* "{d}"' for c, d in pairs)
+
+
+def test_determinizing_work_bound_is_a_typed_error() -> None:
+    # exponentially many DFA states (which letters are pending in which branch): the C core's
+    # AG_DFA_MAX_WORK refuses it (it used to take seconds to)
+    from agentgrammar import Compiler, Vocabulary
+
+    vocab = Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
+    with pytest.raises(GrammarError, match="determinizing the rule takes over 268435456 steps"):
+        Compiler(vocab).compile(Grammar.from_ebnf(_chained_alternatives(12)))
+    g = Grammar.from_ebnf(_chained_alternatives(4))  # small: fine
+    assert g.accepts("xayb") and g.accepts("dxa") and not g.accepts("aa") and not g.accepts("ab!")
+
+
+def test_alternatives_with_a_common_tail_determinize_small() -> None:
+    # [^\n]* "x" [^\n]* for 24 letters: the trailing repeats end alike, so the NFA holds one
+    # copy of them and the subset construction meets 2 sets, not 2**24 (it used to hit the bound)
+    letters = "abcdefghijklmnopqrstuvwx"
+    g = Grammar.from_ebnf("root ::= " + " | ".join(f'[^\\n]* "{c}" [^\\n]*' for c in letters))
+    assert g.accepts("zzzxzz") and g.accepts("a") and not g.accepts("zzz") and not g.accepts("a\nb")

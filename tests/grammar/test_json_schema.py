@@ -1076,3 +1076,160 @@ def test_any_order_keeps_schema_order_past_the_limit() -> None:
     props = {f"p{i}": {"type": "integer"} for i in range(ANY_ORDER_LIMIT + 1)}
     checker = Checker({"type": "object", "properties": props}, any_order=True)
     assert checker.accepts('{"p0": 1, "p1": 2}') and not checker.accepts('{"p1": 2, "p0": 1}')
+
+
+# --------------------------------------------------------------------------- string unions
+
+#: MaskBench's Handwritten---allany22: a pattern and length bounds merged into 16 string
+#: branches (through anyOf, not and allOf); apart, their automata made 13,222 rules.
+ALLANY = {
+    "type": "string",
+    "anyOf": [{"$ref": "#/definitions/not1"}, {"$ref": "#/definitions/not2"}, {"$ref": "#/definitions/not3"}],
+    "pattern": "[aA][12].*[zZ]",
+    "minLength": 10,
+    "maxLength": 90,
+    "definitions": {
+        **{
+            f"not{i}": {"not": {"allOf": [{"$ref": f"#/definitions/not{i}{j}"} for j in (1, 2, 3)]}}
+            for i in (1, 2, 3)
+        },
+        **{
+            f"not{i}{j}": {"not": {"anyOf": [{"pattern": head}, {"pattern": tail[0]}, {"pattern": tail[1]}]}}
+            for i, head, tails in (
+                (1, "^....$", (("ab1", "b12"), ("bc1", "c12"), ("ca1", "a12"))),
+                (2, "^[\\w]*$", (("\\d\\d", "[a|b]"), ("\\d\\d", "[b|c]"), ("\\d\\d", "[c|a]"))),
+                (3, "^[\\w]+", (("1.*2", "ac"), ("1.*2", "a2"), ("1.*2", "a1"))),
+            )
+            for j, tail in enumerate(tails, 1)
+        },
+    },
+}
+
+
+def _strings_for_allany(seed: int, count: int) -> List[str]:
+    """JSON strings near the edges of ALLANY: lengths about the bounds, the patterns' pieces."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = rng.choice([3, 4, 9, 10, 11, 20, 50, 89, 90, 91])
+        s = [rng.choice("aAbBcCzZ12 x_\u00e9-.") for _ in range(n)]
+        if rng.random() < 0.8:
+            i = rng.randrange(n)
+            s[i : i + 2] = list(rng.choice(["a1", "A2", "a2", "ab1", "b12", "c12", "ca1", "12", "ac"]))
+        if rng.random() < 0.7:
+            s[-1] = rng.choice("zZ")
+        out.append("".join(s)[:n])
+    return out
+
+
+def test_string_branches_become_one_automaton(monkeypatch: pytest.MonkeyPatch) -> None:
+    united = Checker(ALLANY)
+    assert len(united.grammar.rules) < 2_000
+    from agentgrammar.grammar.json_schema import _Converter
+
+    monkeypatch.setattr(_Converter, "string_union", lambda self, branches, path, hint: (False, None))
+    apart = Checker(ALLANY)
+    assert len(apart.grammar.rules) > 10_000  # the branches converted one by one
+    validator = jsonschema.Draft7Validator(ALLANY)
+    accepted = 0
+    for s in _strings_for_allany(0, 400):
+        text = json.dumps(s)
+        expected = validator.is_valid(s)
+        assert united.accepts(text) == expected, s
+        assert apart.accepts(text) == expected, s
+        accepted += expected
+    assert 50 < accepted < 350  # both sides of the language are sampled
+
+
+@pytest.mark.parametrize(
+    "schema, instances",
+    [
+        # bounds that differ between branches: each branch is bounded before the union
+        (
+            {
+                "anyOf": [
+                    {"type": "string", "pattern": "^a", "maxLength": 3},
+                    {"type": "string", "pattern": "b$", "minLength": 5},
+                ]
+            },
+            ["a", "abc", "abcd", "bbbbb", "xxxxb", "xxb", "ab", ""],
+        ),
+        # a branch that admits nothing (minLength above maxLength), a nested anyOf, a not
+        (
+            {
+                "type": "string",
+                "minLength": 2,
+                "maxLength": 4,
+                "anyOf": [
+                    {"pattern": "x", "minLength": 9},
+                    {"anyOf": [{"pattern": "^a"}, {"not": {"pattern": "[a-z]"}}]},
+                ],
+            },
+            ["a", "ab", "abcd", "abcde", "12", "1a", "A1B2", "xx", "x"],
+        ),
+        # a branch of another type: converted branch by branch, as before
+        (
+            {"anyOf": [{"type": "string", "pattern": "^a", "maxLength": 3}, {"type": "integer"}]},
+            ["a", "abc", "abcd", 5, "b"],
+        ),
+        # single-loop union under a length bound: a counted repeat
+        (
+            {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 3,
+                "anyOf": [{"pattern": "^[ab]*$"}, {"pattern": "^[bc]*$"}],
+            },
+            ["a", "abc", "abab", "cb", "ac", "", "d"],
+        ),
+    ],
+)
+def test_string_unions_agree_with_jsonschema(schema: Dict[str, Any], instances: List[Any]) -> None:
+    checker = Checker(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    for x in instances:
+        assert checker.accepts(json.dumps(x)) == validator.is_valid(x), x
+
+
+def test_key_tries_share_subtrees_across_sets_of_names() -> None:
+    from agentgrammar.grammar.ir import Choice as IRChoice
+    from agentgrammar.grammar.ir import RuleRef, Seq
+    from agentgrammar.grammar.json_schema import _key_not_in
+
+    def nodes(e: Any) -> Dict[int, Any]:
+        out, stack = {}, [e]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (Seq, IRChoice)) and id(x) not in out:
+                out[id(x)] = x
+                stack.extend(x.items)
+        return out
+
+    refs = (RuleRef("tail"), RuleRef("esc"), RuleRef("any"))
+    a = _key_not_in(("alpha", "beta"), *refs)
+    b = _key_not_in(("gamma", "beta"), *refs)
+    shared = set(nodes(a)) & set(nodes(b))
+    assert shared  # the subtrie of "beta" is one object in both
+    # objects whose keys differ in additional members: every key is classified right
+    schema = {
+        "type": "object",
+        "properties": {
+            "x": {
+                "type": "object",
+                "properties": {"alpha": {"type": "integer"}, "beta": {"type": "integer"}},
+            },
+            "y": {
+                "type": "object",
+                "properties": {"gamma": {"type": "integer"}, "beta": {"type": "integer"}},
+            },
+        },
+    }
+    checker = Checker(schema)
+    validator = jsonschema.Draft7Validator(schema)
+    for inner in ({"beta": 1}, {"beta": "s"}, {"bet": "s"}, {"betax": "s"}, {"alpha": "s"}, {"gamma": "s"}):
+        for outer in ("x", "y"):
+            value = {outer: inner}
+            assert checker.accepts(json.dumps(value)) == validator.is_valid(value), value
+    assert Grammar.from_json_schema(schema) == Grammar.from_json_schema(schema)
