@@ -122,5 +122,6 @@ void ag_compiled_cache_stats(const ag_compiled *c, ag_cache_stats *out) {
     out->walked += part.walked;
     out->derived += part.derived;
     out->shared += part.shared;
+    out->plain += part.plain;
   }
 }

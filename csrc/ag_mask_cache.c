@@ -41,6 +41,7 @@ struct ag_mask_cache {
   _Atomic(ag_depth_equiv *) *equiv;
   atomic_bool *equiv_none; /* [n_rules] the rule is not compared (ag_depth_equiv_build) */
   atomic_llong n_walked, n_derived, n_shared; /* published entries, by origin */
+  atomic_llong n_plain; /* walks that took the plain tokens at once (ag_plain_tokens.h) */
   atomic_size_t bytes;
 };
 
@@ -83,6 +84,7 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   atomic_init(&c->n_walked, 0);
   atomic_init(&c->n_derived, 0);
   atomic_init(&c->n_shared, 0);
+  atomic_init(&c->n_plain, 0);
   for (int32_t r = 0; r < c->n_rules; r++) {
     atomic_init(&c->rule_classified[r], 0);
     atomic_init(&c->equiv[r], NULL);
@@ -139,6 +141,7 @@ void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out) {
   out->walked += atomic_load(&c->n_walked);
   out->derived += atomic_load(&c->n_derived);
   out->shared += atomic_load(&c->n_shared);
+  out->plain += atomic_load(&c->n_plain);
 }
 
 /* An entry of n bytes joins the cache: counted here and in the vocabulary's total. */
@@ -502,6 +505,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     if (st) return st;
   } else if (ag_plain_simulates(g, state, v->max_token_len)) {
     safe = v->plain; /* every plain token is consumed by the state's own bytes */
+    atomic_fetch_add(&c->n_plain, 1);
   }
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);

@@ -83,12 +83,15 @@ class MaskCacheStats(NamedTuple):
     vocabulary, ``derived`` ones from an already classified state that agrees with them on
     every string as long as most tokens (only longer tokens are walked again, as along the
     positions of a length-bounded string), ``shared`` ones found in the vocabulary's cache,
-    computed for another grammar of the same ``Compiler``.
+    computed for another grammar of the same ``Compiler``. ``plain`` counts the walks that
+    took every plain token (whole characters, no quote, backslash or control byte) at once,
+    in states that accept any of them (inside a JSON string, say).
     """
 
     walked: int
     derived: int
     shared: int
+    plain: int
 
 
 class CompiledGrammar:
@@ -132,11 +135,11 @@ class CompiledGrammar:
         >>> Matcher(compiled).allowed_token_ids()
         [0, 2]
         >>> compiled.cache_stats
-        MaskCacheStats(walked=1, derived=0, shared=0)
+        MaskCacheStats(walked=1, derived=0, shared=0, plain=0)
         """
         out = ffi.new("ag_cache_stats *")
         lib.ag_compiled_cache_stats(self._handle, out)
-        return MaskCacheStats(int(out.walked), int(out.derived), int(out.shared))
+        return MaskCacheStats(int(out.walked), int(out.derived), int(out.shared), int(out.plain))
 
     def __repr__(self) -> str:
         return f"<CompiledGrammar root={self._grammar.root!r} rules={len(self._grammar.rules)}>"

@@ -1,0 +1,189 @@
+"""Plain tokens are accepted wholesale where a state takes every plain character
+(``csrc/ag_plain_tokens.c``).
+
+A plain token is whole UTF-8 characters with no quote, backslash or control byte. A state
+whose own automaton consumes every plain string as long as a token (inside a JSON string, a
+``[^"]*`` pattern, a key of an object that allows any key) accepts all of them without a
+walk. These tests check the masks against the uncached walk on a vocabulary built to hit
+every edge of that definition (partial and invalid UTF-8, surrogates, overlong forms, DEL,
+control bytes, quotes, backslashes) and on grammars where the shortcut must apply and where
+it must not (a character missing from the class, a length bound shorter than a token, a
+multi-byte character the class leaves out).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
+
+SETTINGS = settings(
+    deadline=None,
+    max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "40")),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+EDGE_TOKENS = [
+    b"a",
+    b"b",
+    b"x",
+    b" ",
+    b"ab",
+    b"hello",
+    b" world",
+    b'"',
+    b"\\",
+    b"\\n",
+    b"\\u00e9",
+    b'",',
+    b'"}',
+    b'a"',
+    b"\x01",
+    b"\t",
+    b"\n",
+    b"a\nb",
+    b"\x7f",
+    b"\xc3\xa9",
+    "中文".encode(),
+    "😀".encode(),
+    b"\xe4",
+    b"\xb8\xad",
+    b"\xf0\x9f",
+    b"\x98\x80",
+    b"\xed\xa0\x80",
+    b"\xc0\xaf",
+    b"\xe0\x80\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xff",
+    b"\x80",
+    b",",
+    b"}",
+    b"{",
+    b":",
+    b".",
+    b"!",
+    b"abcdefghijklmnopqrst",
+    b"plain words only here",
+    "é中😀é".encode(),
+    b'xx"yy',
+]
+
+
+def make_vocab() -> Vocabulary:
+    tokens = list(EDGE_TOKENS)
+    tokens += [bytes([b]) for b in range(256) if bytes([b]) not in tokens]
+    tokens.append(b"</s>")
+    return Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+
+
+VOCAB = make_vocab()
+MAX_LEN = max(len(t) for t in VOCAB.token_bytes)
+
+
+def is_plain(token: bytes) -> bool:
+    """The definition, independently of the C core."""
+    try:
+        text = token.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return bool(text) and all(ch not in '"\\' and ord(ch) >= 0x20 for ch in text)
+
+
+def masks(matcher: Matcher):
+    vs = VOCAB.vocab_size
+    cached = allocate_token_bitmask(1, vs, backend="numpy")
+    matcher.fill_next_token_bitmask(cached)
+    direct = allocate_token_bitmask(1, vs, backend="numpy")
+    matcher._fill_next_token_bitmask_direct(direct)
+    return cached.copy(), direct.copy()
+
+
+def walk(compiled, rng: random.Random, steps: int = 40) -> None:
+    for _ in range(2):  # the second matcher meets the cached classes
+        matcher = Matcher(compiled)
+        for step in range(steps):
+            cached, direct = masks(matcher)
+            assert np.array_equal(cached, direct), f"step {step}: {compiled.grammar}"
+            allowed = [i for i in matcher.allowed_token_ids() if i not in VOCAB.stop_token_ids]
+            if not allowed or matcher.is_terminated():
+                break
+            if matcher.num_accepted_steps and rng.random() < 0.1:
+                matcher.rollback(1)
+                continue
+            assert matcher.accept_token(rng.choice(allowed))
+
+
+APPLIES = [
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f]* "\\""',
+    'root ::= [^"]* "!"',  # backslash and control bytes too: a superset of plain
+    'root ::= ("ab" | [^"\\\\\\x00-\\x1f])* "\\"" ","',  # plain characters reach several states
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,64} "\\""',  # bound longer than every token
+]
+DOES_NOT_APPLY = [
+    'root ::= [a-z ]* "."',  # no multi-byte characters
+    'root ::= "\\"" [^"\\\\\\x00-\\x1fx]* "\\""',  # one plain character missing
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,12} "\\""',  # tokens longer than the room left
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e2d]* "\\""',  # one multi-byte character missing
+]
+
+
+@pytest.mark.parametrize("source", APPLIES + DOES_NOT_APPLY)
+def test_masks_equal_the_direct_walk(source: str) -> None:
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    for seed in range(4):
+        walk(compiled, random.Random(seed))
+    stats = compiled.cache_stats
+    if source in APPLIES:
+        assert stats.plain > 0, stats
+    else:
+        assert stats.plain == 0, stats
+
+
+def test_a_string_state_allows_exactly_the_plain_tokens_and_its_own() -> None:
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf('root ::= "\\"" [^"\\\\\\x00-\\x1f]* "\\""'))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('"')
+    allowed = set(matcher.allowed_token_ids())
+    for i, tok in enumerate(VOCAB.token_bytes):
+        if is_plain(tok) and i not in VOCAB.stop_token_ids:
+            assert i in allowed, tok
+    assert VOCAB.token_bytes.index(b'"') in allowed  # the closing quote
+    assert VOCAB.token_bytes.index(b"\xe4") in allowed  # the start of a character
+    # (an encoded surrogate is not plain, but this class, unlike JSON's, takes surrogate code
+    # points: walked, and allowed)
+    assert VOCAB.token_bytes.index(b"\xed\xa0\x80") in allowed
+    for bad in (b"\\", b"\x01", b"\xc0\xaf", b"\xff", b"\x80", b'xx"yy'):
+        assert VOCAB.token_bytes.index(bad) not in allowed, bad
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string"},
+        {"type": "object", "properties": {"abc": {"type": "string"}, "abd": {"type": "integer"}}},
+        {"type": "object", "additionalProperties": {"type": "string", "maxLength": 5}},
+        {"type": "array", "items": {"type": "string", "pattern": "^[^x]*$"}},
+    ],
+)
+def test_json_strings_and_keys(schema) -> None:
+    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
+    for seed in range(4):
+        walk(compiled, random.Random(seed), steps=30)
+
+
+@SETTINGS
+@given(
+    excluded=st.sets(st.sampled_from(["x", "a", "\\u00e9", "\\u4e2d", "\\U0001f600", "\\x7f"]), max_size=2),
+    bound=st.sampled_from(["*", "+", "{0,8}", "{0,40}", "{2,30}"]),
+    seed=st.integers(0, 2**16),
+)
+def test_classes_with_holes_and_bounds(excluded, bound: str, seed: int) -> None:
+    cls = '[^"\\\\\\x00-\\x1f' + "".join(excluded) + "]"
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(f'root ::= "\\"" {cls}{bound} "\\"" ","?'))
+    walk(compiled, random.Random(seed), steps=30)
