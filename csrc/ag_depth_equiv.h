@@ -30,22 +30,26 @@
 #define AG_DEPTH_EQUIV_MAX_LEVEL 32
 #define AG_DEPTH_EQUIV_MIN_STATES 16 /* fewer states: few first visits to save */
 #define AG_DEPTH_EQUIV_MAX_STATES (1 << 14)
-#define AG_DEPTH_EQUIV_MAX_EDGES (1 << 20)
+/* Classes one find or note may compute. Within L bytes of a chain there are
+ * a few hundred; within L bytes of the start of a trie of 500 tool names,
+ * tens of thousands, for states that are equivalent to nothing anyway. */
+#define AG_DEPTH_EQUIV_WORK 2048
 
 typedef struct ag_depth_equiv ag_depth_equiv;
 
-/* The comparison of `rule`'s states at levels up to max_level; *out = NULL
- * (and AG_OK) for a rule not worth it or not fit for it: counted states, or
- * states outside the bounds above. */
+/* The comparison of `rule`'s states at levels up to max_level, in O(1) (the
+ * classes are computed as they are asked for); *out = NULL (and AG_OK) for a
+ * rule not worth it or not fit for it: counted states, or a number of states
+ * outside the bounds above. */
 ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_level,
                                ag_depth_equiv **out, ag_error *err);
 void ag_depth_equiv_free(ag_depth_equiv *q);
 /* The bytes q has come to hold since the last call (classes are computed lazily,
  * so it grows as states are asked about), for the owner's count. Thread-safe. */
 size_t ag_depth_equiv_take_growth(ag_depth_equiv *q);
-/* The states of the rule (ascending global ids) and their count, for callers
- * that note the states already classified when the object is built. */
-const int32_t *ag_depth_equiv_states(const ag_depth_equiv *q, int32_t *n);
+/* The states compared, [*begin, *begin + *n): for callers that note the
+ * states classified before the object was built. */
+void ag_depth_equiv_range(const ag_depth_equiv *q, int32_t *begin, int32_t *n);
 
 /* A state already noted that is equivalent to `state` at the deepest level
  * (at least min_level): *rep, and in *level the level. *rep = -1 when there is

@@ -593,11 +593,10 @@ static ag_status ag_rule_equiv(ag_mask_cache *c, const ag_grammar *g, const ag_v
       atomic_store(&c->equiv_none[r], true);
     } else if (atomic_compare_exchange_strong_explicit(&c->equiv[r], &expected, q,
                                                        memory_order_acq_rel, memory_order_acquire)) {
-      int32_t n;
-      const int32_t *states = ag_depth_equiv_states(q, &n);
-      for (int32_t k = 0; k < n; k++)
-        if (atomic_load_explicit(&c->entries[states[k]], memory_order_acquire))
-          ag_depth_equiv_note(q, states[k]);
+      int32_t begin, n;
+      ag_depth_equiv_range(q, &begin, &n);
+      for (int32_t s = begin; s < begin + n; s++)
+        if (atomic_load_explicit(&c->entries[s], memory_order_acquire)) ag_depth_equiv_note(q, s);
       ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
     } else {
       ag_depth_equiv_free(q);
