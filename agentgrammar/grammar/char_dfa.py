@@ -223,6 +223,29 @@ def _merge_edges(edges: Sequence[Edge]) -> List[Edge]:
     return out
 
 
+def _pair_state(
+    ids: Dict[Tuple[int, int], int], pairs: List[Tuple[int, int]], key: Tuple[int, int], limit: int, verb: str
+) -> int:
+    """The product state of a pair of states, numbered on first sight; past ``limit``
+    states GrammarError ("<verb> the constraints needs ...")."""
+    target = ids.get(key)
+    if target is None:
+        if len(pairs) >= limit:
+            raise GrammarError(f"{verb} the constraints needs an automaton of more than {limit} states")
+        target = ids[key] = len(pairs)
+        pairs.append(key)
+    return target
+
+
+def _add_range(row: List[Edge], lo: int, hi: int, target: int) -> None:
+    """Appends the edge ``lo..hi -> target`` to a row built in order, merged into the last
+    edge when it continues it."""
+    if row and row[-1][2] == target and row[-1][1] == lo - 1:
+        row[-1] = (row[-1][0], hi, target)
+    else:
+        row.append((lo, hi, target))
+
+
 class CharDFA:
     """A DFA over code points; state 0 is the start; a missing move rejects."""
 
@@ -397,19 +420,8 @@ class CharDFA:
                 lo2, hi2, t2 = right[b]
                 x, y = max(lo, lo2), min(hi, hi2)
                 if x <= y:
-                    key = (t, t2)
-                    target = ids.get(key)
-                    if target is None:
-                        if len(pairs) >= PRODUCT_LIMIT:
-                            raise GrammarError(
-                                f"combining the constraints needs an automaton of more than {PRODUCT_LIMIT} states"
-                            )
-                        target = ids[key] = len(pairs)
-                        pairs.append(key)
-                    if row and row[-1][2] == target and row[-1][1] == x - 1:
-                        row[-1] = (row[-1][0], y, target)
-                    else:
-                        row.append((x, y, target))
+                    target = _pair_state(ids, pairs, (t, t2), PRODUCT_LIMIT, "combining")
+                    _add_range(row, x, y, target)
                 if hi < hi2:
                     a += 1
                 else:
@@ -447,19 +459,8 @@ class CharDFA:
                 t2 = tb if lb <= x else -1
                 # the segment ends where either side's current range ends or the other starts
                 y = min(ha if t1 >= 0 else la - 1, hb if t2 >= 0 else lb - 1)
-                key = (t1, t2)
-                target = ids.get(key)
-                if target is None:
-                    if len(pairs) >= limit:
-                        raise GrammarError(
-                            f"uniting the constraints needs an automaton of more than {limit} states"
-                        )
-                    target = ids[key] = len(pairs)
-                    pairs.append(key)
-                if row and row[-1][2] == target and row[-1][1] == x - 1:
-                    row[-1] = (row[-1][0], y, target)
-                else:
-                    row.append((x, y, target))
+                target = _pair_state(ids, pairs, (t1, t2), limit, "uniting")
+                _add_range(row, x, y, target)
                 x = y + 1
                 if t1 >= 0 and ha == y:
                     a += 1

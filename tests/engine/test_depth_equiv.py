@@ -11,23 +11,18 @@ the uncached walk, near the bound as well, with rule references inside the repea
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 from typing import List
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
-
-SETTINGS = settings(
-    deadline=None,
-    max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "40")),
-    suppress_health_check=[HealthCheck.too_slow],
-)
+from tests.mask_oracle import PROPERTY_SETTINGS as SETTINGS
+from tests.mask_oracle import cached_and_direct
 
 ALPHABET = 'abcde"\\ ,}u0'
 
@@ -53,12 +48,7 @@ VOCAB = make_vocab()
 
 
 def masks(matcher: Matcher):
-    vs = VOCAB.vocab_size
-    cached = allocate_token_bitmask(1, vs, backend="numpy")
-    matcher.fill_next_token_bitmask(cached)
-    direct = allocate_token_bitmask(1, vs, backend="numpy")
-    matcher._fill_next_token_bitmask_direct(direct)
-    return cached.copy(), direct.copy()
+    return cached_and_direct(matcher, VOCAB.vocab_size)
 
 
 def walk_and_compare(compiled, rng: random.Random, steps: int = 60, rollback: float = 0.0) -> int:

@@ -13,21 +13,16 @@ multi-byte character the class leaves out).
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
-
-SETTINGS = settings(
-    deadline=None,
-    max_examples=int(os.environ.get("AG_PROPERTY_EXAMPLES", "40")),
-    suppress_health_check=[HealthCheck.too_slow],
-)
+from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+from tests.mask_oracle import PROPERTY_SETTINGS as SETTINGS
+from tests.mask_oracle import cached_and_direct
 
 EDGE_TOKENS = [
     b"a",
@@ -96,12 +91,7 @@ def is_plain(token: bytes) -> bool:
 
 
 def masks(matcher: Matcher):
-    vs = VOCAB.vocab_size
-    cached = allocate_token_bitmask(1, vs, backend="numpy")
-    matcher.fill_next_token_bitmask(cached)
-    direct = allocate_token_bitmask(1, vs, backend="numpy")
-    matcher._fill_next_token_bitmask_direct(direct)
-    return cached.copy(), direct.copy()
+    return cached_and_direct(matcher, VOCAB.vocab_size)
 
 
 def walk(compiled, rng: random.Random, steps: int = 40) -> None:
