@@ -30,6 +30,7 @@ struct ag_depth_equiv {
   uint32_t n_slots, n_ids;
   AG_VEC(int32_t) reps; /* [n_ids] a noted state of the class, or -1 */
   int64_t budget; /* classes the current call may still compute */
+  int32_t found, missed; /* finds so far, by outcome (see ag_depth_equiv_hopeless) */
   size_t bytes;   /* held now */
   size_t counted; /* reported by ag_depth_equiv_take_growth */
 };
@@ -207,12 +208,23 @@ void ag_depth_equiv_range(const ag_depth_equiv *q, int32_t *begin, int32_t *n) {
   *n = q->n;
 }
 
+/* Whether finds in this rule keep finding nothing: a trie of names, say,
+ * whose states are equivalent to none. Then finds and notes stop, since each
+ * costs up to a work budget of class computations at every first visit. */
+static bool ag_depth_equiv_hopeless(const ag_depth_equiv *q) {
+  return q->missed > 2 * q->found + AG_DEPTH_EQUIV_MISSES;
+}
+
 void ag_depth_equiv_find(ag_depth_equiv *q, int32_t state, uint32_t min_level, int32_t *rep,
                          uint32_t *level) {
   *rep = -1;
   int32_t i = ag_local(q, state);
   if (i < 0) return;
   pthread_mutex_lock(&q->lock);
+  if (ag_depth_equiv_hopeless(q)) {
+    pthread_mutex_unlock(&q->lock);
+    return;
+  }
   q->budget = AG_DEPTH_EQUIV_WORK;
   for (int64_t l = (int64_t)q->levels - 1; l >= (int64_t)min_level; l--) {
     int32_t c = ag_class_at(q, i, (uint32_t)l);
@@ -224,6 +236,8 @@ void ag_depth_equiv_find(ag_depth_equiv *q, int32_t state, uint32_t min_level, i
       break;
     }
   }
+  if (*rep >= 0) q->found++;
+  else q->missed += q->budget < 0 ? AG_DEPTH_EQUIV_MISSES + 1 : 1; /* too wide to compare: give up */
   pthread_mutex_unlock(&q->lock);
 }
 
@@ -231,9 +245,11 @@ void ag_depth_equiv_note(ag_depth_equiv *q, int32_t state) {
   int32_t i = ag_local(q, state);
   if (i < 0) return;
   pthread_mutex_lock(&q->lock);
-  q->budget = AG_DEPTH_EQUIV_WORK;
+  q->budget = ag_depth_equiv_hopeless(q) ? 0 : AG_DEPTH_EQUIV_WORK;
   for (int64_t l = (int64_t)q->levels - 1; l >= 0; l--) { /* the deepest first: finds start there */
     int32_t c = ag_class_at(q, i, (uint32_t)l);
+    if (c < 0 && q->budget < 0 && l == (int64_t)q->levels - 1)
+      q->missed += AG_DEPTH_EQUIV_MISSES + 1; /* too wide to compare: give up */
     if (c < 0) break;
     if (q->reps.data[c] < 0) q->reps.data[c] = state;
   }

@@ -33,7 +33,12 @@
 /* Classes one find or note may compute. Within L bytes of a chain there are
  * a few hundred; within L bytes of the start of a trie of 500 tool names,
  * tens of thousands, for states that are equivalent to nothing anyway. */
-#define AG_DEPTH_EQUIV_WORK 2048
+#define AG_DEPTH_EQUIV_WORK 1024
+/* A rule whose finds have missed more than twice their hits plus this many is
+ * given up on: its states are classified by a walk, as without this file. So
+ * is a rule where one lookup runs out of work before its deepest level: the
+ * neighbourhood is too wide (a trie) for a chain of equivalent states. */
+#define AG_DEPTH_EQUIV_MISSES 8
 
 typedef struct ag_depth_equiv ag_depth_equiv;
 

@@ -351,6 +351,13 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       if (st) return st;
       checked = i + 4096;
     }
+    if (safe && (i & 31) == 0 && safe[i >> 5] == UINT32_MAX) {
+      /* 32 safe tokens at once (most of a plain-token state's vocabulary); the
+       * next token walked then shares nothing known with the last one */
+      shared = w->pshared = 0;
+      i += 32;
+      continue;
+    }
     if (v->lcp[i] < shared) shared = v->lcp[i];
     if (v->lcp[i] < w->pshared) w->pshared = v->lcp[i];
     if (safe && ag_bit(safe, i)) { /* already in the entry (ag_compute copied them) */

@@ -103,7 +103,29 @@ static bool ag_plain_covers(ag_plain_sim *x, int32_t s, unsigned lo, unsigned hi
   return next > hi;
 }
 
+/* Whether state s has byte edges over all of [lo, hi] (edges sorted, disjoint). */
+static bool ag_state_covers(const ag_grammar *g, int32_t s, unsigned lo, unsigned hi) {
+  const ag_state *st = &g->states[s];
+  unsigned next = lo;
+  for (uint32_t e = st->byte_begin; e < st->byte_end && next <= hi; e++) {
+    const ag_byte_edge *be = &g->byte_edges[e];
+    if (be->hi < next) continue;
+    if (be->lo > next) return false;
+    next = (unsigned)be->hi + 1;
+  }
+  return next > hi;
+}
+
+/* Whether state s has byte edges over every byte that may start a plain
+ * character: the test most states fail, made before anything is allocated. */
+static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s) {
+  for (int e = ag_plain_at[0]; e < ag_plain_at[1]; e++)
+    if (!ag_state_covers(g, s, ag_plain_edges[e].lo, ag_plain_edges[e].hi)) return false;
+  return true;
+}
+
 bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth) {
+  if (depth > 0 && !ag_plain_first_bytes(g, state)) return false;
   ag_plain_sim *x = calloc(1, sizeof *x);
   if (!x) return false; /* out of memory: the ordinary walk is always right */
   x->g = g;
