@@ -16,6 +16,7 @@ from agentgrammar import (
     AgentGrammarError,
     Compiler,
     Grammar,
+    GrammarError,
     Matcher,
     SchemaError,
     StructuralTagError,
@@ -294,3 +295,22 @@ def test_jump_forward_through_a_huge_ambiguous_counted_repeat() -> None:
     forced = m.find_jump_forward_string()
     assert forced and forced == ":}" * (len(forced) // 2) + ":" * (len(forced) % 2)
     assert m.accept_string(forced)
+
+
+def test_structural_tag_of_deeply_nested_optional_repeats_is_refused() -> None:
+    """Fuzzer finding (slow, 2.4 s): 100 nested tags, optionals, stars and pluses around free
+    text make every DFA state of the rule hold many NFA states; the state-set bound
+    (AG_DFA_MAX_SET_WORDS, now 16 MiB) refuses it with a GrammarError, in about a second."""
+    kinds = (
+        "ttttptottoootttspspppsooptspstsppottsostotttttotto"
+        "tsottppsottptooospopsttttptsttttotstsstspttstptttt"
+    )  # outermost first: t tag, o optional, s star, p plus
+    node: Any = {"type": "any_text"}
+    for k in reversed(kinds):
+        if k == "t":
+            node = {"type": "tag", "begin": "<a>", "content": node, "end": "</a>"}
+        else:
+            node = {"type": {"o": "optional", "s": "star", "p": "plus"}[k], "content": node}
+    vocab = Vocabulary([b"a", b"<", b">", b"/", b"</s>"], stop_token_ids=[4])
+    with pytest.raises(GrammarError, match="determinizing the rule needs more than"):
+        Compiler(vocab).compile(Grammar.from_structural_tag(node))
