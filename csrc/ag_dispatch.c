@@ -200,7 +200,7 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
   ag_status st = bits ? ag_dispatch_safe_tokens(d, v, bits, err)
                       : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
   if (!st) { /* the same set by token id, after the positions */
-    uint32_t *ids = bits + ag_safe_pos_words(v);
+    uint32_t *ids = bits + ag_pos_words(v);
     for (int32_t i = 0; i < v->n_sorted; i++)
       if (ag_bit(bits, i)) ag_bit_set(ids, v->sorted_ids[i]);
   }

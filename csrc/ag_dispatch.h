@@ -62,10 +62,7 @@ void ag_ac_free(ag_ac *ac);
 
 /* Words of a safe set: the tokens as sorted positions, then the same tokens by id,
  * so a state's classes start as two copies (ag_mask_cache.c). */
-static inline size_t ag_safe_pos_words(const ag_vocab *v) { return ((size_t)v->n_sorted + 31) / 32 + 1; }
-static inline size_t ag_safe_words(const ag_vocab *v) {
-  return ag_safe_pos_words(v) + ((size_t)v->mask_size + 31) / 32 + 1;
-}
+static inline size_t ag_safe_words(const ag_vocab *v) { return ag_pos_words(v) + ag_mask_words(v); }
 
 /*
  * The safe tokens of d's words (see below) from the vocabulary's shared cache

@@ -247,6 +247,11 @@ static inline const uint8_t *ag_vocab_token(const ag_vocab *v, int32_t id, uint3
   return v->blob + v->offsets[id];
 }
 
+/* Words of the bitsets over a vocabulary, one spare word each: over token ids
+ * (the mask), and over sorted positions. */
+static inline size_t ag_mask_words(const ag_vocab *v) { return ((size_t)v->mask_size + 31) / 32 + 1; }
+static inline size_t ag_pos_words(const ag_vocab *v) { return ((size_t)v->n_sorted + 31) / 32 + 1; }
+
 /* The byte length of the token at sorted position i. */
 static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
   int32_t id = v->sorted_ids[i];

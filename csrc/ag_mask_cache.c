@@ -183,10 +183,6 @@ typedef struct ag_classify {
   ag_state_masks *entry;
 } ag_classify;
 
-/* Words of an entry's bitsets: over token ids, and over sorted positions (one spare each). */
-static size_t ag_mask_words(const ag_vocab *v) { return ((size_t)v->mask_size + 31) / 32 + 1; }
-static size_t ag_pos_words(const ag_vocab *v) { return ((size_t)v->n_sorted + 31) / 32 + 1; }
-
 static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
   ag_bit_set(e->accepted, v->sorted_ids[i]);
   ag_bit_set(e->accepted_pos, i);
@@ -517,8 +513,8 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
   if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
-    memcpy(w.entry->accepted_pos, safe, ag_safe_pos_words(v) * sizeof *safe);
-    memcpy(w.entry->accepted, safe + ag_safe_pos_words(v), ag_mask_words(v) * sizeof *safe);
+    memcpy(w.entry->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
+    memcpy(w.entry->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
   }
   if (!st) st = ag_classify_all(&w, v, safe, err);
   return ag_classify_end(&w, v, st, out, err);
