@@ -44,7 +44,7 @@ static int ag_plain_step(int u, uint8_t c) {
 ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err) {
   uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
   if (!bits) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
-  uint32_t *ids = bits + ag_safe_pos_words(v);
+  uint32_t *ids = bits + ag_pos_words(v);
   for (int32_t i = 0; i < v->n_sorted; i++) {
     uint32_t len;
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
@@ -66,7 +66,6 @@ typedef struct ag_plain_pair {
 } ag_plain_pair;
 
 typedef struct ag_plain_sim {
-  const ag_grammar *g;
   ag_plain_pair queue[AG_PLAIN_MAX_PAIRS];
   uint32_t depth[AG_PLAIN_MAX_PAIRS];
   int32_t n;
@@ -87,30 +86,18 @@ static bool ag_plain_push(ag_plain_sim *x, int32_t s, int u, uint32_t d) {
   return true;
 }
 
-/* Whether state s has byte edges over all of [lo, hi]; each piece's target is
- * queued with plain state `to` at depth d. */
-static bool ag_plain_covers(ag_plain_sim *x, int32_t s, unsigned lo, unsigned hi, int to,
-                            uint32_t d) {
-  const ag_state *st = &x->g->states[s];
-  unsigned next = lo; /* the first byte not yet covered */
-  for (uint32_t e = st->byte_begin; e < st->byte_end && next <= hi; e++) {
-    const ag_byte_edge *be = &x->g->byte_edges[e];
-    if (be->hi < next) continue;
-    if (be->lo > next) return false; /* a gap */
-    if (!ag_plain_push(x, be->target, to, d)) return false;
-    next = (unsigned)be->hi + 1;
-  }
-  return next > hi;
-}
-
-/* Whether state s has byte edges over all of [lo, hi] (edges sorted, disjoint). */
-static bool ag_state_covers(const ag_grammar *g, int32_t s, unsigned lo, unsigned hi) {
+/* Whether state s of g has byte edges over all of [lo, hi] (edges sorted,
+ * disjoint). With x, each piece's target is queued with plain state `to` at
+ * depth d (and a full queue fails); without, it is only a check. */
+static bool ag_plain_covers(const ag_grammar *g, ag_plain_sim *x, int32_t s, unsigned lo,
+                            unsigned hi, int to, uint32_t d) {
   const ag_state *st = &g->states[s];
-  unsigned next = lo;
+  unsigned next = lo; /* the first byte not yet covered */
   for (uint32_t e = st->byte_begin; e < st->byte_end && next <= hi; e++) {
     const ag_byte_edge *be = &g->byte_edges[e];
     if (be->hi < next) continue;
-    if (be->lo > next) return false;
+    if (be->lo > next) return false; /* a gap */
+    if (x && !ag_plain_push(x, be->target, to, d)) return false;
     next = (unsigned)be->hi + 1;
   }
   return next > hi;
@@ -120,7 +107,7 @@ static bool ag_state_covers(const ag_grammar *g, int32_t s, unsigned lo, unsigne
  * character: the test most states fail, made before anything is allocated. */
 static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s) {
   for (int e = ag_plain_at[0]; e < ag_plain_at[1]; e++)
-    if (!ag_state_covers(g, s, ag_plain_edges[e].lo, ag_plain_edges[e].hi)) return false;
+    if (!ag_plain_covers(g, NULL, s, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
   return true;
 }
 
@@ -128,13 +115,12 @@ bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth) {
   if (depth > 0 && !ag_plain_first_bytes(g, state)) return false;
   ag_plain_sim *x = calloc(1, sizeof *x);
   if (!x) return false; /* out of memory: the ordinary walk is always right */
-  x->g = g;
   bool ok = ag_plain_push(x, state, 0, 0);
   for (int32_t head = 0; ok && head < x->n; head++) {
     ag_plain_pair p = x->queue[head];
     if (x->depth[head] >= depth) continue;
     for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++)
-      ok = ag_plain_covers(x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi,
+      ok = ag_plain_covers(g, x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi,
                            ag_plain_edges[e].to, x->depth[head] + 1);
   }
   free(x);
