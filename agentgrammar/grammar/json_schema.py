@@ -795,8 +795,6 @@ class _Converter:
                         ),
                     )
                 )
-            elif name == "json_string_tail":
-                body = seq([Repeat(self.base("json_any_char"), 0, None), _DQ])
             elif name == "json_plain_escape":
                 # an escape spelling one character that is not printable ASCII (a short escape,
                 # a control character, or anything from U+0080 on, surrogate pairs included)
@@ -2033,10 +2031,11 @@ class _Converter:
         names = tuple(props)
         key = self.key_rules.get(names)
         if key is None:  # one rule per set of names: objects reached by several paths share it
-            # the tail spelled out, not a reference: a reference is a rule edge one
-            # character into the key, and at a key position nearly every token would run
-            # past it into the parser; spelled out, the key is one byte automaton whose
-            # states take every plain token at once (csrc/ag_plain_tokens.h)
+            # the tail (characters, closing quote) spelled out, not a rule of its own: a
+            # reference is a rule edge one character into the key, and at a key position
+            # nearly every token would run past it into the parser; spelled out, the key is
+            # one byte automaton whose states take every plain token at once
+            # (csrc/ag_plain_tokens.h)
             body = _key_not_in(
                 names,
                 seq([Repeat(self.base("json_any_char"), 0, None), _DQ]),
