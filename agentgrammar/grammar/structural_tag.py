@@ -35,21 +35,25 @@ from pydantic import BaseModel, ValidationError
 
 from .. import structural_tag as st
 from ..errors import GrammarError, StructuralTagError
+from . import pieces
 from .grammar import Grammar
 from .ir import (
     EMPTY,
+    Choice,
     Embed,
     Expr,
     Literal,
     Repeat,
     Rule,
     RuleRef,
+    Seq,
     TagDispatch,
     choice,
     fresh_name,
     seq,
 )
 from .json_schema import json_schema_rules
+from .memo import IdentityMemo
 from .regex import parse_regex
 
 __all__ = ["parse_structural_tag", "structural_tag_rules"]
@@ -192,7 +196,23 @@ class _Builder:
         return self.tag_after(f, "", path)
 
     def tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
-        """Tag ``f`` once the first ``len(opened)`` characters of its begin are written."""
+        """Tag ``f`` once the first ``len(opened)`` characters of its begin are written. A tag
+        whose conversion makes no rule of its own (a call with JSON arguments) converts to the
+        same expression every time: kept per tag object, as a piece (``pieces.mark``)."""
+        known = _TAG_IR.get(f)
+        if known is not None:
+            found = known.get(opened)
+            if found is not None:
+                return found
+        n_rules = len(self.rules)
+        out = self._tag_after(f, opened, path)
+        if out is not None and len(self.rules) == n_rules and type(out) in (Seq, Choice):
+            if known is None:
+                known = _TAG_IR.put(f, {})
+            known[opened] = pieces.mark(out)
+        return out
+
+    def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
         ends = [f.end] if isinstance(f.end, str) else list(f.end)
         if not ends or (isinstance(f.content, st.AnyText) and any(not e for e in ends)):
             raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
@@ -313,6 +333,10 @@ def _check_any_text(f: st.AnyText, path: str) -> None:
     for limit in ("max_tokens", "max_chars"):
         if getattr(f, limit) is not None:
             raise StructuralTagError(f"'{limit}' on any_text is not supported", path=f"{path}.{limit}")
+
+
+# The expressions of tags that made no rule (``_Builder.tag_after``): tag -> {opened -> IR}.
+_TAG_IR: "IdentityMemo[Dict[str, Expr]]" = IdentityMemo("tag IR", limit=16384)
 
 
 # Requests reuse the same tools: each piece's grammar is built once, and the compiler links
