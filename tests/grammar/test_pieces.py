@@ -5,6 +5,7 @@ without them."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any, Dict, List
 
@@ -142,3 +143,34 @@ def test_clear_cache_empties_the_memos() -> None:
     assert entries["tool pieces"] >= len(TOOLS)
     compiler.clear_cache()
     assert not any(memo.memo_entries().values())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls whose shared tail (``", "arguments": ``) moved into a part per call accept the
+    same texts with the same masks as the calls written out in the request."""
+    import agentgrammar.grammar.structural_tag as stc
+
+    rng = random.Random(seed)
+    tools = rng.sample(TOOLS, 5)
+    fmt = get("qwen3")
+    split = fmt.grammar(tools)
+    tail_parts = [p for p in split.parts if p.parts]  # each: tail, the arguments, the end
+    assert len(tail_parts) == len({json.dumps(t.parameters) for t in tools})  # one per schema
+    assert all(p.rules[0].body.items[0] == Literal(b'", "arguments": ') for p in tail_parts)
+    monkeypatch.setattr(stc, "_share_tails", lambda alts: alts)
+    whole = fmt.grammar(tools)
+    assert not any(p.parts for p in whole.parts)
+    used = [t for t in tools if t.parameters is SCHEMA][:2] or tools[:1]
+    calls = [ToolCall(t.name, {"city": "Oslo"} if t.parameters is SCHEMA else {}) for t in used]
+    ids = tokenize(fmt.render(AgentOutput(think="ok", tool_calls=calls), tools=tools))
+    for a, b in zip(masks_along(split, ids), masks_along(whole, ids)):
+        assert np.array_equal(a, b)
+
+
+def test_tail_parts_are_reused() -> None:
+    fmt = get("qwen3")
+    first = {p.parts[0]: p for p in fmt.grammar(TOOLS[:6]).parts}
+    second = {p.parts[0]: p for p in fmt.grammar(TOOLS[2:8]).parts}
+    shared = set(first) & set(second)
+    assert shared and all(first[a] is second[a] for a in shared)
