@@ -105,6 +105,7 @@ static void ag_link_copy(ag_grammar *g, const ag_grammar *a, ag_link_at *at, int
   for (int32_t r = 0; r < a->n_rules; r++) {
     int32_t id = ag_link_rule(at, n_ir, r);
     g->rule_start[id] = a->rule_start[r] + at->state;
+    g->rule_nullable[id] = a->rule_nullable[r];
     g->rule_repeat[id] = a->rule_repeat[r];
   }
   for (int32_t s = 0; s < a->n_states; s++) {
@@ -147,11 +148,148 @@ static ag_status ag_link_check_parts_kept(const ag_grammar *g, ag_error *err) {
   return AG_OK;
 }
 
+/* The productivity and nullability of a part's rule r, as a stub (see below):
+ * 1 state (nullable, or unproductive) or 2 (productive only). */
+static int32_t ag_link_stub_states(const ag_grammar *p, int32_t r, bool *nullable,
+                                   bool *productive) {
+  const ag_state *s0 = &p->states[p->rule_start[r]];
+  /* Parts are trimmed: a rule start with no edge that does not accept is the
+   * start of an unproductive rule; every other state can complete. */
+  *nullable = p->rule_nullable[r];
+  *productive = s0->accepting || s0->byte_begin != s0->byte_end || s0->rule_begin != s0->rule_end;
+  return *productive && !*nullable ? 2 : 1;
+}
+
+/* Grows *data (n elements of size elem) to n + extra elements. */
+static bool ag_link_grow(void **data, size_t n, size_t extra, size_t elem) {
+  void *p = realloc(*data, (n + extra ? n + extra : 1) * elem);
+  if (!p) return false;
+  *data = p;
+  return true;
+}
+
+/* Rule arrays of the analysis, in label numbering (own IR rules, the parts' IR
+ * rules, own hidden rules), made from own's (own IR rules, own hidden rules). */
+typedef struct ag_link_labels {
+  int32_t *rule_start;
+  bool *rule_nullable;
+  ag_repeat_bounds *rule_repeat;
+} ag_link_labels;
+
+static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const *parts,
+                               int32_t n_parts, int32_t n_ext, ag_link_labels *lab,
+                               ag_error *err) {
+  int32_t n_hidden = own->n_rules - n_ir;
+  size_t n_labels = (size_t)n_ir + (size_t)n_ext + (size_t)n_hidden;
+  size_t more_states = 0, more_bytes = 0;
+  bool nullable, productive;
+  for (int32_t k = 0; k < n_parts; k++)
+    for (int32_t r = 0; r < parts[k]->n_ir_rules; r++) {
+      int32_t n = ag_link_stub_states(parts[k], r, &nullable, &productive);
+      more_states += (size_t)n;
+      more_bytes += (size_t)(n - 1);
+    }
+  if ((size_t)own->n_states + more_states > AG_MAX_STATES)
+    return ag_fail(err, AG_ERR_LIMIT, -1, "the linked grammar has too many states; the limit is %d",
+                   AG_MAX_STATES);
+  lab->rule_start = calloc(n_labels ? n_labels : 1, sizeof *lab->rule_start);
+  lab->rule_nullable = calloc(n_labels ? n_labels : 1, sizeof *lab->rule_nullable);
+  lab->rule_repeat = calloc(n_labels ? n_labels : 1, sizeof *lab->rule_repeat);
+  if (!lab->rule_start || !lab->rule_nullable || !lab->rule_repeat ||
+      !ag_link_grow((void **)&own->states, (size_t)own->n_states, more_states, sizeof *own->states) ||
+      !ag_link_grow((void **)&own->state_rule, (size_t)own->n_states, more_states,
+                    sizeof *own->state_rule) ||
+      !ag_link_grow((void **)&own->byte_edges, own->n_byte_edges, more_bytes, sizeof *own->byte_edges))
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
+  for (int32_t r = 0; r < own->n_rules; r++) {
+    int32_t label = r < n_ir ? r : r + n_ext;
+    lab->rule_start[label] = own->rule_start[r];
+    lab->rule_repeat[label] = own->rule_repeat[r];
+  }
+  for (int32_t s = 0; s < own->n_states; s++)
+    if (own->state_rule[s] >= n_ir) own->state_rule[s] += n_ext;
+  int32_t label = n_ir, s = own->n_states;
+  uint32_t b = own->n_byte_edges, re = own->n_rule_edges;
+  for (int32_t k = 0; k < n_parts; k++)
+    for (int32_t r = 0; r < parts[k]->n_ir_rules; r++, label++) {
+      int32_t n = ag_link_stub_states(parts[k], r, &nullable, &productive);
+      lab->rule_start[label] = s;
+      if (n == 2) {
+        ag_state s0 = {b, b + 1, re, re, false, false}, s1 = {b + 1, b + 1, re, re, true, false};
+        ag_byte_edge e = {0, 0, s + 1};
+        own->byte_edges[b++] = e;
+        own->states[s] = s0;
+        own->states[s + 1] = s1;
+      } else {
+        ag_state s0 = {b, b, re, re, nullable, false};
+        own->states[s] = s0;
+      }
+      for (int32_t i = 0; i < n; i++) own->state_rule[s + i] = label;
+      s += n;
+    }
+  own->n_states = s;
+  own->n_byte_edges = b;
+  return AG_OK;
+}
+
+/*
+ * Analyses the own automaton alone (ag_grammar_analyze) before it is copied.
+ * Parts are closed and already analysed and trimmed, so linking changes
+ * nothing in them, and an own edge over a part's rule depends only on that
+ * rule's productivity and nullability. Each part IR rule gets a stub rule with
+ * the same two properties (an accepting start: nullable; a start with one byte
+ * edge to an accepting state: productive only; a bare start: neither), so own
+ * plus the stubs analyses to what the whole linked grammar did for own, in
+ * time proportional to own rather than to all the parts. The stubs, last in
+ * every array, are then dropped, and own goes back to its own rule numbering.
+ */
+static ag_status ag_link_analyze_own(ag_grammar *own, const ag_ir *ir, ag_grammar *const *parts,
+                                     int32_t n_parts, int32_t n_ext, ag_error *err) {
+  int32_t n_ir = ir->n_rules, n_rules = own->n_rules;
+  ag_link_labels lab = {NULL, NULL, NULL};
+  ag_status st = ag_link_stubs(own, n_ir, parts, n_parts, n_ext, &lab, err);
+  if (!st) {
+    int32_t *rule_start = own->rule_start;
+    bool *rule_nullable = own->rule_nullable;
+    ag_repeat_bounds *rule_repeat = own->rule_repeat;
+    own->rule_start = lab.rule_start;
+    own->rule_nullable = lab.rule_nullable;
+    own->rule_repeat = lab.rule_repeat;
+    own->n_rules = n_rules + n_ext;
+    own->root = ir->root;
+    st = ag_grammar_analyze(own, err);
+    /* Back to own numbering, whatever the outcome (own's arrays are freed with it). */
+    int32_t stubs = n_ext ? own->rule_start[n_ir] : own->n_states;
+    if (!st && stubs < own->n_states) {
+      own->n_byte_edges = own->states[stubs].byte_begin;
+      own->n_rule_edges = own->states[stubs].rule_begin;
+    }
+    if (!st) own->n_states = stubs;
+    for (int32_t r = 0; r < n_rules; r++) {
+      int32_t label = r < n_ir ? r : r + n_ext;
+      rule_start[r] = lab.rule_start[label];
+      rule_nullable[r] = lab.rule_nullable[label];
+      rule_repeat[r] = lab.rule_repeat[label];
+    }
+    for (int32_t s = 0; s < own->n_states; s++)
+      if (own->state_rule[s] >= n_ir + n_ext) own->state_rule[s] -= n_ext;
+    own->rule_start = rule_start;
+    own->rule_nullable = rule_nullable;
+    own->rule_repeat = rule_repeat;
+    own->n_rules = n_rules;
+  }
+  free(lab.rule_start);
+  free(lab.rule_nullable);
+  free(lab.rule_repeat);
+  return st;
+}
+
 static ag_status ag_link_build(ag_grammar *g, const ag_ir *ir, ag_grammar *const *parts,
                                int32_t n_parts, const ag_link_sizes *z, ag_error *err) {
   ag_grammar *own = calloc(1, sizeof *own);
   if (!own) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
   ag_status st = ag_fsm_build(ir, own, err);
+  if (!st) st = ag_link_analyze_own(own, ir, parts, n_parts, (int32_t)z->ir_rules, err);
   if (!st) st = ag_link_alloc(g, own, z, n_parts, err);
   if (!st) {
     int32_t n_ir = (int32_t)z->ir_rules;
@@ -187,8 +325,7 @@ ag_status ag_grammar_link(const int32_t *words, size_t n_words, ag_grammar *cons
   ag_grammar *g = calloc(1, sizeof *g);
   if (!g) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
   atomic_init(&g->refs, 1);
-  st = ag_link_build(g, &ir, parts, n_parts, &z, err);
-  if (!st) st = ag_grammar_analyze(g, err);
+  st = ag_link_build(g, &ir, parts, n_parts, &z, err); /* analysed as it is built */
   if (!st) st = ag_link_check_parts_kept(g, err);
   if (!st) st = ag_grammar_keep_dispatches(g, &ir, (int32_t)z.ir_rules, err);
   if (st) {

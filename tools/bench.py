@@ -293,8 +293,10 @@ def clear_ours() -> None:
     import agentgrammar.grammar.json_schema as js
     import agentgrammar.grammar.json_values as jv
     import agentgrammar.grammar.structural_tag as stc
+    from agentgrammar.grammar.memo import clear_memos
 
-    ftools._PIECES.clear()
+    clear_memos()  # per-tool pieces, converted tags, serialized chunks
+    ftools._PIECES.cache_clear()
     for module in (stc, jv, js):
         for value in vars(module).values():
             if hasattr(value, "cache_clear"):

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
+from ..grammar.memo import clear_memos
 from ._native import ffi, lib, new_error, raise_error
 from .vocabulary import Vocabulary
 
@@ -204,11 +205,13 @@ class Compiler:
         return int(lib.ag_vocab_cache_bytes(self._vocab_handle))
 
     def clear_cache(self) -> None:
-        """Forget every grammar and part kept for reuse (those still in use stay alive)."""
+        """Forget every grammar and part kept for reuse (those still in use stay alive), and
+        what the front-ends derived from tools and tags for reuse (``grammar.memo``)."""
         with self._lock:
             self._recent.clear()
             self._parts.clear()
             self._lru.clear()
+        clear_memos()
 
     def compile(self, grammar: Union[Grammar, str]) -> CompiledGrammar:
         """Compile a Grammar (or EBNF text) for this compiler's vocabulary.

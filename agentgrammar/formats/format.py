@@ -67,7 +67,7 @@ from ..grammar import Grammar
 from ..registry import Tool, ToolCall
 from ..registry.openai import tool_to_openai
 from .output import AgentOutput
-from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
+from .tools import ToolsArg, cached_piece, cached_pieces, resolve_choice, tool_list
 
 __all__ = ["AgentFormat", "FormatParseError", "ToolsArg"]
 
@@ -392,7 +392,7 @@ class AgentFormat:
         return calls
 
     def _body(self, tools: List[Tool], mode: str, parallel: bool) -> st.Format:
-        tags = [self.call_tag(t) for t in tools] if mode != "none" else []
+        tags = cached_pieces(tools, self._layout_key(), self._build_call_tag) if mode != "none" else []
         if self.has_response:
             assert self.response_begin is not None and self.response_end is not None
             response = st.Tag(begin=self.response_begin, content=st.AnyText(), end=self.response_end)

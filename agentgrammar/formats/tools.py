@@ -11,14 +11,14 @@ Example:
 from __future__ import annotations
 
 import json
-import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import ToolError
+from ..grammar.memo import IdentityMemo
 from ..registry import Tool, ToolRegistry
 from ..registry.openai import tool_from_openai
 
-__all__ = ["ToolsArg", "as_tool", "cached_piece", "resolve_choice", "tool_list"]
+__all__ = ["ToolsArg", "as_tool", "cached_piece", "cached_pieces", "resolve_choice", "tool_list"]
 
 ToolsArg = Union[ToolRegistry, Tool, Iterable[Union[Tool, Mapping[str, Any]]]]
 """What ``AgentFormat`` methods take as tools: a registry, a tool, or an iterable of ``Tool`` s
@@ -26,21 +26,35 @@ and OpenAI tool dicts."""
 
 # --------------------------------------------------------------------------- per-tool caches
 
-# Tool -> {layout key -> piece}. Tools hash by identity; entries die with their Tool.
-_PIECES: "weakref.WeakKeyDictionary[Tool, Dict[Tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
+# Tool -> {layout key -> piece}, by identity, bounded (``Compiler.clear_cache`` empties it).
+_PIECES: "IdentityMemo[Dict[Tuple[Any, ...], Any]]" = IdentityMemo("tool pieces", limit=16384)
 # OpenAI tool dicts (as canonical JSON) -> Tool, so that dict tools hit the piece cache too.
 _OPENAI_TOOLS: Dict[str, Tool] = {}
 _OPENAI_TOOLS_LIMIT = 4096
 
 
 def cached_piece(tool: Tool, key: Tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """The piece of ``tool`` for layout ``key``: built once by ``build``, then kept."""
     pieces = _PIECES.get(tool)
     if pieces is None:
-        pieces = _PIECES[tool] = {}
+        pieces = _PIECES.put(tool, {})
     found = pieces.get(key)
     if found is None:
         found = pieces[key] = build()
     return found
+
+
+def cached_pieces(tools: Sequence[Tool], key: Tuple[Any, ...], build: Callable[[Tool], Any]) -> List[Any]:
+    """``cached_piece`` of each tool (one request's worth: the lookups are inlined)."""
+    get = _PIECES.get
+    out = []
+    for tool in tools:
+        pieces = get(tool)
+        found = pieces.get(key) if pieces is not None else None
+        if found is None:
+            found = cached_piece(tool, key, lambda: build(tool))  # noqa: B023 (called at once)
+        out.append(found)
+    return out
 
 
 def as_tool(item: Any) -> Tool:

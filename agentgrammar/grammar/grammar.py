@@ -12,9 +12,10 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Iterable, List, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Sequence, Set, Tuple, Union
 
 from ..errors import GrammarError, SchemaError
+from . import pieces
 from .builtin import json_rules
 from .ebnf import MAX_REPEAT, parse_ebnf, quote_names
 from .ir import (
@@ -30,7 +31,6 @@ from .ir import (
     RuleRef,
     Seq,
     TagDispatch,
-    embedded_grammars,
 )
 from .json_schema import json_schema_rules
 from .printer import to_ebnf
@@ -45,63 +45,83 @@ __all__ = ["Grammar", "normalize_rules", "validate_rules"]
 
 
 def _check_expr(e: Expr, rule: str, refs: List[str]) -> None:
-    """Check one expression tree's node types and values; collect referenced rule names."""
+    """Check one expression tree's node types and values; collect referenced rule names. A
+    piece (``pieces.mark``) is checked once; later its references are looked up."""
     stack = [e]
+    piece_info = pieces.info
     while stack:
         e = stack.pop()
-        if isinstance(e, Literal):
-            if not isinstance(e.value, bytes):
+        if type(e) in (Seq, Choice):
+            found = piece_info(e)
+            if found is not None:
+                if found.refs is None:
+                    inner: List[str] = []
+                    kids: List[Expr] = []
+                    _check_node(e, rule, inner, kids)
+                    while kids:
+                        _check_expr(kids.pop(), rule, inner)
+                    found.refs = tuple(inner)
+                refs.extend(found.refs)
+                continue
+        _check_node(e, rule, refs, stack)
+
+
+def _check_node(e: Expr, rule: str, refs: List[str], stack: List[Expr]) -> None:
+    """Check node ``e`` alone; collect the rule names it references and push its children
+    on ``stack`` (reversed: they pop in source order)."""
+    if isinstance(e, Literal):
+        if not isinstance(e.value, bytes):
+            raise GrammarError(
+                f"rule '{rule}': Literal value must be bytes, not {type(e.value).__name__}"
+            )
+    elif isinstance(e, (CharClass, ByteClass)):
+        top = MAX_CODE_POINT if isinstance(e, CharClass) else 0xFF
+        kind = type(e).__name__
+        if not isinstance(e.ranges, tuple):
+            raise GrammarError(f"rule '{rule}': {kind} ranges must be a tuple of (lo, hi) pairs")
+        for r in e.ranges:
+            ok = (
+                isinstance(r, tuple)
+                and len(r) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+                and 0 <= r[0] <= r[1] <= top
+            )
+            if not ok:
                 raise GrammarError(
-                    f"rule '{rule}': Literal value must be bytes, not {type(e.value).__name__}"
+                    f"rule '{rule}': invalid {kind} range {r!r} (need 0 <= lo <= hi <= {top:#x})"
                 )
-        elif isinstance(e, (CharClass, ByteClass)):
-            top = MAX_CODE_POINT if isinstance(e, CharClass) else 0xFF
-            kind = type(e).__name__
-            if not isinstance(e.ranges, tuple):
-                raise GrammarError(f"rule '{rule}': {kind} ranges must be a tuple of (lo, hi) pairs")
-            for r in e.ranges:
-                ok = (
-                    isinstance(r, tuple)
-                    and len(r) == 2
-                    and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
-                    and 0 <= r[0] <= r[1] <= top
+        if isinstance(e, CharClass) and not isinstance(e.negated, bool):
+            raise GrammarError(f"rule '{rule}': CharClass.negated must be a bool")
+    elif isinstance(e, (Seq, Choice)):
+        if not isinstance(e.items, tuple):
+            raise GrammarError(f"rule '{rule}': {type(e).__name__} items must be a tuple")
+        stack.extend(reversed(e.items))  # visit in source order
+    elif isinstance(e, RuleRef):
+        if not isinstance(e.name, str):
+            raise GrammarError(f"rule '{rule}': RuleRef name must be a str")
+        refs.append(e.name)
+    elif isinstance(e, Repeat):
+        for label, bound in (("min", e.min), ("max", e.max)):
+            if bound is None and label == "max":
+                continue
+            if not isinstance(bound, int) or isinstance(bound, bool):
+                raise GrammarError(f"rule '{rule}': Repeat {label} must be an int, not {bound!r}")
+            if bound < 0:
+                raise GrammarError(f"rule '{rule}': Repeat {label} must not be negative (got {bound})")
+            if bound > MAX_REPEAT:
+                raise GrammarError(
+                    f"rule '{rule}': Repeat {label} {bound} is too large (the limit is {MAX_REPEAT})"
                 )
-                if not ok:
-                    raise GrammarError(
-                        f"rule '{rule}': invalid {kind} range {r!r} (need 0 <= lo <= hi <= {top:#x})"
-                    )
-            if isinstance(e, CharClass) and not isinstance(e.negated, bool):
-                raise GrammarError(f"rule '{rule}': CharClass.negated must be a bool")
-        elif isinstance(e, (Seq, Choice)):
-            if not isinstance(e.items, tuple):
-                raise GrammarError(f"rule '{rule}': {type(e).__name__} items must be a tuple")
-            stack.extend(reversed(e.items))  # visit in source order
-        elif isinstance(e, RuleRef):
-            if not isinstance(e.name, str):
-                raise GrammarError(f"rule '{rule}': RuleRef name must be a str")
-            refs.append(e.name)
-        elif isinstance(e, Repeat):
-            for label, bound in (("min", e.min), ("max", e.max)):
-                if bound is None and label == "max":
-                    continue
-                if not isinstance(bound, int) or isinstance(bound, bool):
-                    raise GrammarError(f"rule '{rule}': Repeat {label} must be an int, not {bound!r}")
-                if bound < 0:
-                    raise GrammarError(f"rule '{rule}': Repeat {label} must not be negative (got {bound})")
-                if bound > MAX_REPEAT:
-                    raise GrammarError(
-                        f"rule '{rule}': Repeat {label} {bound} is too large (the limit is {MAX_REPEAT})"
-                    )
-            if e.max is not None and e.min > e.max:
-                raise GrammarError(f"rule '{rule}': Repeat min {e.min} is larger than max {e.max}")
-            stack.append(e.item)
-        elif isinstance(e, TagDispatch):
-            refs.extend(_check_dispatch(e, rule))
-        elif isinstance(e, Embed):
-            if not isinstance(e.grammar, Grammar):
-                raise GrammarError(f"rule '{rule}': Embed needs a Grammar, not {type(e.grammar).__name__}")
-        else:
-            raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
+        if e.max is not None and e.min > e.max:
+            raise GrammarError(f"rule '{rule}': Repeat min {e.min} is larger than max {e.max}")
+        stack.append(e.item)
+    elif isinstance(e, TagDispatch):
+        refs.extend(_check_dispatch(e, rule))
+    elif isinstance(e, Embed):
+        if not isinstance(e.grammar, Grammar):
+            raise GrammarError(f"rule '{rule}': Embed needs a Grammar, not {type(e.grammar).__name__}")
+    else:
+        raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
 
 
 #: The words of one TagDispatch may total this many bytes (the C core's limit).
@@ -269,6 +289,22 @@ def _is_single_edge(e: Expr) -> bool:
     return isinstance(e, (Literal, CharClass, ByteClass, RuleRef, Embed))
 
 
+def _normal_already(e: Expr) -> bool:
+    """Whether ``normalize_rules`` leaves ``e`` as it is: no counted repeat in it copies an
+    item of more than one edge."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (Seq, Choice)):
+            stack.extend(x.items)
+        elif isinstance(x, Repeat):
+            copies = x.min > 1 or (x.max is not None and x.max > 1)
+            if copies and not _is_single_edge(x.item):
+                return False
+            stack.append(x.item)
+    return True
+
+
 def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
     """Prepare rules for the C core: the item of a counted repeat that may be copied (a bound
     above 1) becomes a rule of its own when it is more than one edge, so that unrolling copies
@@ -295,10 +331,17 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
                 return name
 
     done: Dict[int, Expr] = {}  # by identity: front-ends share subtrees, walk each once
+    piece_info = pieces.info
 
     def walk(e: Expr, base: str, counter: List[int]) -> Expr:
         found = done.get(id(e))
         if found is None:
+            piece = piece_info(e) if type(e) in (Seq, Choice) else None
+            if piece is not None:
+                if piece.unchanged is None:
+                    piece.unchanged = _normal_already(e)
+                if piece.unchanged:
+                    return e
             found = done[id(e)] = rewrite(e, base, counter)
         return found
 
@@ -323,6 +366,32 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
     return out + extra
 
 
+def _embeds_of(roots: Sequence[Expr]) -> List[Any]:
+    """The grammars embedded in ``roots`` (``ir.Embed``), each once, in order of first
+    appearance (``ir.embedded_grammars``); a piece's are found once, then looked up."""
+    out: Dict[int, Any] = {}
+    piece_info = pieces.info
+    for root in roots:
+        stack = [root]
+        while stack:
+            x = stack.pop()
+            t = type(x)
+            if t is Embed:
+                out.setdefault(id(x.grammar), x.grammar)  # type: ignore[union-attr]
+            elif t is Seq or t is Choice:
+                piece = piece_info(x)
+                if piece is None:
+                    stack.extend(reversed(x.items))  # type: ignore[union-attr]
+                    continue
+                if piece.embeds is None:
+                    piece.embeds = tuple(_embeds_of(x.items))  # type: ignore[union-attr]
+                for g in piece.embeds:
+                    out.setdefault(id(g), g)
+            elif t is Repeat:
+                stack.append(x.item)  # type: ignore[union-attr]
+    return list(out.values())
+
+
 # --------------------------------------------------------------------------- Grammar
 
 
@@ -339,7 +408,7 @@ class Grammar:
         'root'
     """
 
-    __slots__ = ("_bytes", "_compiled_bytes", "_key", "_normalized", "_parts", "root", "rules")
+    __slots__ = ("_bytes", "_compiled_bytes", "_key", "_link", "_normalized", "_parts", "root", "rules")
 
     rules: Tuple[Rule, ...]
     root: str
@@ -351,6 +420,7 @@ class Grammar:
         object.__setattr__(self, "_normalized", None)
         object.__setattr__(self, "_compiled_bytes", None)
         object.__setattr__(self, "_parts", None)
+        object.__setattr__(self, "_link", None)
         object.__setattr__(self, "_key", None)  # the Compiler's content digest, once computed
 
     @classmethod
@@ -464,26 +534,37 @@ class Grammar:
         """
         found = self._parts
         if found is None:
-            found = tuple(embedded_grammars(self.rules))
+            found = tuple(_embeds_of([r.body for r in self.rules]))
             object.__setattr__(self, "_parts", found)
         return found
 
     def _linked_rules(self) -> int:
         """How many rules the C core holds for this grammar: its parts' (first), then its own."""
-        return sum(p._linked_rules() for p in self.parts) + len(self.normalized_rules)
+        return self._link_sizes()[0]
 
     def _linked_root(self) -> int:
         """The root's rule index in the C core (after the parts' rules)."""
-        names = [r.name for r in self.normalized_rules]
-        return sum(p._linked_rules() for p in self.parts) + names.index(self.root)
+        return self._link_sizes()[1]
+
+    def _link_sizes(self) -> Tuple[int, int]:
+        """(``_linked_rules``, ``_linked_root``), computed once: a part's are read by every
+        grammar that links it."""
+        found = self._link
+        if found is None:
+            before = sum(p._linked_rules() for p in self.parts)
+            names = [r.name for r in self.normalized_rules]
+            found = (before + len(names), before + names.index(self.root))
+            object.__setattr__(self, "_link", found)
+        return found
 
     def _embed_index(self) -> Any:
         """Rule index of each part's root past this grammar's own rules, for ``serialize``."""
         base = len(self.normalized_rules)
         index: Dict[int, int] = {}
         for part in self.parts:
-            index[id(part)] = base + part._linked_root()
-            base += part._linked_rules()
+            n_rules, root = part._link_sizes()
+            index[id(part)] = base + root
+            base += n_rules
         return lambda g: index[id(g)]
 
     def to_bytes(self) -> bytes:

@@ -32,6 +32,7 @@ from array import array
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import pieces
 from .ir import ByteClass, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
 from .utf8 import class_to_sequences
 
@@ -79,11 +80,41 @@ class _Writer:
         return parts[0] if len(parts) == 1 else self.node((KIND_SEQ, len(parts), *parts))
 
     def expr(self, e: Expr) -> int:
-        """The node of ``e``; a subtree object that several rules share is written once."""
+        """The node of ``e``; a subtree object that several rules share is written once, and
+        a piece (``pieces.mark``) is copied from its chunk, serialized once."""
         found = self._by_id.get(id(e))
         if found is None:
-            found = self._by_id[id(e)] = self._expr(e)
+            piece = pieces.info(e) if type(e) in (Seq, Choice) else None
+            if piece is None:
+                found = self._expr(e)
+            else:
+                if piece.chunk is None:
+                    piece.chunk = _Chunk(e)
+                found = self._copy(piece.chunk)
+            self._by_id[id(e)] = found
         return found
+
+    def _copy(self, chunk: "_Chunk") -> int:
+        """Append ``chunk``'s nodes, its holes filled for these rules; the index of its root."""
+        base = len(self.offsets)
+        words = chunk.words[:]
+        for p in chunk.child_pos:
+            words[p] += base
+        if chunk.symbols:
+            values = [
+                self._embed(key) if is_embed else self.rule_index[key] for is_embed, key in chunk.symbols
+            ]
+            for p, sym in chunk.symbol_pos:
+                words[p] = values[sym]
+        start = len(self.data)
+        self.offsets.extend([o + start for o in chunk.offsets])
+        self.data.extend(words)
+        return base + chunk.root
+
+    def _embed(self, grammar: Any) -> int:
+        if self.embed_index is None:
+            raise TypeError("an Embed needs the index of its part's root (serialize(..., embed_index=))")
+        return self.embed_index(grammar)
 
     def _expr(self, e: Expr) -> int:
         if isinstance(e, Literal):
@@ -107,9 +138,7 @@ class _Writer:
         if isinstance(e, TagDispatch):
             return self._dispatch(e)
         if isinstance(e, Embed):
-            if self.embed_index is None:
-                raise TypeError("an Embed needs the index of its part's root (serialize(..., embed_index=))")
-            return self.node((KIND_RULEREF, self.embed_index(e.grammar)))
+            return self.node((KIND_RULEREF, self._embed(e.grammar)))
         raise TypeError(f"not a grammar expression: {e!r}")
 
     def _dispatch(self, e: TagDispatch) -> int:
@@ -132,6 +161,64 @@ class _Writer:
         if not kids:  # an empty class matches nothing: an empty byte set
             return self.node((KIND_BYTES, 0))
         return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+
+
+class _Symbols(Dict[Any, int]):
+    """Placeholder rule indices for a chunk: the first use of each rule name (or embedded
+    grammar, keyed by identity) gets the next number, recorded in ``symbols``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.symbols: List[Tuple[bool, Any]] = []
+        self._embeds: Dict[int, int] = {}
+
+    def __missing__(self, name: str) -> int:
+        self[name] = len(self.symbols)
+        self.symbols.append((False, name))
+        return self[name]
+
+    def embed(self, grammar: Any) -> int:
+        found = self._embeds.get(id(grammar))
+        if found is None:
+            found = self._embeds[id(grammar)] = len(self.symbols)
+            self.symbols.append((True, grammar))
+        return found
+
+
+class _Chunk:
+    """A piece's nodes, serialized once: ``words`` (its nodes, numbered from 0, in post-order)
+    and ``offsets``; the positions in ``words`` that hold a node index (``child_pos``: add where
+    the chunk lands) and those that hold a rule index (``symbol_pos``: (position, symbol), the
+    symbol an entry of ``symbols``: (is_embed, rule name or embedded grammar)); ``root``."""
+
+    __slots__ = ("child_pos", "offsets", "root", "symbol_pos", "symbols", "words")
+
+    def __init__(self, e: Expr) -> None:
+        names = _Symbols()
+        w = _Writer(names, names.embed)
+        self.root = w._expr(e)  # not expr(): that would copy this very piece
+        self.words = w.data
+        self.offsets = tuple(w.offsets)
+        self.symbols = tuple(names.symbols)
+        child_pos: List[int] = []
+        symbol_pos: List[Tuple[int, int]] = []
+        data = w.data
+        for o in w.offsets:
+            kind = data[o]
+            if kind in (KIND_SEQ, KIND_CHOICE):
+                child_pos.extend(range(o + 2, o + 2 + data[o + 1]))
+            elif kind == KIND_REPEAT:
+                child_pos.append(o + 1)
+            elif kind == KIND_RULEREF:
+                symbol_pos.append((o + 1, data[o + 1]))
+            elif kind == KIND_DISPATCH:
+                at = o + 3
+                for _ in range(data[o + 2]):
+                    if data[at] >= 0:
+                        symbol_pos.append((at, data[at]))
+                    at += 2 + data[at + 1]
+        self.child_pos = tuple(child_pos)
+        self.symbol_pos = tuple(symbol_pos)
 
 
 @lru_cache(maxsize=8192)

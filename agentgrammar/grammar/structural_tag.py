@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import json
+import os
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union, get_args
 
@@ -35,15 +36,18 @@ from pydantic import BaseModel, ValidationError
 
 from .. import structural_tag as st
 from ..errors import GrammarError, StructuralTagError
+from . import memo, pieces
 from .grammar import Grammar
 from .ir import (
     EMPTY,
+    Choice,
     Embed,
     Expr,
     Literal,
     Repeat,
     Rule,
     RuleRef,
+    Seq,
     TagDispatch,
     choice,
     fresh_name,
@@ -192,7 +196,23 @@ class _Builder:
         return self.tag_after(f, "", path)
 
     def tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
-        """Tag ``f`` once the first ``len(opened)`` characters of its begin are written."""
+        """Tag ``f`` once the first ``len(opened)`` characters of its begin are written. A tag
+        whose conversion makes no rule of its own (a call with JSON arguments) converts to the
+        same expression every time: kept per tag object, as a piece (``pieces.mark``)."""
+        known = _TAG_IR.get(f)
+        if known is not None:
+            found = known.get(opened)
+            if found is not None:
+                return found
+        n_rules = len(self.rules)
+        out = self._tag_after(f, opened, path)
+        if out is not None and len(self.rules) == n_rules and type(out) in (Seq, Choice):
+            if known is None:
+                known = _TAG_IR.put(f, {})
+            known[opened] = pieces.mark(out)
+        return out
+
+    def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
         ends = [f.end] if isinstance(f.end, str) else list(f.end)
         if not ends or (isinstance(f.content, st.AnyText) and any(not e for e in ends)):
             raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
@@ -280,7 +300,7 @@ class _Builder:
         out: Dict[str, Optional[RuleRef]] = {}
         for t, idx in groups.items():
             alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
-            body = choice(alts)
+            body = choice(_share_tails(alts))
             out[t] = None if body is None else self.rule("tag", body)
         return out
 
@@ -313,6 +333,75 @@ def _check_any_text(f: st.AnyText, path: str) -> None:
     for limit in ("max_tokens", "max_chars"):
         if getattr(f, limit) is not None:
             raise StructuralTagError(f"'{limit}' on any_text is not supported", path=f"{path}.{limit}")
+
+
+# The expressions of tags that made no rule (``_Builder.tag_after``): tag -> {opened -> IR}.
+_TAG_IR: "memo.IdentityMemo[Dict[str, Expr]]" = memo.IdentityMemo("tag IR", limit=16384)
+# ``_share_tails``: a call's expression -> {tail -> the expression with its tail moved into a
+# part}, and an argument grammar -> {(tail, end) -> that part}.
+_SPLIT_IR: "memo.IdentityMemo[_Split]" = memo.IdentityMemo("split tag IR", limit=16384)
+_TAIL_PARTS: "memo.IdentityMemo[Dict[Tuple[bytes, bytes], Grammar]]" = memo.IdentityMemo("tail parts", limit=16384)
+
+
+class _Split:
+    """A call piece ``begin Embed(args) end`` (``_share_tails``): its parts, its begin
+    reversed (for the common tail), and its split form per tail."""
+
+    __slots__ = ("args", "begin", "end", "nigeb", "split")
+
+    def __init__(self, begin: bytes, args: Grammar, end: bytes) -> None:
+        self.begin, self.args, self.end, self.nigeb = begin, args, end, begin[::-1]
+        self.split: Dict[bytes, Expr] = {}
+
+
+def _call_shape(e: Optional[Expr]) -> Optional[_Split]:
+    """The ``_Split`` of a call piece ``begin Embed(arguments) end``, else None."""
+    if type(e) is not Seq:
+        return None
+    found = _SPLIT_IR.get(e)
+    if found is not None or pieces.info(e) is None:
+        return found
+    items = e.items  # type: ignore[union-attr]
+    if not 2 <= len(items) <= 3 or type(items[0]) is not Literal or type(items[1]) is not Embed:
+        return None
+    if len(items) == 3 and type(items[2]) is not Literal:
+        return None
+    end = items[2].value if len(items) == 3 else b""
+    return _SPLIT_IR.put(e, _Split(items[0].value, items[1].grammar, end))
+
+
+def _share_tails(alts: List[Optional[Expr]]) -> List[Optional[Expr]]:
+    """The alternatives of one trigger's tags, with what follows their distinct heads moved
+    into a part per call: ``head tail Embed(args) end`` becomes ``head Embed(P)``, P the grammar
+    ``tail Embed(args) end``, where ``tail`` is the end that every call's begin shares (for
+    Hermes calls, ``", "arguments": ``). The language is the same; the request's own
+    automaton keeps only the heads (the tool names), which is what a request must build, and
+    P, the same in every request offering the tool, is compiled once like the arguments."""
+    shapes = [_call_shape(a) for a in alts]
+    calls = [s for s in shapes if s is not None]
+    if len(calls) < 2:
+        return alts
+    tail = os.path.commonprefix([c.nigeb for c in calls])[::-1]  # noqa: RUF071 (bytes, byte by byte)
+    keep = min(len(tail), min(len(c.begin) for c in calls) - 1)  # every head keeps a byte
+    tail = tail[len(tail) - keep :] if keep > 0 else b""
+    if not tail:
+        return alts
+    out: List[Optional[Expr]] = []
+    for a, shape in zip(alts, shapes):
+        if shape is None:
+            out.append(a)
+            continue
+        found = shape.split.get(tail)
+        if found is None:
+            parts = _TAIL_PARTS.get(shape.args) or _TAIL_PARTS.put(shape.args, {})
+            part = parts.get((tail, shape.end))
+            if part is None:
+                body = seq([Literal(tail), Embed(shape.args), Literal(shape.end)])
+                part = parts[(tail, shape.end)] = Grammar.from_rules([Rule("root", body)])
+            head = Literal(shape.begin[: len(shape.begin) - len(tail)])
+            found = shape.split[tail] = pieces.mark(Seq((head, Embed(part))))
+        out.append(found)
+    return out
 
 
 # Requests reuse the same tools: each piece's grammar is built once, and the compiler links

@@ -1,0 +1,176 @@
+"""IR pieces (``agentgrammar.grammar.pieces``): a known tool's call converts to the same
+expression in every request, each stage's work on it is done once and reused, the caches are
+bounded and emptied by ``Compiler.clear_cache``, and grammars give the same masks with and
+without them."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Dict, List
+
+import numpy as np
+import pytest
+
+from agentgrammar import (
+    AgentOutput,
+    Compiler,
+    Grammar,
+    Matcher,
+    Tool,
+    ToolCall,
+    Vocabulary,
+    allocate_token_bitmask,
+)
+from agentgrammar.formats import get
+from agentgrammar.grammar import memo, pieces
+from agentgrammar.grammar.ir import Choice, Embed, Literal, Rule, RuleRef, Seq
+from agentgrammar.grammar.serialize import serialize
+
+SCHEMA: Dict[str, Any] = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "required": ["city"],
+}
+TOOLS = [Tool(f"tool_{i}", "", SCHEMA if i % 2 else {"type": "object", "properties": {}}) for i in range(12)]
+MARKERS = ["<think>", "</think>", "<tool_call>", "</tool_call>", '{"name": "', '", "arguments": ', "tool_"]
+TOKENS = [chr(c) for c in range(32, 127)] + ["\n", "\n\n", *MARKERS, "</s>"]
+
+
+def vocab() -> Vocabulary:
+    return Vocabulary(TOKENS, stop_token_ids=[len(TOKENS) - 1])
+
+
+def call_items(g: Grammar) -> List[Any]:
+    """The alternatives of the request's call rule (one per tool)."""
+    rule = next(r for r in g.rules if isinstance(r.body, Choice))
+    return list(rule.body.items)
+
+
+def tokenize(text: str) -> List[int]:
+    """Greedy longest match over ``TOKENS``."""
+    out, pos = [], 0
+    while pos < len(text):
+        best = max((t for t in TOKENS[:-1] if text.startswith(t, pos)), key=len)
+        out.append(TOKENS.index(best))
+        pos += len(best)
+    return out
+
+
+def masks_along(g: Grammar, ids: List[int]) -> List[np.ndarray]:
+    matcher = Matcher(Compiler(vocab(), reuse_grammars=False).compile(g))
+    out = []
+    for token in [*ids, len(TOKENS) - 1]:
+        mask = allocate_token_bitmask(1, len(TOKENS), backend="numpy")
+        matcher.fill_next_token_bitmask(mask)
+        out.append(mask.copy())
+        assert matcher.accept_token(token)
+    assert matcher.is_terminated()
+    return out
+
+
+def test_a_known_tool_converts_to_the_same_piece() -> None:
+    fmt = get("qwen3")
+    first = call_items(fmt.grammar(TOOLS[:6]))
+    second = call_items(fmt.grammar(TOOLS[3:9]))
+    assert all(pieces.info(x) is not None for x in first + second)
+    assert first[3:6] == second[:3] and all(a is b for a, b in zip(first[3:6], second[:3]))
+
+
+def test_each_stage_works_on_a_piece_once() -> None:
+    fmt = get("qwen3")
+    fmt.grammar(TOOLS).to_bytes()
+    item = call_items(fmt.grammar(TOOLS))[0]
+    found = pieces.info(item)
+    assert found is not None and found.refs is not None and found.unchanged is True
+    assert found.embeds is not None and found.chunk is not None
+    chunk, refs = found.chunk, found.refs
+    g = fmt.grammar(list(reversed(TOOLS)))
+    g.to_bytes()
+    assert found.chunk is chunk and found.refs is refs  # looked up, not derived again
+    assert call_items(g)[-1] is item
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pieces_change_no_output(seed: int) -> None:
+    """Rules, parts and masks of a request are those of the same rules without pieces."""
+    rng = random.Random(seed)
+    tools = rng.sample(TOOLS, 6)
+    fmt = get("qwen3")
+    fmt.grammar(tools).to_bytes()  # every piece derived once
+    g = fmt.grammar(tools)
+    memo.clear_memos()  # the same rule objects, no longer pieces
+    plain = Grammar.from_rules(g.rules, g.root)
+    assert not any(pieces.info(x) for x in call_items(plain))
+    assert plain.normalized_rules == g.normalized_rules and plain.parts == g.parts
+    used = [t for t in tools if t.parameters is SCHEMA][:2] or tools[:1]
+    calls = [ToolCall(t.name, {"city": "Oslo"} if t.parameters is SCHEMA else {}) for t in used]
+    text = fmt.render(AgentOutput(think="ok", text="Sure.", tool_calls=calls), tools=tools)
+    assert g.accepts(text) and plain.accepts(text)
+    ids = tokenize(text)
+    for a, b in zip(masks_along(g, ids), masks_along(plain, ids)):
+        assert np.array_equal(a, b)
+
+
+def test_a_chunk_is_the_piece_serialized() -> None:
+    """A piece's chunk, copied into a grammar, writes the same nodes as the piece itself."""
+    part = Grammar.from_regex("[0-9]+")
+    item = Seq((Literal(b"n="), RuleRef("x"), Embed(part), Literal(b";")))
+    rules = [Rule("root", Choice((item, Literal(b"-")))), Rule("x", Literal(b"x"))]
+    expect = serialize(rules, "root", lambda g: 7)
+    pieces.mark(item)
+    copied = serialize(rules, "root", lambda g: 7)
+    assert copied == expect and pieces.info(item).chunk is not None
+    assert serialize(rules, "root", lambda g: 7) == expect
+
+
+def test_memos_are_bounded() -> None:
+    m: memo.IdentityMemo[int] = memo.IdentityMemo("test bound", limit=8)
+    keep = [[i] for i in range(50)]
+    for i, obj in enumerate(keep):
+        m.put(obj, i)
+        assert len(m) <= 8
+    assert m.get(keep[-1]) == 49 and m.get(keep[0]) is None
+    with pytest.raises(ValueError):
+        memo.IdentityMemo("bad", limit=0)
+
+
+def test_clear_cache_empties_the_memos() -> None:
+    compiler = Compiler(vocab())
+    compiler.compile(get("qwen3").grammar(TOOLS))
+    entries = memo.memo_entries()
+    assert entries["IR pieces"] >= len(TOOLS) and entries["tag IR"] >= len(TOOLS)
+    assert entries["tool pieces"] >= len(TOOLS)
+    compiler.clear_cache()
+    assert not any(memo.memo_entries().values())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls whose shared tail (``", "arguments": ``) moved into a part per call accept the
+    same texts with the same masks as the calls written out in the request."""
+    import agentgrammar.grammar.structural_tag as stc
+
+    rng = random.Random(seed)
+    tools = rng.sample(TOOLS, 5)
+    fmt = get("qwen3")
+    split = fmt.grammar(tools)
+    tail_parts = [p for p in split.parts if p.parts]  # each: tail, the arguments, the end
+    assert len(tail_parts) == len({json.dumps(t.parameters) for t in tools})  # one per schema
+    assert all(p.rules[0].body.items[0] == Literal(b'", "arguments": ') for p in tail_parts)
+    monkeypatch.setattr(stc, "_share_tails", lambda alts: alts)
+    whole = fmt.grammar(tools)
+    assert not any(p.parts for p in whole.parts)
+    used = [t for t in tools if t.parameters is SCHEMA][:2] or tools[:1]
+    calls = [ToolCall(t.name, {"city": "Oslo"} if t.parameters is SCHEMA else {}) for t in used]
+    ids = tokenize(fmt.render(AgentOutput(think="ok", tool_calls=calls), tools=tools))
+    for a, b in zip(masks_along(split, ids), masks_along(whole, ids)):
+        assert np.array_equal(a, b)
+
+
+def test_tail_parts_are_reused() -> None:
+    fmt = get("qwen3")
+    first = {p.parts[0]: p for p in fmt.grammar(TOOLS[:6]).parts}
+    second = {p.parts[0]: p for p in fmt.grammar(TOOLS[2:8]).parts}
+    shared = set(first) & set(second)
+    assert shared and all(first[a] is second[a] for a in shared)
