@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from .grammar.grammar import Grammar
 
 __all__ = [
     "AnyText",
@@ -82,11 +84,25 @@ class Regex(_Format):
 
 
 class GrammarText(_Format):
-    """Text derived from the EBNF ``grammar`` (its rule ``root``)."""
+    """Text derived from the EBNF ``grammar`` (its rule ``root``). ``grammar`` may also be a
+    ``Grammar`` at hand: it is then used as it is, not printed and parsed back, and it is
+    dumped (``model_dump``, ``model_dump_json``) as its EBNF text, as xgrammar expects.
+
+    Example:
+        >>> from agentgrammar import Grammar
+        >>> GrammarText(grammar=Grammar.from_regex("a+")).model_dump()["grammar"]
+        'root ::= "a"+'
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
     type: Literal["grammar"] = "grammar"
-    grammar: str
+    grammar: Union[str, Grammar]
     syntax: Literal["ebnf"] = "ebnf"
+
+    @field_serializer("grammar")
+    def _grammar_text(self, grammar: Union[str, Grammar]) -> str:
+        return grammar if isinstance(grammar, str) else str(grammar)
 
 
 class Sequence(_Format):

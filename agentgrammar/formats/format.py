@@ -64,6 +64,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from .. import structural_tag as st
 from ..errors import AgentGrammarError, GrammarError, ToolError
 from ..grammar import Grammar
+from ..grammar.structural_tag import compact_schema_grammar
 from ..registry import Tool, ToolCall
 from ..registry.openai import tool_to_openai
 from .output import AgentOutput
@@ -313,14 +314,12 @@ class AgentFormat:
         if self.whitespace == "flexible":
             return st.JSONSchema(json_schema=schema, max_whitespace_cnt=self.max_whitespace)
         try:
-            g = Grammar.from_json_schema(
-                schema, whitespace="compact", separators=self.separators, strict=True
-            )
+            g = compact_schema_grammar(schema, self.separators)
         except GrammarError as e:
             raise ToolError(
                 f"tool {tool.name!r}: cannot build its argument grammar: {e}", tool=tool.name
             ) from e
-        return st.GrammarText(grammar=str(g))
+        return st.GrammarText(grammar=g)  # dumped as EBNF text; converted as the grammar itself
 
     def _xml_content(self, tool: Tool) -> st.Format:
         schema = tool.parameters

@@ -71,9 +71,7 @@ def _check_node(e: Expr, rule: str, refs: List[str], stack: List[Expr]) -> None:
     on ``stack`` (reversed: they pop in source order)."""
     if isinstance(e, Literal):
         if not isinstance(e.value, bytes):
-            raise GrammarError(
-                f"rule '{rule}': Literal value must be bytes, not {type(e.value).__name__}"
-            )
+            raise GrammarError(f"rule '{rule}': Literal value must be bytes, not {type(e.value).__name__}")
     elif isinstance(e, (CharClass, ByteClass)):
         top = MAX_CODE_POINT if isinstance(e, CharClass) else 0xFF
         kind = type(e).__name__

@@ -56,7 +56,7 @@ from .ir import (
 from .json_schema import json_schema_rules
 from .regex import parse_regex
 
-__all__ = ["parse_structural_tag", "structural_tag_rules"]
+__all__ = ["compact_schema_grammar", "parse_structural_tag", "structural_tag_rules"]
 
 # The ``type`` of every format model: pydantic puts these tags in error locations.
 _FORMAT_TYPES = frozenset(m.model_fields["type"].default for m in get_args(get_args(st.Format)[0]))
@@ -82,8 +82,8 @@ def parse_structural_tag(obj: Any) -> st.StructuralTag:
     path of the first problem) when it is malformed."""
     if isinstance(obj, st.StructuralTag):
         return obj
-    if isinstance(obj, BaseModel):  # a bare format
-        obj = {"type": "structural_tag", "format": obj.model_dump()}
+    if isinstance(obj, BaseModel):  # a bare format, kept as it is (a GrammarText may hold a Grammar)
+        obj = {"type": "structural_tag", "format": obj}
     if isinstance(obj, (str, bytes)):
         try:
             obj = json.loads(obj)
@@ -161,7 +161,8 @@ class _Builder:
 
     def fmt_grammar(self, f: st.GrammarText, path: str) -> Optional[Expr]:
         try:
-            return Embed(_ebnf_grammar(f.grammar))
+            grammar = f.grammar
+            return Embed(grammar if isinstance(grammar, Grammar) else _ebnf_grammar(grammar))
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".grammar") from None
 
@@ -340,7 +341,9 @@ _TAG_IR: "memo.IdentityMemo[Dict[str, Expr]]" = memo.IdentityMemo("tag IR", limi
 # ``_share_tails``: a call's expression -> {tail -> the expression with its tail moved into a
 # part}, and an argument grammar -> {(tail, end) -> that part}.
 _SPLIT_IR: "memo.IdentityMemo[_Split]" = memo.IdentityMemo("split tag IR", limit=16384)
-_TAIL_PARTS: "memo.IdentityMemo[Dict[Tuple[bytes, bytes], Grammar]]" = memo.IdentityMemo("tail parts", limit=16384)
+_TAIL_PARTS: "memo.IdentityMemo[Dict[Tuple[bytes, bytes], Grammar]]" = memo.IdentityMemo(
+    "tail parts", limit=16384
+)
 
 
 class _Split:
@@ -412,6 +415,29 @@ def _schema_grammar(schema_json: str, any_order: bool, max_ws: Optional[int]) ->
         json.loads(schema_json), strict=True, any_order=any_order, max_whitespace=max_ws, xgrammar_types=True
     )
     return Grammar.from_rules(rules, root)
+
+
+def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
+    """The grammar of JSON valid against ``schema`` in the compact layout (``separators``,
+    strict), one per distinct schema: tools with equal schemas share it, and with it their
+    parts and token masks.
+
+    Example:
+        >>> g = compact_schema_grammar({"type": "integer"}, (", ", ": "))
+        >>> g is compact_schema_grammar({"type": "integer"}, (", ", ": ")), g.accepts("12")
+        (True, True)
+    """
+    try:
+        key = json.dumps(schema)  # key order is property order: not sorted
+    except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
+        return Grammar.from_json_schema(schema, whitespace="compact", separators=separators, strict=True)
+    return _compact_schema_grammar(key, separators)
+
+
+@lru_cache(maxsize=4096)
+def _compact_schema_grammar(schema_json: str, separators: Tuple[str, str]) -> Grammar:
+    schema = json.loads(schema_json)
+    return Grammar.from_json_schema(schema, whitespace="compact", separators=separators, strict=True)
 
 
 @lru_cache(maxsize=4096)

@@ -299,6 +299,24 @@ def test_requests_only_assemble_cached_pieces(monkeypatch: pytest.MonkeyPatch) -
         assert len(fmt.structural_tag(tools[:n]).format.tags) == n
 
 
+def test_tools_with_equal_schemas_share_one_argument_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the compact layout a tool's arguments are embedded as their grammar, built once per
+    distinct schema and never printed and parsed back."""
+    fmt = AgentFormat()
+    tools = [Tool(f"twin_{i}", "", {**WEATHER_SCHEMA}) for i in range(3)]
+    monkeypatch.setattr(agentgrammar.Grammar, "from_ebnf", lambda *a, **k: pytest.fail("EBNF parsed"))
+    contents = [fmt.call_tag(t).content for t in tools]
+    assert all(isinstance(c, stag.GrammarText) for c in contents)
+    assert len({id(c.grammar) for c in contents}) == 1  # type: ignore[union-attr]
+    g = fmt.grammar(tools)
+    monkeypatch.undo()
+    text = fmt.render(AgentOutput(tool_calls=[ToolCall(name="twin_1", arguments={"city": "Oslo"})]))
+    assert g.accepts(text) and not g.accepts(text.replace("twin_1", "twin_3"))
+    assert fmt.structural_tag(tools).model_dump()["format"]["tags"][0]["content"]["grammar"] == str(
+        contents[0].grammar  # type: ignore[union-attr]
+    )
+
+
 # --------------------------------------------------------------------------- render and parse
 
 

@@ -107,6 +107,25 @@ def test_models_dicts_and_json_text_are_the_same() -> None:
         assert g.accepts("a<t>X</t>b") and not g.accepts("a<t>Y</t>")
 
 
+def test_grammar_text_may_hold_a_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GrammarText holding a Grammar converts to that very grammar (no printing, no parsing)
+    and dumps as its EBNF text, which converts to the same language."""
+    inner = Grammar.from_ebnf('root ::= "x" ("," "y")*')
+    tag = st.Tag(begin="<a>", content=st.GrammarText(grammar=inner), end="</a>")
+    monkeypatch.setattr(Grammar, "from_ebnf", lambda *a, **k: pytest.fail("the text was parsed"))
+    g = Grammar.from_structural_tag(tag)
+    assert g.parts == (inner,)
+    monkeypatch.undo()
+    dumped = tag.model_dump()
+    assert dumped["content"]["grammar"] == str(inner)
+    assert json.loads(tag.model_dump_json())["content"]["grammar"] == str(inner)
+    again = Grammar.from_structural_tag(dumped)
+    for text in ("<a>x</a>", "<a>x,y,y</a>", "<a>y</a>", "<a>x,</a>"):
+        assert g.accepts(text) == again.accepts(text) == (text in ("<a>x</a>", "<a>x,y,y</a>"))
+    with pytest.raises(StructuralTagError):
+        Grammar.from_structural_tag({"type": "grammar", "grammar": 3})
+
+
 @pytest.mark.parametrize(
     "fmt, path, words",
     [
