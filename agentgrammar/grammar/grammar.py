@@ -287,14 +287,23 @@ def _is_single_edge(e: Expr) -> bool:
     return isinstance(e, (Literal, CharClass, ByteClass, RuleRef, Embed))
 
 
-def _normal_already(e: Expr) -> bool:
+def _normal_already(e: Expr, use_pieces: bool = False) -> bool:
     """Whether ``normalize_rules`` leaves ``e`` as it is: no counted repeat in it copies an
-    item of more than one edge."""
+    item of more than one edge. With ``use_pieces``, a piece inside ``e`` is answered for
+    once (``PieceInfo.unchanged``) and then looked up."""
     stack = [e]
     while stack:
         x = stack.pop()
-        if isinstance(x, (Seq, Choice)):
-            stack.extend(x.items)
+        t = type(x)
+        if t is Seq or t is Choice:
+            piece = pieces.info(x) if use_pieces and x is not e else None
+            if piece is None:
+                stack.extend(x.items)  # type: ignore[union-attr]
+                continue
+            if piece.unchanged is None:
+                piece.unchanged = _normal_already(x, True)
+            if not piece.unchanged:
+                return False
         elif isinstance(x, Repeat):
             copies = x.min > 1 or (x.max is not None and x.max > 1)
             if copies and not _is_single_edge(x.item):
@@ -359,8 +368,9 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
         return e
 
     out = []
-    for r in rules:
-        out.append(Rule(r.name, walk(r.body, r.name, [0])))
+    for r in rules:  # most bodies need nothing: one cheap scan tells, and the rule stays as it is
+        body = r.body if _normal_already(r.body, True) else walk(r.body, r.name, [0])
+        out.append(r if body is r.body else Rule(r.name, body))
     return out + extra
 
 

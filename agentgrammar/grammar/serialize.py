@@ -55,7 +55,11 @@ DISPATCH_EXCLUDE = -2
 
 class _Writer:
     def __init__(
-        self, rule_index: Dict[str, int], embed_index: Optional[Callable[[Any], int]] = None
+        self,
+        rule_index: Dict[str, int],
+        embed_index: Optional[Callable[[Any], int]] = None,
+        *,
+        class_chunks: bool = True,
     ) -> None:
         self.rule_index = rule_index
         self.embed_index = embed_index
@@ -63,6 +67,8 @@ class _Writer:
         self.data = array("i")
         self._memo: Dict[Tuple[int, ...], int] = {}
         self._by_id: Dict[int, int] = {}  # the rules keep every node alive while they are written
+        self._class_chunks = class_chunks  # character classes copied from their chunk (_class_chunk)
+        self._copied: Dict[int, int] = {}  # a chunk copied already (by identity) -> its root
 
     def node(self, words: Sequence[int]) -> int:
         key = tuple(words)
@@ -151,6 +157,12 @@ class _Writer:
         return self.node(payload)
 
     def _char_class(self, e: CharClass) -> int:
+        if self._class_chunks:  # written once per class, then copied: the costliest node to write
+            chunk = _class_chunk(e.ranges, e.negated)
+            found = self._copied.get(id(chunk))
+            if found is None:
+                found = self._copied[id(chunk)] = self._copy(chunk)
+            return found
         seqs = _class_sequences(e.ranges, e.negated)
         singles = [s[0] for s in seqs if len(s) == 1]
         kids: List[int] = []
@@ -195,7 +207,7 @@ class _Chunk:
 
     def __init__(self, e: Expr) -> None:
         names = _Symbols()
-        w = _Writer(names, names.embed)
+        w = _Writer(names, names.embed, class_chunks=not isinstance(e, CharClass))
         self.root = w._expr(e)  # not expr(): that would copy this very piece
         self.words = w.data
         self.offsets = tuple(w.offsets)
@@ -219,6 +231,13 @@ class _Chunk:
                     at += 2 + data[at + 1]
         self.child_pos = tuple(child_pos)
         self.symbol_pos = tuple(symbol_pos)
+
+
+@lru_cache(maxsize=4096)
+def _class_chunk(ranges: Tuple[Tuple[int, int], ...], negated: bool) -> "_Chunk":
+    """The nodes of a character class, lowered to UTF-8 once: grammars repeat the same few
+    classes (a JSON string's characters) in every schema."""
+    return _Chunk(CharClass(ranges, negated))
 
 
 @lru_cache(maxsize=8192)
