@@ -199,10 +199,14 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
   uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
   ag_status st = bits ? ag_dispatch_safe_tokens(d, v, bits, err)
                       : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
-  if (!st) { /* the same set by token id, after the positions */
+  if (!st) { /* the same set by token id, after the positions: all sorted tokens but the few unsafe */
     uint32_t *ids = bits + ag_pos_words(v);
-    for (int32_t i = 0; i < v->n_sorted; i++)
-      if (ag_bit(bits, i)) ag_bit_set(ids, v->sorted_ids[i]);
+    memcpy(ids, v->sorted_by_id, ag_mask_words(v) * sizeof *ids);
+    for (int32_t k = 0; (size_t)k * 32 < (size_t)v->n_sorted; k++)
+      for (uint32_t word = ~bits[k]; word; word &= word - 1) {
+        int32_t i = k * 32 + __builtin_ctz(word);
+        if (i < v->n_sorted) ag_bit_clear(ids, v->sorted_ids[i]);
+      }
   }
   if (!st && !ag_vcache_add(v, AG_VCACHE_SAFE, &key, bits, ag_safe_words(v) * sizeof *bits, free))
     *owned = bits;
@@ -215,39 +219,100 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
   return AG_OK;
 }
 
+/* Whether some word occurs in t (the automaton run from its start over t). */
+static bool ag_ac_finds_word(const ag_ac *ac, const uint8_t *t, uint32_t len) {
+  int32_t s = 0;
+  for (uint32_t k = 0; k < len; k++) {
+    s = ac->delta[(size_t)s * 256 + t[k]];
+    if (ag_ac_hit(ac, s)) return true;
+  }
+  return false;
+}
+
+/* Sets in bits (over sorted positions) the tokens that contain byte b. */
+static void ag_scan_byte(const ag_vocab *v, uint8_t b, uint32_t *bits) {
+  for (int32_t i = 0; i < v->n_sorted; i++) {
+    uint32_t len;
+    const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
+    if (memchr(t, b, len)) ag_bit_set(bits, i);
+  }
+}
+
+/*
+ * The sorted positions of the tokens that contain byte b, from the vocabulary's
+ * shared cache (AG_VCACHE_BYTE; one scan of every token on first use, as the
+ * same few marker bytes start the words of every request). When the cache is
+ * full the set is computed for the caller, who owns it: *owned is set to it.
+ */
+static ag_status ag_tokens_with_byte(const ag_vocab *v, uint8_t b, const uint32_t **out,
+                                     uint32_t **owned, ag_error *err) {
+  ag_vcache_key key = {calloc(1, sizeof(uint32_t)), 1, 0};
+  if (!key.words) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
+  key.words[0] = b;
+  ag_vcache_key_seal(&key);
+  *owned = NULL;
+  if ((*out = ag_vcache_find(v, AG_VCACHE_BYTE, &key))) {
+    ag_vcache_key_free(&key);
+    return AG_OK;
+  }
+  uint32_t *bits = calloc(ag_pos_words(v), sizeof *bits);
+  if (!bits) {
+    ag_vcache_key_free(&key);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
+  }
+  ag_scan_byte(v, b, bits);
+  if (!ag_vcache_add(v, AG_VCACHE_BYTE, &key, bits, ag_pos_words(v) * sizeof *bits, free)) {
+    *owned = bits;
+    ag_vcache_key_free(&key);
+  }
+  *out = bits;
+  return AG_OK;
+}
+
+/* Clears in pos_bits the tokens that contain byte b and some word. */
+static ag_status ag_clear_word_holders(const ag_ac *ac, const ag_vocab *v, uint8_t b,
+                                       uint32_t *pos_bits, ag_error *err) {
+  const uint32_t *with_b;
+  uint32_t *owned;
+  ag_status st = ag_tokens_with_byte(v, b, &with_b, &owned, err);
+  if (st) return st;
+  for (size_t k = 0; k < ag_pos_words(v); k++)
+    for (uint32_t word = with_b[k]; word; word &= word - 1) {
+      int32_t i = (int32_t)(k * 32 + (size_t)__builtin_ctz(word));
+      uint32_t len;
+      const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
+      if (ag_ac_finds_word(ac, t, len)) ag_bit_clear(pos_bits, i);
+    }
+  free(owned);
+  return AG_OK;
+}
+
 ag_status ag_dispatch_safe_tokens(const ag_dispatch *d, const ag_vocab *v, uint32_t *pos_bits,
                                   ag_error *err) {
   ag_ac ac;
   ag_status st = ag_ac_build(d, &ac, err);
   if (st) return st;
-  /* state[k] / hit[k]: the automaton after the first k bytes of the current
-   * token, and whether a word ended within them; a token resumes at the prefix
-   * it shares with the previous one. */
-  size_t depth_cap = (size_t)v->max_token_len + 1;
-  int32_t *state = malloc(sizeof *state * depth_cap);
-  bool *hit = malloc(sizeof *hit * depth_cap);
-  if (!state || !hit) {
-    st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
-  } else {
-    state[0] = 0;
-    hit[0] = false;
-    for (int32_t i = 0; i < v->n_sorted; i++) {
-      uint32_t len, k = i ? v->lcp[i] : 0;
-      const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
-      for (; k < len; k++) {
-        state[k + 1] = ac.delta[(size_t)state[k] * 256 + t[k]];
-        hit[k + 1] = hit[k] || ag_ac_hit(&ac, state[k + 1]);
-      }
-      if (!hit[len]) ag_bit_set(pos_bits, i);
-    }
-    /* A token that begins with a proper suffix of a word could finish that word
-     * after the free text's partial match. */
-    for (int32_t w = 0; w < d->n_words; w++)
-      for (uint32_t a = d->offsets[w] + 1; a < d->offsets[w + 1]; a++)
-        ag_clear_prefixed(v, d->bytes + a, d->offsets[w + 1] - a, pos_bits);
+  /* Every token is safe but those that contain a word, and a token can contain
+   * a word only if it contains the word's first byte: words start with a few
+   * marker bytes ('<', '[', ...), so only the tokens holding one (a few thousand
+   * of 128k) are run through the automaton. An empty word leaves none safe. */
+  bool first[256] = {false}, empty_word = false;
+  for (int32_t w = 0; w < d->n_words; w++) {
+    if (d->offsets[w] == d->offsets[w + 1]) empty_word = true;
+    else first[d->bytes[d->offsets[w]]] = true;
   }
-  free(state);
-  free(hit);
+  if (!empty_word) {
+    size_t full = (size_t)v->n_sorted / 32;
+    memset(pos_bits, 0xff, full * sizeof *pos_bits);
+    for (int32_t i = (int32_t)full * 32; i < v->n_sorted; i++) ag_bit_set(pos_bits, i);
+    for (int b = 0; b < 256 && !st; b++)
+      if (first[b]) st = ag_clear_word_holders(&ac, v, (uint8_t)b, pos_bits, err);
+  }
+  /* A token that begins with a proper suffix of a word could finish that word
+   * after the free text's partial match. */
+  for (int32_t w = 0; w < d->n_words && !st; w++)
+    for (uint32_t a = d->offsets[w] + 1; a < d->offsets[w + 1]; a++)
+      ag_clear_prefixed(v, d->bytes + a, d->offsets[w + 1] - a, pos_bits);
   ag_ac_free(&ac);
   return st;
 }

@@ -175,7 +175,12 @@ static inline int32_t ag_state_step(const ag_grammar *g, int32_t s, uint8_t c) {
  * for it (one Compiler) shares them. Thread-safe; values live as long as the
  * vocabulary. */
 #define AG_VCACHE_BUCKETS 256
-typedef enum ag_vcache_kind { AG_VCACHE_SAFE = 0, AG_VCACHE_CLASSES = 1, AG_VCACHE_KINDS = 2 } ag_vcache_kind;
+typedef enum ag_vcache_kind {
+  AG_VCACHE_SAFE = 0,    /* a dispatch's safe tokens (ag_dispatch.h) */
+  AG_VCACHE_CLASSES = 1, /* the token classes of a byte automaton (ag_mask_cache.c) */
+  AG_VCACHE_BYTE = 2,    /* the tokens that contain one byte (ag_dispatch.c) */
+  AG_VCACHE_KINDS = 3
+} ag_vcache_kind;
 
 typedef struct ag_vcache_key {
   uint32_t *words;
@@ -205,6 +210,8 @@ struct ag_vocab {
   int32_t *n_longer;
   /* The plain tokens (ag_plain_tokens.h), in the layout of a dispatch's safe tokens. */
   uint32_t *plain;
+  /* The sorted tokens as a bitset by id (ag_mask_words): a safe set by id starts from it. */
+  uint32_t *sorted_by_id;
   _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
   atomic_size_t shared_bytes; /* held by the entries of `cache` */
   atomic_size_t shared_limit; /* past it, ag_vcache_add refuses (ag_vocab_set_shared_cache_limit) */

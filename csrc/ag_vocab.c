@@ -93,6 +93,14 @@ int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len) {
   return lo;
 }
 
+/* sorted_by_id (see ag_vocab). */
+static ag_status ag_vocab_index_ids(ag_vocab *v, ag_error *err) {
+  if (!(v->sorted_by_id = calloc(ag_mask_words(v), sizeof *v->sorted_by_id)))
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  for (int32_t i = 0; i < v->n_sorted; i++) ag_bit_set(v->sorted_by_id, v->sorted_ids[i]);
+  return AG_OK;
+}
+
 /* by_len and n_longer (see ag_vocab): a counting sort of sorted positions by length. */
 static ag_status ag_vocab_index_lengths(ag_vocab *v, ag_error *err) {
   uint32_t max = v->max_token_len;
@@ -149,7 +157,8 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
   if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
   if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_lengths(v, err)) ||
-      (st = ag_plain_tokens_index(v, &v->plain, err)) || (st = ag_vocab_collect_stops(v, err))) {
+      (st = ag_plain_tokens_index(v, &v->plain, err)) || (st = ag_vocab_index_ids(v, err)) ||
+      (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
   }
@@ -169,6 +178,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->by_len);
   free(v->n_longer);
   free(v->plain);
+  free(v->sorted_by_id);
   free(v->stop_ids);
   ag_vcache_free(v);
   free(v);

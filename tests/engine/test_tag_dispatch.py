@@ -143,6 +143,30 @@ def test_fast_path_masks_equal_direct_walk():
             assert _walk_and_compare(compiler, grammar, vocab, seed=int(loop) * 2 + int(stop_eos)) > 20
 
 
+@pytest.mark.parametrize("cache_limit_bytes", [512 * 1024 * 1024, 0])
+def test_safe_tokens_found_through_the_words_first_bytes(cache_limit_bytes: int) -> None:
+    """Only tokens holding a word's first byte are run through the words' automaton: words
+    with other first bytes (one not ASCII), first bytes deep inside tokens, and dispatches
+    sharing a first byte (its token index reused, or, with no shared cache, built for each)."""
+    pieces = ["<call>", "[TOOL]", "\u00abend\u00bb", "x<", "a[", "\u00ab", "\u00bb", "ll>", "OL]", "<", "["]
+    rng = random.Random(11)
+    tokens: List[bytes] = [p.encode() for p in pieces]
+    for _ in range(400):
+        a, b = rng.choice(pieces).encode(), rng.choice(pieces).encode()
+        tokens.append(a[rng.randint(0, len(a) - 1) :] + b[: rng.randint(0, len(b))])
+    tokens = list(dict.fromkeys(t for t in tokens if t)) + [b"</s>"]
+    vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    compiler = Compiler(vocab, cache_limit_bytes=cache_limit_bytes)
+    cases = [
+        TagDispatch(triggers=((b"<call>", "call"),), excludes=("\u00abend\u00bb".encode(),)),
+        TagDispatch(triggers=((b"[TOOL]", "call"),), stop_str=(b"<call>",), stop_eos=False),
+        TagDispatch(triggers=((b"<call>", "call"), (b"[TOOL]", "call")), loop_after_dispatch=False),
+    ]
+    for seed, d in enumerate(cases):
+        grammar = Grammar.from_rules([Rule("root", d), Rule("call", Literal(b"x"))])
+        assert _walk_and_compare(compiler, grammar, vocab, seed=seed) > 20
+
+
 def test_dispatch_classes_are_shared_across_grammars_with_other_tag_content():
     """A dispatch rule's states are classified from its own automaton, its triggers' rule
     edges taken as exits: grammars with the same words share those classes, whatever their
