@@ -49,8 +49,13 @@ def _check_expr(e: Expr, rule: str, refs: List[str]) -> None:
     piece (``pieces.mark``) is checked once; later its references are looked up."""
     stack = [e]
     piece_info = pieces.info
+    seen: Set[int] = set()  # shared subtrees (front-ends reuse them) are checked once
     while stack:
         e = stack.pop()
+        if type(e) in (Seq, Choice, Repeat):
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
         if type(e) in (Seq, Choice):
             found = piece_info(e)
             if found is not None:
@@ -77,13 +82,11 @@ def _check_node(e: Expr, rule: str, refs: List[str], stack: List[Expr]) -> None:
         kind = type(e).__name__
         if not isinstance(e.ranges, tuple):
             raise GrammarError(f"rule '{rule}': {kind} ranges must be a tuple of (lo, hi) pairs")
-        for r in e.ranges:
-            ok = (
-                isinstance(r, tuple)
-                and len(r) == 2
-                and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
-                and 0 <= r[0] <= r[1] <= top
-            )
+        for r in e.ranges:  # exact types (a bool is an int): one pass, no generator per range
+            if not (type(r) is tuple and len(r) == 2 and type(r[0]) is int and type(r[1]) is int):
+                ok = False
+            else:
+                ok = 0 <= r[0] <= r[1] <= top
             if not ok:
                 raise GrammarError(
                     f"rule '{rule}': invalid {kind} range {r!r} (need 0 <= lo <= hi <= {top:#x})"
@@ -312,11 +315,12 @@ def _normal_already(e: Expr, use_pieces: bool = False) -> bool:
     return True
 
 
-def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
+def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule]:
     """Prepare rules for the C core: the item of a counted repeat that may be copied (a bound
     above 1) becomes a rule of its own when it is more than one edge, so that unrolling copies
     one rule reference per repetition instead of a whole subtree. Aux rules are named
-    ``<rule>_repeat_<n>`` and appended after the existing rules.
+    ``<rule>_repeat_<n>`` and appended after the existing rules. ``use_pieces``: look pieces
+    up (``pieces.mark``) to work on each once; the output is the same without.
 
     Example:
         >>> from agentgrammar.grammar.ir import Rule, Seq, Literal, Repeat
@@ -343,7 +347,7 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
     def walk(e: Expr, base: str, counter: List[int]) -> Expr:
         found = done.get(id(e))
         if found is None:
-            piece = piece_info(e) if type(e) in (Seq, Choice) else None
+            piece = piece_info(e) if use_pieces and type(e) in (Seq, Choice) else None
             if piece is not None:
                 if piece.unchanged is None:
                     piece.unchanged = _normal_already(e)
@@ -369,7 +373,7 @@ def normalize_rules(rules: Iterable[Rule]) -> List[Rule]:
 
     out = []
     for r in rules:  # most bodies need nothing: one cheap scan tells, and the rule stays as it is
-        body = r.body if _normal_already(r.body, True) else walk(r.body, r.name, [0])
+        body = r.body if _normal_already(r.body, use_pieces) else walk(r.body, r.name, [0])
         out.append(r if body is r.body else Rule(r.name, body))
     return out + extra
 
@@ -421,13 +425,14 @@ class Grammar:
     rules: Tuple[Rule, ...]
     root: str
 
-    def __init__(self, rules: Iterable[Rule], root: str = "root") -> None:
+    def __init__(self, rules: Iterable[Rule], root: str = "root", *, _embeds: bool = True) -> None:
         object.__setattr__(self, "rules", validate_rules(rules, root))
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
         object.__setattr__(self, "_normalized", None)
         object.__setattr__(self, "_compiled_bytes", None)
-        object.__setattr__(self, "_parts", None)
+        # Front-ends that never write an Embed (EBNF, regex, JSON Schema) say so: no search.
+        object.__setattr__(self, "_parts", None if _embeds else ())
         object.__setattr__(self, "_link", None)
         object.__setattr__(self, "_key", None)  # the Compiler's content digest, once computed
 
@@ -450,7 +455,7 @@ class Grammar:
             >>> Grammar.from_ebnf('greeting ::= "hi" | "hello"', root="greeting").root
             'greeting'
         """
-        return cls(parse_ebnf(text, root), root)
+        return cls(parse_ebnf(text, root), root, _embeds=False)
 
     @classmethod
     def from_regex(cls, pattern: str) -> "Grammar":
@@ -460,7 +465,7 @@ class Grammar:
             >>> print(Grammar.from_regex(r"[A-Z][a-z]*"))
             root ::= [A-Z] [a-z]*
         """
-        return cls([Rule("root", parse_regex(pattern))], "root")
+        return cls([Rule("root", parse_regex(pattern))], "root", _embeds=False)
 
     @classmethod
     def from_json_schema(cls, schema: Any, **options: Any) -> "Grammar":
@@ -477,7 +482,7 @@ class Grammar:
         """
         rules, root = json_schema_rules(schema, **options)
         try:
-            return cls(rules, root)
+            return cls(rules, root, _embeds=False)
         except SchemaError:
             raise
         except GrammarError as e:  # e.g. a recursive schema with no way out
@@ -527,7 +532,7 @@ class Grammar:
         """
         found = self._normalized
         if found is None:
-            found = tuple(normalize_rules(self.rules))
+            found = tuple(normalize_rules(self.rules, use_pieces=bool(self.parts)))
             object.__setattr__(self, "_normalized", found)
         return found
 

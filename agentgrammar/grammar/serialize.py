@@ -60,6 +60,7 @@ class _Writer:
         embed_index: Optional[Callable[[Any], int]] = None,
         *,
         class_chunks: bool = True,
+        use_pieces: bool = True,
     ) -> None:
         self.rule_index = rule_index
         self.embed_index = embed_index
@@ -69,6 +70,7 @@ class _Writer:
         self._by_id: Dict[int, int] = {}  # the rules keep every node alive while they are written
         self._class_chunks = class_chunks  # character classes copied from their chunk (_class_chunk)
         self._copied: Dict[int, int] = {}  # a chunk copied already (by identity) -> its root
+        self._use_pieces = use_pieces
 
     def node(self, words: Sequence[int]) -> int:
         key = tuple(words)
@@ -90,7 +92,7 @@ class _Writer:
         a piece (``pieces.mark``) is copied from its chunk, serialized once."""
         found = self._by_id.get(id(e))
         if found is None:
-            piece = pieces.info(e) if type(e) in (Seq, Choice) else None
+            piece = pieces.info(e) if self._use_pieces and type(e) in (Seq, Choice) else None
             if piece is None:
                 found = self._expr(e)
             else:
@@ -254,7 +256,8 @@ def serialize(rules: Sequence[Rule], root: str, embed_index: Optional[Callable[[
     grammar ``g`` becomes a reference to rule ``embed_index(g)``: an index past ``rules``, into
     the parts the C core links (``ag_grammar_link``)."""
     rule_index = {r.name: i for i, r in enumerate(rules)}
-    w = _Writer(rule_index, embed_index)
+    # Pieces come with the parts of structural tags: a grammar without parts looks none up.
+    w = _Writer(rule_index, embed_index, use_pieces=embed_index is not None)
     bodies = [w.expr(r.body) for r in rules]
     header = array("i", [MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data)])
     out = header + array("i", bodies) + array("i", w.offsets) + w.data
