@@ -176,6 +176,28 @@ def _checked_refs(body: Expr, rule: str) -> List[str]:
     return list(refs)
 
 
+def _refs_of(body: Expr, rule: str) -> List[str]:
+    """The rule names ``body`` references, its nodes not checked: IR that a converter of this
+    package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
+    any other type is checked in full."""
+    refs: List[str] = []
+    stack, seen = [body], set()
+    while stack:
+        e = stack.pop()
+        t = type(e)
+        if t is Seq or t is Choice:
+            if id(e) not in seen:
+                seen.add(id(e))
+                stack.extend(reversed(e.items))  # type: ignore[union-attr]  # source order
+        elif t is RuleRef:
+            refs.append(e.name)  # type: ignore[union-attr]
+        elif t is Repeat:
+            stack.append(e.item)  # type: ignore[union-attr]
+        elif t is not Literal and t is not CharClass and t is not ByteClass:
+            _check_expr(e, rule, refs)
+    return refs
+
+
 def _class_is_empty(e: Expr) -> bool:
     if isinstance(e, CharClass):
         ranges = complement_ranges(e.ranges) if e.negated else normalize_ranges(e.ranges)
@@ -209,11 +231,12 @@ def _productive(e: Expr, known: Dict[str, bool]) -> bool:
     raise TypeError(f"not a grammar expression: {e!r}")
 
 
-def validate_rules(rules: Iterable[Rule], root: str = "root") -> Tuple[Rule, ...]:
+def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool = True) -> Tuple[Rule, ...]:
     """Check ``rules`` and return those reachable from ``root``, in their original order.
 
     Raises ``GrammarError`` for malformed IR, duplicate names, undefined references, a missing
-    root, or a root that can never finish (derives no finite string).
+    root, or a root that can never finish (derives no finite string). ``check_nodes=False``
+    skips the type checks of each node, for IR this package's converters built.
 
     Example:
         >>> from agentgrammar.grammar.ir import Rule, Literal, RuleRef
@@ -235,7 +258,7 @@ def validate_rules(rules: Iterable[Rule], root: str = "root") -> Tuple[Rule, ...
         if r.name in by_name:
             raise GrammarError(f"rule '{r.name}' is defined twice")
         by_name[r.name] = r
-        refs[r.name] = _checked_refs(r.body, r.name)
+        refs[r.name] = _checked_refs(r.body, r.name) if check_nodes else _refs_of(r.body, r.name)
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
     for r in rules:
@@ -425,14 +448,15 @@ class Grammar:
     rules: Tuple[Rule, ...]
     root: str
 
-    def __init__(self, rules: Iterable[Rule], root: str = "root", *, _embeds: bool = True) -> None:
-        object.__setattr__(self, "rules", validate_rules(rules, root))
+    def __init__(self, rules: Iterable[Rule], root: str = "root", *, _converted: bool = False) -> None:
+        # ``_converted``: rules from this package's EBNF, regex or JSON Schema converters, whose
+        # nodes have the right types by construction and never embed a grammar.
+        object.__setattr__(self, "rules", validate_rules(rules, root, check_nodes=not _converted))
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
         object.__setattr__(self, "_normalized", None)
         object.__setattr__(self, "_compiled_bytes", None)
-        # Front-ends that never write an Embed (EBNF, regex, JSON Schema) say so: no search.
-        object.__setattr__(self, "_parts", None if _embeds else ())
+        object.__setattr__(self, "_parts", () if _converted else None)
         object.__setattr__(self, "_link", None)
         object.__setattr__(self, "_key", None)  # the Compiler's content digest, once computed
 
@@ -455,7 +479,7 @@ class Grammar:
             >>> Grammar.from_ebnf('greeting ::= "hi" | "hello"', root="greeting").root
             'greeting'
         """
-        return cls(parse_ebnf(text, root), root, _embeds=False)
+        return cls(parse_ebnf(text, root), root, _converted=True)
 
     @classmethod
     def from_regex(cls, pattern: str) -> "Grammar":
@@ -465,7 +489,7 @@ class Grammar:
             >>> print(Grammar.from_regex(r"[A-Z][a-z]*"))
             root ::= [A-Z] [a-z]*
         """
-        return cls([Rule("root", parse_regex(pattern))], "root", _embeds=False)
+        return cls([Rule("root", parse_regex(pattern))], "root", _converted=True)
 
     @classmethod
     def from_json_schema(cls, schema: Any, **options: Any) -> "Grammar":
@@ -482,7 +506,7 @@ class Grammar:
         """
         rules, root = json_schema_rules(schema, **options)
         try:
-            return cls(rules, root, _embeds=False)
+            return cls(rules, root, _converted=True)
         except SchemaError:
             raise
         except GrammarError as e:  # e.g. a recursive schema with no way out

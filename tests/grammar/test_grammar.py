@@ -152,6 +152,35 @@ def test_rules_that_never_finish(text, message):
 @pytest.mark.parametrize(
     "text",
     [
+        'root ::= a | b\na ::= "x" a\nb ::= b "y"',
+        'root ::= item ("," item)*\nitem ::= [a-z]+ | "(" root ")"\nunused ::= "u"',
+        'root ::= x{2,5}\nx ::= ("a" "b")+ y\ny ::= [^"\\\\]',
+    ],
+)
+def test_converted_rules_skip_node_checks_with_the_same_outcome(text: str) -> None:
+    """Rules a converter built are not type-checked node by node again, yet validation keeps
+    and refuses the same rules, with the same message."""
+    from agentgrammar.grammar.ebnf import parse_ebnf
+
+    rules = parse_ebnf(text, "root")
+    try:
+        checked = validate_rules(rules, "root")
+    except GrammarError as e:
+        with pytest.raises(GrammarError, match=str(e).replace("(", r"\(").replace(")", r"\)")):
+            validate_rules(rules, "root", check_nodes=False)
+        return
+    assert validate_rules(rules, "root", check_nodes=False) == checked
+
+
+def test_unconverted_nodes_are_still_checked() -> None:
+    bad = Rule("root", Seq((Literal(b"a"), CharClass(((5, 1),)))))
+    with pytest.raises(GrammarError, match="invalid CharClass range"):
+        Grammar.from_rules([bad])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         'root ::= "a" | b\nb ::= "x" b',  # a dead alternative is fine when root can finish
         'root ::= a*\na ::= "x" a',  # zero repetitions of a dead rule
         'root ::= root "a" | "b"',  # left recursion with a way out
