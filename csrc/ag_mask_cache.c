@@ -189,7 +189,7 @@ typedef struct ag_classify {
   ag_state_masks *entry;
 } ag_classify;
 
-static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
+static inline void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
   ag_bit_set(e->accepted, v->sorted_ids[i]);
   ag_bit_set(e->accepted_pos, i);
 }
