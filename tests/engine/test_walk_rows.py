@@ -84,3 +84,22 @@ def test_a_sparse_state_allows_exactly_its_bytes() -> None:
     allowed = {VOCAB.token_bytes[i] for i in Matcher(compiled).allowed_token_ids()}
     assert {bytes([b]) for b in range(256) if bytes([b]) in allowed} == {c.encode() for c in SPARSE + "!?"}
     assert b"ac!" in allowed and b"a?c" in allowed and b"!a" not in allowed and b"\xff\xfe" not in allowed
+
+
+def test_runs_of_rejected_tokens_end_where_their_prefix_does() -> None:
+    """A failing prefix skips the run of sorted tokens that share it (csrc/ag_vocab.c,
+    lcp_next), in both the cached and the direct walk, so the mask is checked against the
+    language itself: strings over a-c without "bb". Tokens of 1-9 letters over a-d nest runs
+    inside runs, with common prefixes that rise and fall."""
+    rng = random.Random(11)
+    tokens = sorted({"".join(rng.choice("abcd") for _ in range(rng.randint(1, 9))) for _ in range(3000)})
+    vocab = Vocabulary(tokens + ["</s>"], stop_token_ids=[len(tokens)])
+    compiled = Compiler(vocab).compile(Grammar.from_regex("(a|c|b[ac])*b?"))
+    for prefix in ["", "a", "b", "ab"]:
+        matcher = Matcher(compiled)
+        assert prefix == "" or matcher.accept_string(prefix)
+        allowed = {vocab.token_bytes[i].decode() for i in matcher.allowed_token_ids()} - {"</s>"}
+        expected = {t for t in tokens if "d" not in t and "bb" not in prefix + t}
+        assert allowed == expected, prefix
+        cached, direct = cached_and_direct(matcher, vocab.vocab_size)
+        assert np.array_equal(cached, direct)
