@@ -199,6 +199,10 @@ struct ag_vocab {
   int32_t n_sorted;
   int32_t *sorted_ids;  /* [n_sorted] */
   uint16_t *lcp;        /* [n_sorted] common prefix with the previous sorted token, capped */
+  /* [n_sorted] the first later position whose lcp is smaller, or n_sorted: every
+   * position between shares at least lcp[i] bytes with i - 1, so a run of tokens
+   * with a common prefix is crossed in a few links instead of token by token. */
+  int32_t *lcp_next;
   int32_t *stop_ids;    /* the tokens of kind STOP */
   int32_t n_stop;
   uint32_t max_token_len;
@@ -244,10 +248,15 @@ void ag_vcache_free(ag_vocab *v);
 /*
  * The first sorted position after i whose token does not begin with the first
  * `len` bytes of token i (which has at least len bytes): the end of the run of
- * tokens a mask walk skips once byte len - 1 is rejected. Galloping, then
- * binary search: O(log run) comparisons instead of a scan of the run.
+ * tokens a mask walk skips once byte len - 1 is rejected. The run is where lcp
+ * stays >= len; each link of lcp_next lowers lcp, so this takes at most
+ * lcp[i + 1] - len + 1 links (a capped lcp only ends a run early: re-scanning).
  */
-int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len);
+static inline int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len) {
+  int32_t j = i + 1;
+  while (j < v->n_sorted && v->lcp[j] >= len) j = v->lcp_next[j];
+  return j;
+}
 
 static inline const uint8_t *ag_vocab_token(const ag_vocab *v, int32_t id, uint32_t *len) {
   *len = v->offsets[id + 1] - v->offsets[id];

@@ -5,6 +5,7 @@
 #include "ag_dispatch.h"
 #include "ag_earley.h"
 #include "ag_plain_tokens.h"
+#include "ag_walk_rows.h"
 
 /* How a rule's states classify the vocabulary. Every mode walks the rule's own
  * byte automaton; they differ in what a rule edge reached after a byte means.
@@ -150,15 +151,20 @@ static void ag_cache_grow(ag_mask_cache *c, const ag_vocab *v, size_t n) {
   ag_vocab_count(v, n);
 }
 
-/* The classification walk's state, by depth d (bytes of the current token):
- * the automaton state, can_end (the rule could end, or for DISPATCH an exit
- * was passed, within d bytes) and exited (HYBRID: a rule edge was passed). */
+/* Where the classification walk is after d bytes of the current token: the
+ * automaton state (ag_walk_rows_at), and in `reach` AG_CELL_CAN_END (the rule
+ * could end, or for DISPATCH an exit was passed, within d bytes) and
+ * AG_CELL_EXITED (HYBRID: a rule edge was passed). */
+typedef struct ag_walk_depth {
+  int32_t at;
+  uint32_t reach;
+} ag_walk_depth;
+
 typedef struct ag_classify {
   const ag_grammar *g;
   int mode;
-  int32_t *dfa_state; /* [max_token_len + 1] */
-  bool *can_end;      /* [max_token_len + 1] */
-  bool *exited;       /* [max_token_len + 1] */
+  ag_walk_rows rows;
+  ag_walk_depth *path; /* [max_token_len + 1] */
   /* HYBRID: an Earley parser on the item, started on first need. It holds the
    * first pdepth bytes of the last token it resolved; pshared is the prefix that
    * token shares with the current one (least LCP since). */
@@ -183,7 +189,7 @@ typedef struct ag_classify {
   ag_state_masks *entry;
 } ag_classify;
 
-static void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
+static inline void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
   ag_bit_set(e->accepted, v->sorted_ids[i]);
   ag_bit_set(e->accepted_pos, i);
 }
@@ -217,18 +223,13 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
 /* Steps the automaton by byte c after d bytes; false when it has no edge. The
  * rule could also end before c, which matters only when c may follow it. */
 static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
-  int32_t u = w->dfa_state[d];
-  bool end_here = w->g->states[u].accepting && (!w->follow || ag_bit(w->follow, c));
-  int32_t t = ag_state_step(w->g, u, c);
-  if (t < 0) {
-    w->fail_end = end_here;
+  uint32_t cell = ag_walk_rows_step(&w->rows, w->path[d].at, c);
+  if (cell & AG_CELL_NONE) {
+    w->fail_end = cell & AG_CELL_CAN_END;
     return false;
   }
-  const ag_state *st = &w->g->states[t];
-  bool exit = st->rule_begin != st->rule_end;
-  w->dfa_state[d + 1] = t;
-  w->can_end[d + 1] = w->can_end[d] || end_here || (exit && w->mode == AG_WALK_DISPATCH);
-  w->exited[d + 1] = w->exited[d] || (exit && w->mode == AG_WALK_HYBRID);
+  w->path[d + 1].at = ag_walk_rows_target(cell);
+  w->path[d + 1].reach = w->path[d].reach | (cell & (AG_CELL_CAN_END | AG_CELL_EXITED));
   return true;
 }
 
@@ -317,7 +318,8 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
   if (ok) {
     ag_mark_accepted(w->entry, v, i);
     *next = i + 1;
-  } else if (w->exited[*depth] || (w->own_exit && (!w->covered || ag_bit(w->kunc, i)))) {
+  } else if ((w->path[*depth].reach & AG_CELL_EXITED) ||
+             (w->own_exit && (!w->covered || ag_bit(w->kunc, i)))) {
     uint32_t at;
     ag_status st = ag_earley_resolve(w, tok, len, &at, err);
     if (st) return st;
@@ -328,7 +330,8 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
       *next = ag_classify_failed(w, v, i, at, w->ecan_end[at], false, single, oom);
     }
   } else {
-    *next = ag_classify_failed(w, v, i, *depth, w->can_end[*depth] || w->fail_end, true, single, oom);
+    bool can_end = (w->path[*depth].reach & AG_CELL_CAN_END) || w->fail_end;
+    *next = ag_classify_failed(w, v, i, *depth, can_end, true, single, oom);
   }
   return AG_OK;
 }
@@ -465,15 +468,19 @@ static ag_status ag_classify_begin(ag_classify *w, ag_mask_cache *c, const ag_gr
   w->state = state;
   w->deadline = deadline;
   w->entry = calloc(1, sizeof *w->entry);
-  w->dfa_state = malloc(sizeof *w->dfa_state * depths);
-  w->can_end = calloc(depths * 3, sizeof *w->can_end); /* can_end, exited, ecan_end */
-  if (!w->entry || !w->can_end || !w->dfa_state ||
+  w->path = malloc(sizeof *w->path * depths);
+  w->ecan_end = calloc(depths, sizeof *w->ecan_end);
+  /* what a step into a state with rule edges means (see AG_WALK_*) */
+  uint32_t exit_flags = w->mode == AG_WALK_DISPATCH ? AG_CELL_CAN_END
+                        : w->mode == AG_WALK_HYBRID ? AG_CELL_EXITED
+                                                    : 0;
+  ag_walk_rows_init(&w->rows, g, follow, exit_flags);
+  if (!w->entry || !w->ecan_end || !w->path ||
       !(w->entry->accepted = calloc(ag_mask_words(v), sizeof(uint32_t))) ||
       !(w->entry->accepted_pos = calloc(ag_pos_words(v), sizeof(uint32_t))))
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
-  w->exited = w->can_end + depths;
-  w->ecan_end = w->can_end + 2 * depths;
-  w->dfa_state[0] = state; /* can_end[0] is false: an end before byte d counts when d may follow */
+  /* reach is empty at 0: an end before byte d counts when d may follow */
+  w->path[0] = (ag_walk_depth){ag_walk_rows_at(&w->rows, state), 0};
   const ag_state *s0 = &g->states[state];
   w->own_exit = w->mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
   return w->own_exit ? ag_cover_by_predicted(w, c, v, err) : AG_OK;
@@ -485,8 +492,9 @@ static ag_status ag_classify_end(ag_classify *w, const ag_vocab *v, ag_status st
                                  ag_state_masks **out, ag_error *err) {
   if (w->parser_ready) ag_parser_free(&w->parser);
   free(w->kunc);
-  free(w->dfa_state);
-  free(w->can_end);
+  ag_walk_rows_free(&w->rows);
+  free(w->path);
+  free(w->ecan_end);
   if (!st) st = ag_store_uncertain(w->entry, v, &w->uncertain, err); /* it frees the list on failure */
   else ag_vec_free(&w->uncertain);
   if (st) {

@@ -67,30 +67,19 @@ static ag_status ag_vocab_sort(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
-/* Whether sorted token j begins with the len bytes at p. */
-static bool ag_vocab_has_prefix(const ag_vocab *v, int32_t j, const uint8_t *p, uint32_t len) {
-  uint32_t tl;
-  const uint8_t *t = ag_vocab_token(v, v->sorted_ids[j], &tl);
-  return tl >= len && memcmp(t, p, len) == 0;
-}
-
-int32_t ag_vocab_prefix_end(const ag_vocab *v, int32_t i, uint32_t len) {
-  uint32_t tl;
-  const uint8_t *p = ag_vocab_token(v, v->sorted_ids[i], &tl);
-  int32_t n = v->n_sorted, lo = i + 1, step = 1; /* the answer is in [lo, hi] */
-  if (lo >= n || v->lcp[lo] < len) return lo;    /* the common case: a run of one */
-  int32_t hi = lo;
-  while (hi < n && ag_vocab_has_prefix(v, hi, p, len)) { /* gallop past the run's end */
-    lo = hi + 1;
-    hi = (int32_t)((int64_t)hi + step < n ? hi + step : n);
-    step *= 2;
+/* lcp_next (see ag_vocab): the next smaller LCP of each position, from the
+ * back. The chain from k + 1 is exactly what a stack of candidates would hold,
+ * and each link skipped here is never followed again, so this is linear. */
+static ag_status ag_vocab_index_runs(ag_vocab *v, ag_error *err) {
+  int32_t n = v->n_sorted;
+  v->lcp_next = malloc(sizeof *v->lcp_next * (size_t)(n ? n : 1));
+  if (!v->lcp_next) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  for (int32_t k = n - 1; k >= 0; k--) {
+    int32_t j = k + 1;
+    while (j < n && v->lcp[j] >= v->lcp[k]) j = v->lcp_next[j];
+    v->lcp_next[k] = j;
   }
-  while (lo < hi) { /* tokens in [lo, hi) are unknown, hi does not have the prefix (or is n) */
-    int32_t mid = lo + (hi - lo) / 2;
-    if (ag_vocab_has_prefix(v, mid, p, len)) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return AG_OK;
 }
 
 /* sorted_by_id (see ag_vocab). */
@@ -156,9 +145,9 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   if (blob_len) memcpy(v->blob, blob, blob_len);
   memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
   if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
-  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_lengths(v, err)) ||
-      (st = ag_plain_tokens_index(v, &v->plain, err)) || (st = ag_vocab_index_ids(v, err)) ||
-      (st = ag_vocab_collect_stops(v, err))) {
+  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_runs(v, err)) ||
+      (st = ag_vocab_index_lengths(v, err)) || (st = ag_plain_tokens_index(v, &v->plain, err)) ||
+      (st = ag_vocab_index_ids(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
   }
@@ -175,6 +164,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->kinds);
   free(v->sorted_ids);
   free(v->lcp);
+  free(v->lcp_next);
   free(v->by_len);
   free(v->n_longer);
   free(v->plain);

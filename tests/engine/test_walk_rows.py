@@ -1,0 +1,105 @@
+"""First-visit walks step by dense transition rows (``csrc/ag_walk_rows.c``).
+
+A walk makes a 256-cell row for each state it steps from, up to a bound, and steps any further
+state by binary search. These tests check the masks against the uncached walk where rows are
+made for states with many byte edges (every byte met, most with no edge), where a rule's end
+depends on the byte that follows it, where steps leave the rule (HYBRID) and where one walk
+visits more states than it may make rows for, so both kinds of step mix in one walk.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import List
+
+import numpy as np
+import pytest
+
+from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+from tests.mask_oracle import cached_and_direct
+
+LETTERS = "abcdefghij"
+# 1500 words of 5 letters: their alternation's automaton has well over a thousand states, and a
+# token that is a word or a prefix of one visits them all from the start state. Row bound: 256.
+_RNG = random.Random(5)
+WORDS = sorted({"".join(_RNG.choice(LETTERS) for _ in range(5)) for _ in range(1600)})[:1500]
+SPARSE = "acegikmoqsuwy02468"  # a class of 18 single-byte ranges
+
+
+def make_vocab() -> Vocabulary:
+    rng = random.Random(3)
+    tokens: List[bytes] = [bytes([b]) for b in range(256)]
+    tokens += [w.encode() for w in WORDS]
+    tokens += sorted({w[:k].encode() for w in WORDS[::7] for k in (2, 3, 4)})
+    tokens += [(a + " " + b).encode() for a, b in zip(WORDS[::50], WORDS[1::50])]
+    tokens += [(w + "=1,").encode() for w in WORDS[::60]]
+    tokens += [
+        "".join(rng.choice(SPARSE + "bdz!?") for _ in range(rng.randint(2, 8))).encode() for _ in range(300)
+    ]
+    tokens += [b"ac!", b"a?c", b"?", b"!a", b"\xff\xfe", b"a\x00"]
+    tokens = list(dict.fromkeys(tokens))
+    tokens.append(b"</s>")
+    return Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+
+
+VOCAB = make_vocab()
+ALT = " | ".join(f'"{w}"' for w in WORDS)
+CLASS = "[" + SPARSE + "]"
+
+GRAMMARS = {
+    # one rule of bytes alone (BYTES): the whole vocabulary walks the word automaton
+    "words": f'root ::= ({ALT}) (" " ({ALT}))*',
+    # the words in their own rule, which ends where a space or a period may follow (HYBRID root)
+    "word rule": f'root ::= word (" " word)* "."\nword ::= {ALT}',
+    # many states with rule edges: tokens cross into val and back into root
+    "hybrid": f'root ::= ({ALT}) "=" val ("," root)?\nval ::= [0-9]+',
+    # a state with many byte edges, looping; the end of x counts only before ! or ?
+    "sparse": f'root ::= x "!" | x "?" x\nx ::= {CLASS}*',
+    "sparse inline": f'root ::= {CLASS}* ("!" | "?" {CLASS}+)',
+}
+
+
+def walk(compiled, rng: random.Random, steps: int = 12) -> None:
+    for _ in range(2):  # the second matcher meets the cached classes
+        matcher = Matcher(compiled)
+        for step in range(steps):
+            cached, direct = cached_and_direct(matcher, VOCAB.vocab_size)
+            assert np.array_equal(cached, direct), f"step {step}"
+            allowed = [i for i in matcher.allowed_token_ids() if i not in VOCAB.stop_token_ids]
+            if not allowed or matcher.is_terminated():
+                break
+            assert matcher.accept_token(rng.choice(allowed))
+
+
+@pytest.mark.parametrize("name", list(GRAMMARS))
+def test_masks_equal_the_direct_walk(name: str) -> None:
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(GRAMMARS[name]))
+    for seed in range(3):
+        walk(compiled, random.Random(seed))
+    assert compiled.cache_stats.walked > 0
+
+
+def test_a_sparse_state_allows_exactly_its_bytes() -> None:
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(GRAMMARS["sparse"]))
+    allowed = {VOCAB.token_bytes[i] for i in Matcher(compiled).allowed_token_ids()}
+    assert {bytes([b]) for b in range(256) if bytes([b]) in allowed} == {c.encode() for c in SPARSE + "!?"}
+    assert b"ac!" in allowed and b"a?c" in allowed and b"!a" not in allowed and b"\xff\xfe" not in allowed
+
+
+def test_runs_of_rejected_tokens_end_where_their_prefix_does() -> None:
+    """A failing prefix skips the run of sorted tokens that share it (csrc/ag_vocab.c,
+    lcp_next), in both the cached and the direct walk, so the mask is checked against the
+    language itself: strings over a-c without "bb". Tokens of 1-9 letters over a-d nest runs
+    inside runs, with common prefixes that rise and fall."""
+    rng = random.Random(11)
+    tokens = sorted({"".join(rng.choice("abcd") for _ in range(rng.randint(1, 9))) for _ in range(3000)})
+    vocab = Vocabulary(tokens + ["</s>"], stop_token_ids=[len(tokens)])
+    compiled = Compiler(vocab).compile(Grammar.from_regex("(a|c|b[ac])*b?"))
+    for prefix in ["", "a", "b", "ab"]:
+        matcher = Matcher(compiled)
+        assert prefix == "" or matcher.accept_string(prefix)
+        allowed = {vocab.token_bytes[i].decode() for i in matcher.allowed_token_ids()} - {"</s>"}
+        expected = {t for t in tokens if "d" not in t and "bb" not in prefix + t}
+        assert allowed == expected, prefix
+        cached, direct = cached_and_direct(matcher, vocab.vocab_size)
+        assert np.array_equal(cached, direct)
