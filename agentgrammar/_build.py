@@ -50,6 +50,8 @@ ffibuilder.set_source(
     "agentgrammar._core",
     '#include "agentgrammar.h"',
     sources=[str(p.relative_to(ROOT)) for p in sorted(CSRC.glob("*.c"))],
+    # Every source includes the internal headers: a header change alone rebuilds them all.
+    depends=[str(p.relative_to(ROOT)) for p in sorted(CSRC.glob("*.h"))],
     include_dirs=[str(CSRC.relative_to(ROOT))],
     extra_compile_args=_compile_args(),
     extra_link_args=_link_args(),
