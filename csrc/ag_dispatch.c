@@ -276,13 +276,12 @@ static ag_status ag_clear_word_holders(const ag_ac *ac, const ag_vocab *v, uint8
   uint32_t *owned;
   ag_status st = ag_tokens_with_byte(v, b, &with_b, &owned, err);
   if (st) return st;
-  for (size_t k = 0; k < ag_pos_words(v); k++)
-    for (uint32_t word = with_b[k]; word; word &= word - 1) {
-      int32_t i = (int32_t)(k * 32 + (size_t)__builtin_ctz(word));
-      uint32_t len;
-      const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
-      if (ag_ac_finds_word(ac, t, len)) ag_bit_clear(pos_bits, i);
-    }
+  for (int32_t i = ag_next_bit(with_b, 0, v->n_sorted); i < v->n_sorted;
+       i = ag_next_bit(with_b, i + 1, v->n_sorted)) {
+    uint32_t len;
+    const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
+    if (ag_ac_finds_word(ac, t, len)) ag_bit_clear(pos_bits, i);
+  }
   free(owned);
   return AG_OK;
 }

@@ -37,6 +37,18 @@ int ag_cmp_int32(const void *a, const void *b);
 static inline bool ag_bit(const uint32_t *bits, int32_t i) { return (bits[i >> 5] >> (i & 31)) & 1u; }
 static inline void ag_bit_set(uint32_t *bits, int32_t i) { bits[i >> 5] |= 1u << (i & 31); }
 static inline void ag_bit_clear(uint32_t *bits, int32_t i) { bits[i >> 5] &= ~(1u << (i & 31)); }
+/* The first position in [i, n) whose bit is set, or n. */
+static inline int32_t ag_next_bit(const uint32_t *bits, int32_t i, int32_t n) {
+  while (i < n) {
+    uint32_t word = bits[i >> 5] >> (i & 31);
+    if (word) {
+      i += __builtin_ctz(word);
+      return i < n ? i : n;
+    }
+    i = (i | 31) + 1;
+  }
+  return n;
+}
 
 /* Seconds on a wall clock, for time budgets. */
 double ag_now(void);

@@ -194,19 +194,6 @@ static inline void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_
   ag_bit_set(e->accepted_pos, i);
 }
 
-/* The first position in [i + 1, end) that kunc marks, or end. */
-static int32_t ag_next_kunc(const uint32_t *kunc, int32_t i, int32_t end) {
-  for (int32_t j = i + 1; j < end;) {
-    uint32_t word = kunc[j >> 5] >> (j & 31);
-    if (word) {
-      j += __builtin_ctz(word);
-      return j < end ? j : end;
-    }
-    j = (j | 31) + 1;
-  }
-  return end;
-}
-
 /* Classifies sorted token i, which failed at byte `depth`, and (unless `single`)
  * every later token sharing its first depth+1 bytes (they fail there too, the
  * same way); returns the next position. With `own` (the verdict is the state's own walk), a covered
@@ -214,7 +201,7 @@ static int32_t ag_next_kunc(const uint32_t *kunc, int32_t i, int32_t end) {
 static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
                                   bool uncertain, bool own, bool single, bool *oom) {
   int32_t end = single ? i + 1 : ag_vocab_prefix_end(v, i, depth + 1);
-  if (own && w->covered) end = ag_next_kunc(w->kunc, i, end);
+  if (own && w->covered) end = ag_next_bit(w->kunc, i + 1, end);
   for (int32_t j = i; uncertain && j < end; j++)
     if (!ag_vec_push(&w->uncertain, j)) *oom = true;
   return end;

@@ -215,13 +215,7 @@ static uint32_t ag_common_prefix(const ag_vocab *v, int32_t a, int32_t b) {
 
 /* The first position >= i whose bit is set (every position when bits is NULL). */
 static int32_t ag_next_position(const uint32_t *bits, int32_t i, int32_t n) {
-  if (!bits) return i;
-  while (i < n) {
-    uint32_t word = bits[i >> 5] >> (i & 31);
-    if (word) return i + __builtin_ctz(word);
-    i = (i | 31) + 1;
-  }
-  return n;
+  return bits ? ag_next_bit(bits, i, n) : i;
 }
 
 /*
