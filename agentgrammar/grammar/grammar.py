@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Iterable, List, Sequence, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Set, Tuple, Union
 
 from ..errors import GrammarError, SchemaError
 from . import pieces
@@ -31,6 +31,7 @@ from .ir import (
     RuleRef,
     Seq,
     TagDispatch,
+    embedded_grammars,
 )
 from .json_schema import json_schema_rules
 from .printer import to_ebnf
@@ -401,32 +402,6 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
     return out + extra
 
 
-def _embeds_of(roots: Sequence[Expr]) -> List[Any]:
-    """The grammars embedded in ``roots`` (``ir.Embed``), each once, in order of first
-    appearance (``ir.embedded_grammars``); a piece's are found once, then looked up."""
-    out: Dict[int, Any] = {}
-    piece_info = pieces.info
-    for root in roots:
-        stack = [root]
-        while stack:
-            x = stack.pop()
-            t = type(x)
-            if t is Embed:
-                out.setdefault(id(x.grammar), x.grammar)  # type: ignore[union-attr]
-            elif t is Seq or t is Choice:
-                piece = piece_info(x)
-                if piece is None:
-                    stack.extend(reversed(x.items))  # type: ignore[union-attr]
-                    continue
-                if piece.embeds is None:
-                    piece.embeds = tuple(_embeds_of(x.items))  # type: ignore[union-attr]
-                for g in piece.embeds:
-                    out.setdefault(id(g), g)
-            elif t is Repeat:
-                stack.append(x.item)  # type: ignore[union-attr]
-    return list(out.values())
-
-
 # --------------------------------------------------------------------------- Grammar
 
 
@@ -571,7 +546,7 @@ class Grammar:
         """
         found = self._parts
         if found is None:
-            found = tuple(_embeds_of([r.body for r in self.rules]))
+            found = tuple(embedded_grammars(self.rules))
             object.__setattr__(self, "_parts", found)
         return found
 

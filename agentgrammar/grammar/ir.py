@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
+from . import pieces
+
 #: The largest Unicode code point.
 MAX_CODE_POINT = 0x10FFFF
 
@@ -249,16 +251,29 @@ def rename(e: Expr, names: Dict[str, str], embeds: Optional[Dict[int, str]] = No
 
 def embedded_grammars(rules: Sequence[Rule]) -> List[Any]:
     """The grammars that ``rules`` embed directly, each once, in order of first appearance."""
+    return _embeds_in([r.body for r in rules])
+
+
+def _embeds_in(roots: Sequence[Expr]) -> List[Any]:
+    """``embedded_grammars`` of expressions; a piece's (``pieces.mark``) are found once, then
+    looked up."""
     out: Dict[int, Any] = {}
-    for r in rules:
-        stack = [r.body]
+    for root in roots:
+        stack = [root]
         while stack:
             x = stack.pop()
             t = type(x)
             if t is Embed:
                 out.setdefault(id(x.grammar), x.grammar)  # type: ignore[union-attr]
-            elif t in (Seq, Choice):
-                stack.extend(reversed(x.items))  # type: ignore[union-attr]
+            elif t is Seq or t is Choice:
+                piece = pieces.info(x)
+                if piece is None:
+                    stack.extend(reversed(x.items))  # type: ignore[union-attr]
+                    continue
+                if piece.embeds is None:
+                    piece.embeds = tuple(_embeds_in(x.items))  # type: ignore[union-attr]
+                for g in piece.embeds:
+                    out.setdefault(id(g), g)
             elif t is Repeat:
                 stack.append(x.item)  # type: ignore[union-attr]
     return list(out.values())
