@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agentgrammar import Compiler, Grammar, Matcher, Tool, ToolCall, ToolError, ToolRegistry, Vocabulary
@@ -284,6 +284,11 @@ def test_render_is_accepted_token_by_token(name: str, data: Any) -> None:
     text = fmt.render(output, tools=REGISTRY)
     matcher = Matcher(compiled_for(compiler, grammar_for(fmt, subset, **options)))
     tokens = tok.encode(text, add_special_tokens=False)
+    # The tokenizer reads a special token's text inside a value (a JSON string "<|eom_id|>")
+    # as that control token, which no grammar takes as text; a model writes such text with
+    # text tokens. Only the format's own markers may come out as special tokens.
+    special = set(tok.all_special_ids)
+    assume(all(t not in special or tok.decode([t]) in fmt.markers() for t in tokens))
     for i, token in enumerate(tokens):
         assert matcher.accept_token(token), (text, i, tok.decode([token]))
     assert matcher.is_completed()
