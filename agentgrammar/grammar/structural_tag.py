@@ -53,7 +53,6 @@ from .ir import (
     fresh_name,
     seq,
 )
-from .json_schema import json_schema_rules
 from .regex import parse_regex
 
 __all__ = ["compact_schema_grammar", "parse_structural_tag", "structural_tag_rules"]
@@ -145,7 +144,13 @@ class _Builder:
         except (TypeError, ValueError) as e:
             raise StructuralTagError(f"the schema is not JSON: {e}", path=path + ".json_schema") from None
         try:
-            return Embed(_schema_grammar(key, f.any_order, f.max_whitespace_cnt))
+            options = (
+                ("strict", True),
+                ("any_order", f.any_order),
+                ("max_whitespace", f.max_whitespace_cnt),
+                ("xgrammar_types", True),
+            )
+            return Embed(_schema_grammar(key, options))
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".json_schema") from None
 
@@ -410,11 +415,9 @@ def _share_tails(alts: List[Optional[Expr]]) -> List[Optional[Expr]]:
 # Requests reuse the same tools: each piece's grammar is built once, and the compiler links
 # the same Grammar object into every request (its automata and token masks are shared).
 @lru_cache(maxsize=4096)
-def _schema_grammar(schema_json: str, any_order: bool, max_ws: Optional[int]) -> Grammar:
-    rules, root = json_schema_rules(
-        json.loads(schema_json), strict=True, any_order=any_order, max_whitespace=max_ws, xgrammar_types=True
-    )
-    return Grammar.from_rules(rules, root)
+def _schema_grammar(schema_json: str, options: Tuple[Tuple[str, Any], ...]) -> Grammar:
+    """``Grammar.from_json_schema`` of a schema given as JSON text, once per text and options."""
+    return Grammar.from_json_schema(json.loads(schema_json), **dict(options))
 
 
 def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
@@ -427,17 +430,12 @@ def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
         >>> g is compact_schema_grammar({"type": "integer"}, (", ", ": ")), g.accepts("12")
         (True, True)
     """
+    options = (("whitespace", "compact"), ("separators", separators), ("strict", True))
     try:
         key = json.dumps(schema)  # key order is property order: not sorted
     except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
-        return Grammar.from_json_schema(schema, whitespace="compact", separators=separators, strict=True)
-    return _compact_schema_grammar(key, separators)
-
-
-@lru_cache(maxsize=4096)
-def _compact_schema_grammar(schema_json: str, separators: Tuple[str, str]) -> Grammar:
-    schema = json.loads(schema_json)
-    return Grammar.from_json_schema(schema, whitespace="compact", separators=separators, strict=True)
+        return Grammar.from_json_schema(schema, **dict(options))
+    return _schema_grammar(key, options)
 
 
 @lru_cache(maxsize=4096)
