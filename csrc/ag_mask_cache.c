@@ -323,37 +323,43 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
   return AG_OK;
 }
 
+/* The next sorted position from i not in `safe` (NULL: i itself), or n. */
+static int32_t ag_next_unsafe(const uint32_t *safe, int32_t i, int32_t n) {
+  while (safe && i < n) {
+    uint32_t word = ~safe[i >> 5] >> (i & 31);
+    if (word) return i + __builtin_ctz(word) < n ? i + __builtin_ctz(word) : n;
+    i = (i | 31) + 1;
+  }
+  return i < n ? i : n;
+}
+
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
- * without a walk. `shared` is the prefix the next token shares with the last
- * one walked: the least LCP since then. */
+ * without a walk (ag_compute copied them into the entry). The walk keeps the
+ * path of the last token walked; the next one reuses the prefix they share.
+ * Next to the last one that is lcp[i]; otherwise (past a run the walk decided,
+ * or skipped safe tokens) the two tokens are compared directly, rather than
+ * taking the least LCP between: a plain-token state skips 95% of the
+ * vocabulary, and a run cut short at a token the cover leaves open may end
+ * where lcp[i] is above what the two share. */
 static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
                                  ag_error *err) {
-  uint32_t depth = 0, shared = UINT32_MAX;
+  uint32_t depth = 0;
   bool oom = false;
   w->pshared = UINT32_MAX;
-  for (int32_t i = 0, checked = 0; i < v->n_sorted && !oom;) {
+  int32_t last = -1, resume = 0, checked = 0;
+  for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !oom;
+       i = ag_next_unsafe(safe, resume, v->n_sorted)) {
     if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
       ag_status st = ag_check_deadline(w->deadline, err);
       if (st) return st;
       checked = i + 4096;
     }
-    if (safe && (i & 31) == 0 && safe[i >> 5] == UINT32_MAX) {
-      /* 32 safe tokens at once (most of a plain-token state's vocabulary); the
-       * next token walked then shares nothing known with the last one */
-      shared = w->pshared = 0;
-      i += 32;
-      continue;
-    }
-    if (v->lcp[i] < shared) shared = v->lcp[i];
-    if (v->lcp[i] < w->pshared) w->pshared = v->lcp[i];
-    if (safe && ag_bit(safe, i)) { /* already in the entry (ag_compute copied them) */
-      i++;
-      continue;
-    }
+    uint32_t shared = last < 0 ? 0 : i == last + 1 ? v->lcp[i] : ag_vocab_common_prefix(v, last, i);
     if (shared < depth) depth = shared;
-    shared = UINT32_MAX;
-    ag_status st = ag_classify_token(w, v, i, &depth, false, &i, &oom, err);
+    if (shared < w->pshared) w->pshared = shared;
+    ag_status st = ag_classify_token(w, v, i, &depth, false, &resume, &oom, err);
     if (st) return st;
+    last = i;
   }
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
@@ -564,7 +570,7 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
     int32_t i = order[k], next;
     uint32_t shared = k ? ag_vocab_common_prefix(v, order[k - 1], i) : 0;
     if (shared < depth) depth = shared;
-    w.pshared = shared;
+    if (shared < w.pshared) w.pshared = shared; /* what the parser's token shares: the least since */
     ag_bit_clear(w.entry->accepted, v->sorted_ids[i]);
     ag_bit_clear(w.entry->accepted_pos, i);
     st = ag_classify_token(&w, v, i, &depth, true, &next, &oom, err);
