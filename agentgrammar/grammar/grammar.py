@@ -180,7 +180,17 @@ def _checked_refs(body: Expr, rule: str) -> List[str]:
 def _refs_of(body: Expr, rule: str) -> List[str]:
     """The rule names ``body`` references, its nodes not checked: IR that a converter of this
     package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
-    any other type is checked in full."""
+    any other type is checked in full. A body that is a piece (a converter's shared helper
+    rule, in every grammar it builds) is walked once, then looked up."""
+    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
+    if piece is not None:
+        if piece.refs is None:
+            piece.refs = tuple(_walk_refs(body, rule))
+        return list(piece.refs)
+    return _walk_refs(body, rule)
+
+
+def _walk_refs(body: Expr, rule: str) -> List[str]:
     refs: List[str] = []
     stack, seen = [body], set()
     while stack:
@@ -339,6 +349,17 @@ def _normal_already(e: Expr, use_pieces: bool = False) -> bool:
     return True
 
 
+def _body_normal_already(body: Expr, use_pieces: bool) -> bool:
+    """``_normal_already`` of a rule's body; a body that is a piece is answered for once
+    (``PieceInfo.unchanged``), pieces looked up or not inside."""
+    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
+    if piece is None:
+        return _normal_already(body, use_pieces)
+    if piece.unchanged is None:
+        piece.unchanged = _normal_already(body, True)
+    return piece.unchanged
+
+
 def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule]:
     """Prepare rules for the C core: the item of a counted repeat that may be copied (a bound
     above 1) becomes a rule of its own when it is more than one edge, so that unrolling copies
@@ -397,7 +418,7 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
 
     out = []
     for r in rules:  # most bodies need nothing: one cheap scan tells, and the rule stays as it is
-        body = r.body if _normal_already(r.body, use_pieces) else walk(r.body, r.name, [0])
+        body = r.body if _body_normal_already(r.body, use_pieces) else walk(r.body, r.name, [0])
         out.append(r if body is r.body else Rule(r.name, body))
     return out + extra
 

@@ -77,7 +77,7 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set
 from urllib.parse import unquote
 
 from ..errors import GrammarError, SchemaError
-from . import json_values
+from . import json_values, pieces
 from .char_dfa import PRODUCT_LIMIT, CharDFA
 from .ir import (
     EMPTY,
@@ -756,7 +756,7 @@ class _Converter:
             return False
         body, deps = found
         self.taken.add(name)
-        self.base_rules[name] = body
+        self.base_rules[name] = pieces.mark(body)  # marked again after clear_memos()
         for dep in deps:
             if dep not in self.base_rules:
                 if dep.startswith("json_value"):
@@ -768,7 +768,9 @@ class _Converter:
     def _to_cache(self, name: str, body: Expr) -> None:
         deps = referenced_rules(body)
         if len(_BASE_CACHE) < 4096:
-            _BASE_CACHE[(self.layout.sig, name)] = (body, tuple(deps))
+            # a piece: every grammar that installs it from the cache has the same body object,
+            # so its checks, normalization and serialized nodes are derived once
+            _BASE_CACHE[(self.layout.sig, name)] = (pieces.mark(body), tuple(deps))
 
     def base(self, name: str) -> RuleRef:
         """Shared helper rules (created on first use)."""

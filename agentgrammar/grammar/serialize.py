@@ -102,6 +102,18 @@ class _Writer:
             self._by_id[id(e)] = found
         return found
 
+    def rule_body(self, e: Expr) -> int:
+        """The node of a rule's body: a piece is copied from its chunk whether or not pieces
+        are looked up inside (a converter's shared helper rules are whole-body pieces)."""
+        if not self._use_pieces and (type(e) is Seq or type(e) is Choice):
+            piece = pieces.info(e)
+            if piece is not None:
+                if piece.chunk is None:
+                    piece.chunk = _Chunk(e)
+                found = self._by_id[id(e)] = self._copy(piece.chunk)
+                return found
+        return self.expr(e)
+
     def _copy(self, chunk: "_Chunk") -> int:
         """Append ``chunk``'s nodes, its holes filled for these rules; the index of its root."""
         base = len(self.offsets)
@@ -258,7 +270,7 @@ def serialize(rules: Sequence[Rule], root: str, embed_index: Optional[Callable[[
     rule_index = {r.name: i for i, r in enumerate(rules)}
     # Pieces come with the parts of structural tags: a grammar without parts looks none up.
     w = _Writer(rule_index, embed_index, use_pieces=embed_index is not None)
-    bodies = [w.expr(r.body) for r in rules]
+    bodies = [w.rule_body(r.body) for r in rules]
     header = array("i", [MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data)])
     out = header + array("i", bodies) + array("i", w.offsets) + w.data
     return out.tobytes()
