@@ -22,8 +22,13 @@ struct ag_depth_equiv {
   int32_t begin, n;    /* the run of states, [begin, begin + n) */
   uint32_t levels;     /* levels 0 .. levels - 1 */
   pthread_mutex_t lock; /* guards everything below */
-  int32_t *cls;        /* [levels * n] 1 + the class of a state at a level, 0 until computed
-                        * (so the array starts as calloc's zero pages, touched only where used) */
+  /* 1 + the class of a state at a level, 0 until computed: in blocks of
+   * AG_CLS_BLOCK states, all levels of a state together, each block allocated
+   * when one of its states is first asked about. A dense [levels * n] array
+   * was zeroed whole on the first find: 1 MB for a trie of 500 tool names, most
+   * of a first visit's time, for the few hundred cells a find may fill. */
+  int32_t **cls; /* [n_blocks] */
+  int32_t n_blocks;
   ag_words sigs;       /* the words of every signature seen */
   ag_words scratch;    /* the signature being looked up */
   ag_sig_slot *slots;  /* open addressing, a power of two */
@@ -34,6 +39,32 @@ struct ag_depth_equiv {
   size_t bytes;   /* held now */
   size_t counted; /* reported by ag_depth_equiv_take_growth */
 };
+
+#define AG_CLS_BLOCK 64
+
+/* The cell of local state i at `level` (computed or 0), or NULL when its block
+ * is not allocated yet. */
+static int32_t *ag_cls_cell(const ag_depth_equiv *q, int32_t i, uint32_t level) {
+  int32_t *block = q->cls[i / AG_CLS_BLOCK];
+  return block ? &block[(size_t)(i % AG_CLS_BLOCK) * q->levels + level] : NULL;
+}
+
+/* The cell of local state i at `level`, its block allocated if need be; NULL
+ * out of memory. */
+static int32_t *ag_cls_cell_new(ag_depth_equiv *q, int32_t i, uint32_t level) {
+  int32_t **block = &q->cls[i / AG_CLS_BLOCK];
+  if (!*block) {
+    size_t size = sizeof **block * AG_CLS_BLOCK * q->levels;
+    if (!(*block = calloc(1, size))) return NULL;
+    q->bytes += size;
+  }
+  return ag_cls_cell(q, i, level);
+}
+
+/* The class of local state i at `level`, known to be computed. */
+static uint32_t ag_cls_known(const ag_depth_equiv *q, int32_t i, uint32_t level) {
+  return (uint32_t)*ag_cls_cell(q, i, level) - 1;
+}
 
 /* The local number of state s, or -1 outside the run. */
 static int32_t ag_local(const ag_depth_equiv *q, int32_t s) {
@@ -101,7 +132,6 @@ static int32_t ag_rule_target(const ag_depth_equiv *q, const ag_rule_edge *re) {
 static bool ag_signature(ag_depth_equiv *q, int32_t i, uint32_t level) {
   const ag_state *st = &q->g->states[q->begin + i];
   ag_words *sig = &q->scratch;
-  size_t n = (size_t)q->n;
   size_t need = 3 + 3 * (size_t)(st->rule_end - st->rule_begin) + 3 * (size_t)(st->byte_end - st->byte_begin);
   sig->len = 0;
   if (!ag_vec_reserve(sig, need)) return false;
@@ -114,15 +144,14 @@ static bool ag_signature(ag_depth_equiv *q, int32_t i, uint32_t level) {
     sig->data[sig->len++] = (uint32_t)re->rule;
     sig->data[sig->len++] = t < 0; /* compared: the target itself, or its class */
     if (t < 0) sig->data[sig->len++] = (uint32_t)re->target;
-    else if (level > 0) sig->data[sig->len++] = (uint32_t)q->cls[(level - 1) * n + (size_t)t] - 1;
+    else if (level > 0) sig->data[sig->len++] = ag_cls_known(q, t, level - 1);
   }
   size_t first = sig->len;
   for (uint32_t e = st->byte_begin; level > 0 && e < st->byte_end; e++) {
     const ag_byte_edge *be = &q->g->byte_edges[e];
     int32_t t = ag_local(q, be->target);
     /* a class below 2^31, or an outside target itself above it */
-    uint32_t c = t < 0 ? 0x80000000u | (uint32_t)be->target
-                       : (uint32_t)q->cls[(size_t)(level - 1) * n + (size_t)t] - 1;
+    uint32_t c = t < 0 ? 0x80000000u | (uint32_t)be->target : ag_cls_known(q, t, level - 1);
     if (sig->len > first && sig->data[sig->len - 1] == c && sig->data[sig->len - 2] + 1 == be->lo) {
       sig->data[sig->len - 2] = be->hi;
       continue;
@@ -139,8 +168,8 @@ static bool ag_signature(ag_depth_equiv *q, int32_t i, uint32_t level) {
  * call's work budget (what was computed stays: each class is exact). Recursion
  * is at most `levels` deep. */
 static int32_t ag_class_at(ag_depth_equiv *q, int32_t i, uint32_t level) {
-  int32_t *memo = &q->cls[(size_t)level * (size_t)q->n + (size_t)i];
-  if (*memo > 0) return *memo - 1;
+  int32_t *memo = ag_cls_cell(q, i, level);
+  if (memo && *memo > 0) return *memo - 1;
   if (q->budget-- <= 0) return -1; /* see AG_DEPTH_EQUIV_WORK */
   const ag_state *st = &q->g->states[q->begin + i];
   if (level > 0) {
@@ -155,6 +184,8 @@ static int32_t ag_class_at(ag_depth_equiv *q, int32_t i, uint32_t level) {
   }
   if (!ag_signature(q, i, level)) return -1;
   int32_t c = ag_intern(q);
+  /* the block may be new: the recursion above only allocated its targets' */
+  if (c >= 0 && !(memo = ag_cls_cell_new(q, i, level))) return -1;
   if (c >= 0) *memo = c + 1;
   return c;
 }
@@ -169,8 +200,9 @@ ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_l
   }
   if (n < AG_DEPTH_EQUIV_MIN_STATES || n > AG_DEPTH_EQUIV_MAX_STATES) return AG_OK;
   size_t levels = (size_t)max_level + 1;
+  int32_t n_blocks = (n + AG_CLS_BLOCK - 1) / AG_CLS_BLOCK;
   ag_depth_equiv *q = calloc(1, sizeof *q);
-  if (!q || !(q->cls = calloc((size_t)n * levels, sizeof *q->cls)) || pthread_mutex_init(&q->lock, NULL)) {
+  if (!q || !(q->cls = calloc((size_t)n_blocks, sizeof *q->cls)) || pthread_mutex_init(&q->lock, NULL)) {
     if (q) free(q->cls);
     free(q);
     return ag_fail(err, AG_ERR_NOMEM, rule, "out of memory comparing a rule's states");
@@ -178,8 +210,9 @@ ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_l
   q->g = g;
   q->begin = begin;
   q->n = n;
+  q->n_blocks = n_blocks;
   q->levels = (uint32_t)levels;
-  q->bytes = sizeof *q + (size_t)n * levels * sizeof *q->cls;
+  q->bytes = sizeof *q + (size_t)n_blocks * sizeof *q->cls;
   *out = q;
   return AG_OK;
 }
@@ -187,6 +220,7 @@ ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_l
 void ag_depth_equiv_free(ag_depth_equiv *q) {
   if (!q) return;
   pthread_mutex_destroy(&q->lock);
+  for (int32_t b = 0; b < q->n_blocks; b++) free(q->cls[b]);
   free(q->cls);
   ag_vec_free(&q->sigs);
   ag_vec_free(&q->scratch);
