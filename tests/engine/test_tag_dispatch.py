@@ -127,8 +127,9 @@ def test_fast_path_masks_equal_direct_walk():
     for _ in range(300):
         a, b = rng.choice(pieces), rng.choice(pieces)
         tokens.append(a[rng.randint(0, len(a) - 1) :] + b[: rng.randint(0, len(b))])
-    tokens = list(dict.fromkeys(t for t in tokens if t)) + [b"</s>"]
-    vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    tokens = list(dict.fromkeys(t for t in tokens if t))
+    tokens = [b""] + tokens[:50] + [b"", b""] + tokens[50:] + [b"</s>", b"<"]
+    vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 2])
     compiler = Compiler(vocab)
     for loop in (True, False):
         for stop_eos in (True, False):
@@ -147,15 +148,18 @@ def test_fast_path_masks_equal_direct_walk():
 def test_safe_tokens_found_through_the_words_first_bytes(cache_limit_bytes: int) -> None:
     """Only tokens holding a word's first byte are run through the words' automaton: words
     with other first bytes (one not ASCII), first bytes deep inside tokens, and dispatches
-    sharing a first byte (its token index reused, or, with no shared cache, built for each)."""
+    sharing a first byte (its token index reused, or, with no shared cache, built for each).
+    The index is found by one scan of all token bytes: empty tokens lie among them (at the
+    offset of the next token), and a stop token holding the byte is not a text token."""
     pieces = ["<call>", "[TOOL]", "\u00abend\u00bb", "x<", "a[", "\u00ab", "\u00bb", "ll>", "OL]", "<", "["]
     rng = random.Random(11)
     tokens: List[bytes] = [p.encode() for p in pieces]
     for _ in range(400):
         a, b = rng.choice(pieces).encode(), rng.choice(pieces).encode()
         tokens.append(a[rng.randint(0, len(a) - 1) :] + b[: rng.randint(0, len(b))])
-    tokens = list(dict.fromkeys(t for t in tokens if t)) + [b"</s>"]
-    vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    tokens = list(dict.fromkeys(t for t in tokens if t))
+    tokens = [b""] + tokens[:50] + [b"", b""] + tokens[50:] + [b"</s>", b"<"]
+    vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 2])
     compiler = Compiler(vocab, cache_limit_bytes=cache_limit_bytes)
     cases = [
         TagDispatch(triggers=((b"<call>", "call"),), excludes=("\u00abend\u00bb".encode(),)),
