@@ -899,8 +899,13 @@ class _Converter:
 
     def sub(self, schema: Any, path: str, depth: int, hint: str) -> Optional[Expr]:
         """The expression of a sub-schema, shared through a rule when it is not trivial."""
+        # annotations (descriptions, mostly: the bulk of a tool's schema text) constrain
+        # nothing, so they are left out of the key, and sub-schemas that differ only there share
+        keyed = schema
+        if type(schema) is dict and not _ANNOTATIONS.isdisjoint(schema):
+            keyed = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
         try:
-            key = (json.dumps(schema, separators=(",", ":")), self.layout.key(depth))
+            key = (json.dumps(keyed, separators=(",", ":")), self.layout.key(depth))
         except (TypeError, ValueError) as e:
             raise self.fail(f"the schema is not JSON ({e})", path) from None
         if key in self.memo:
