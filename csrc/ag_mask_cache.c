@@ -323,6 +323,24 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
   return AG_OK;
 }
 
+/* The bytes no token may start with in the walk's state: no edge, and the rule
+ * cannot end before them (else the verdict is uncertain, not a rejection).
+ * Their tokens are rejected a whole first byte at a time, without a call per
+ * run: most of a first visit to a state with a few edges (a literal's next
+ * byte, say) went to the 200-odd first bytes it rejects. None when the state's
+ * own rule edges may send a failed token to the parser. The cells are read,
+ * not stepped: no row is built for a target. */
+static void ag_dead_first_bytes(ag_classify *w, uint32_t dead[8]) {
+  memset(dead, 0, 8 * sizeof *dead);
+  if (w->own_exit) return;
+  int32_t at = w->path[0].at;
+  for (int c = 0; c < 256; c++) {
+    uint32_t cell = at >= 0 ? w->rows.cells[(size_t)at * 256 + (size_t)c]
+                            : ag_walk_rows_search(&w->rows, at, (uint8_t)c);
+    if ((cell & AG_CELL_NONE) && !(cell & AG_CELL_CAN_END)) dead[c >> 5] |= 1u << (c & 31);
+  }
+}
+
 /* The next sorted position from i not in `safe` (NULL: i itself), or n. */
 static int32_t ag_next_unsafe(const uint32_t *safe, int32_t i, int32_t n) {
   while (safe && i < n) {
@@ -343,9 +361,10 @@ static int32_t ag_next_unsafe(const uint32_t *safe, int32_t i, int32_t n) {
  * where lcp[i] is above what the two share. */
 static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
                                  ag_error *err) {
-  uint32_t depth = 0;
+  uint32_t depth = 0, dead[8];
   bool oom = false;
   w->pshared = UINT32_MAX;
+  ag_dead_first_bytes(w, dead);
   int32_t last = -1, resume = 0, checked = 0;
   for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !oom;
        i = ag_next_unsafe(safe, resume, v->n_sorted)) {
@@ -355,6 +374,13 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       checked = i + 4096;
     }
     uint32_t shared = last < 0 ? 0 : i == last + 1 ? v->lcp[i] : ag_vocab_common_prefix(v, last, i);
+    if (shared == 0) { /* a new first byte: its tokens may all be rejected at once */
+      uint32_t len;
+      if (ag_bit(dead, ag_vocab_token(v, v->sorted_ids[i], &len)[0])) {
+        resume = ag_vocab_prefix_end(v, i, 1);
+        continue;
+      }
+    }
     if (shared < depth) depth = shared;
     if (shared < w->pshared) w->pshared = shared;
     ag_status st = ag_classify_token(w, v, i, &depth, false, &resume, &oom, err);
