@@ -34,6 +34,9 @@ struct ag_depth_equiv {
   ag_sig_slot *slots;  /* open addressing, a power of two */
   uint32_t n_slots, n_ids;
   AG_VEC(int32_t) reps; /* [n_ids] a noted state of the class, or -1 */
+  uint32_t min_level; /* finds look no shallower (ag_depth_equiv_build) */
+  uint32_t *alone;    /* [n] bits: equivalent at min_level to no other state of the rule,
+                       * so never found or noted; NULL when not worked out */
   int64_t budget; /* classes the current call may still compute */
   int32_t found, missed; /* finds so far, by outcome (see ag_depth_equiv_hopeless) */
   size_t bytes;   /* held now */
@@ -190,8 +193,35 @@ static int32_t ag_class_at(ag_depth_equiv *q, int32_t i, uint32_t level) {
   return c;
 }
 
+/* Works out which states are alone at min_level (see ag_depth_equiv.alone), when
+ * classing every state there fits AG_DEPTH_EQUIV_SURVEY; false when every state
+ * is alone: the rule is not worth comparing. True otherwise, or without the
+ * survey (over the bound, out of memory): the finds and notes then judge. */
+static bool ag_survey(ag_depth_equiv *q) {
+  if ((size_t)q->n * (q->min_level + 1) > AG_DEPTH_EQUIV_SURVEY) return true;
+  int32_t *cls = malloc(sizeof *cls * (size_t)q->n);
+  q->budget = AG_DEPTH_EQUIV_SURVEY;
+  for (int32_t i = 0; cls && i < q->n; i++)
+    if ((cls[i] = ag_class_at(q, i, q->min_level)) < 0) {
+      free(cls);
+      cls = NULL;
+    }
+  uint32_t *count = cls ? calloc(q->n_ids, sizeof *count) : NULL;
+  q->alone = count ? calloc(((size_t)q->n + 31) / 32, sizeof *q->alone) : NULL;
+  bool shared = !q->alone;
+  for (int32_t i = 0; q->alone && i < q->n; i++) count[cls[i]]++;
+  for (int32_t i = 0; q->alone && i < q->n; i++) {
+    if (count[cls[i]] == 1) ag_bit_set(q->alone, i);
+    else shared = true;
+  }
+  if (q->alone) q->bytes += ((size_t)q->n + 31) / 32 * sizeof *q->alone;
+  free(count);
+  free(cls);
+  return shared;
+}
+
 ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_level,
-                               ag_depth_equiv **out, ag_error *err) {
+                               uint32_t min_level, ag_depth_equiv **out, ag_error *err) {
   *out = NULL;
   int32_t begin = g->rule_start[rule], n = 0;
   while (begin + n < g->n_states && g->state_rule[begin + n] == rule && n <= AG_DEPTH_EQUIV_MAX_STATES) {
@@ -212,7 +242,12 @@ ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_l
   q->n = n;
   q->n_blocks = n_blocks;
   q->levels = (uint32_t)levels;
+  q->min_level = min_level < max_level ? min_level : max_level;
   q->bytes = sizeof *q + (size_t)n_blocks * sizeof *q->cls;
+  if (!ag_survey(q)) { /* no state has an equivalent to find */
+    ag_depth_equiv_free(q);
+    return AG_OK;
+  }
   *out = q;
   return AG_OK;
 }
@@ -222,6 +257,7 @@ void ag_depth_equiv_free(ag_depth_equiv *q) {
   pthread_mutex_destroy(&q->lock);
   for (int32_t b = 0; b < q->n_blocks; b++) free(q->cls[b]);
   free(q->cls);
+  free(q->alone);
   ag_vec_free(&q->sigs);
   ag_vec_free(&q->scratch);
   ag_vec_free(&q->reps);
@@ -253,7 +289,7 @@ void ag_depth_equiv_find(ag_depth_equiv *q, int32_t state, uint32_t min_level, i
                          uint32_t *level) {
   *rep = -1;
   int32_t i = ag_local(q, state);
-  if (i < 0) return;
+  if (i < 0 || (q->alone && ag_bit(q->alone, i))) return; /* alone: nothing to find */
   pthread_mutex_lock(&q->lock);
   if (ag_depth_equiv_hopeless(q)) {
     pthread_mutex_unlock(&q->lock);
@@ -277,7 +313,7 @@ void ag_depth_equiv_find(ag_depth_equiv *q, int32_t state, uint32_t min_level, i
 
 void ag_depth_equiv_note(ag_depth_equiv *q, int32_t state) {
   int32_t i = ag_local(q, state);
-  if (i < 0) return;
+  if (i < 0 || (q->alone && ag_bit(q->alone, i))) return; /* alone: no state will find it */
   pthread_mutex_lock(&q->lock);
   q->budget = ag_depth_equiv_hopeless(q) ? 0 : AG_DEPTH_EQUIV_WORK;
   for (int64_t l = (int64_t)q->levels - 1; l >= 0; l--) { /* the deepest first: finds start there */

@@ -39,15 +39,23 @@
  * is a rule where one lookup runs out of work before its deepest level: the
  * neighbourhood is too wide (a trie) for a chain of equivalent states. */
 #define AG_DEPTH_EQUIV_MISSES 8
+/* Classes a rule's survey may compute (every state at the shallowest level a
+ * find accepts): a state equivalent there to no other is never found or noted,
+ * and a rule of such states only (literals, tries) is not compared at all. A
+ * note cost up to a work budget of classes at each first visit until the rule
+ * was given up on: most of a literal's first visit. */
+#define AG_DEPTH_EQUIV_SURVEY 4096 /* about four notes: over it, the misses judge */
 
 typedef struct ag_depth_equiv ag_depth_equiv;
 
-/* The comparison of `rule`'s states at levels up to max_level, in O(1) (the
- * classes are computed as they are asked for); *out = NULL (and AG_OK) for a
- * rule not worth it or not fit for it: counted states, or a number of states
- * outside the bounds above. */
+/* The comparison of `rule`'s states at levels up to max_level, finds looking no
+ * shallower than min_level (the classes are computed as they are asked for,
+ * after a survey at min_level where it fits AG_DEPTH_EQUIV_SURVEY); *out = NULL
+ * (and AG_OK) for a rule not worth it or not fit for it: counted states, a
+ * number of states outside the bounds above, or no two states equivalent at
+ * min_level. */
 ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_level,
-                               ag_depth_equiv **out, ag_error *err);
+                               uint32_t min_level, ag_depth_equiv **out, ag_error *err);
 void ag_depth_equiv_free(ag_depth_equiv *q);
 /* The bytes q has come to hold since the last call (classes are computed lazily,
  * so it grows as states are asked about), for the owner's count. Thread-safe. */

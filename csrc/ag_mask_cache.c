@@ -616,7 +616,7 @@ static ag_status ag_rule_equiv(ag_mask_cache *c, const ag_grammar *g, const ag_v
   if (!q && !atomic_load(&c->equiv_none[r])) {
     uint32_t max_level = v->max_token_len < AG_DEPTH_EQUIV_MAX_LEVEL ? v->max_token_len
                                                                      : AG_DEPTH_EQUIV_MAX_LEVEL;
-    ag_status st = ag_depth_equiv_build(g, r, max_level, &q, err);
+    ag_status st = ag_depth_equiv_build(g, r, max_level, ag_derive_min_level(v), &q, err);
     if (st) return st;
     ag_depth_equiv *expected = NULL;
     if (!q) {
