@@ -529,13 +529,20 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
                             int32_t state, const uint32_t *follow, double deadline,
                             ag_state_masks **out, ag_error *err) {
   const uint32_t *safe = NULL;
+  uint32_t *owned = NULL;
   int32_t rule = g->state_rule[state];
   if (c->safe && g->rule_dispatch[rule]) {
     ag_status st = ag_safe_tokens(c, g, v, rule, &safe, err);
     if (st) return st;
-  } else if (ag_plain_simulates(g, state, v->max_token_len)) {
-    safe = v->plain; /* every plain token is consumed by the state's own bytes */
-    atomic_fetch_add(&c->n_plain, 1);
+  } else {
+    uint32_t d = ag_plain_depth(g, state, v->max_token_len);
+    if (d >= v->max_token_len) {
+      safe = v->plain; /* every plain token is consumed by the state's own bytes */
+    } else if (d > 0 && v->n_longer[d] < v->n_sorted / 2) {
+      /* near a bound (a position of a bounded string): the plain tokens that fit */
+      safe = owned = ag_plain_tokens_upto(v, d); /* out of memory: a walk of all */
+    }
+    if (safe) atomic_fetch_add(&c->n_plain, 1);
   }
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
@@ -544,6 +551,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     memcpy(w.entry->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
   }
   if (!st) st = ag_classify_all(&w, v, safe, err);
+  free(owned);
   return ag_classify_end(&w, v, st, out, err);
 }
 

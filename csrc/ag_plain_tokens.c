@@ -111,10 +111,14 @@ static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s) {
   return true;
 }
 
-bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth) {
-  if (depth > 0 && !ag_plain_first_bytes(g, state)) return false;
+uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth) {
+  if (depth > 0 && !ag_plain_first_bytes(g, state)) return 0;
   ag_plain_sim *x = calloc(1, sizeof *x);
-  if (!x) return false; /* out of memory: the ordinary walk is always right */
+  if (!x) return 0; /* out of memory: the ordinary walk is always right */
+  /* Breadth first: when the pair at the head fails (or the bound is passed),
+   * every pair of a smaller depth has passed, so every plain string of the
+   * head's depth is consumed. */
+  uint32_t found = depth;
   bool ok = ag_plain_push(x, state, 0, 0);
   for (int32_t head = 0; ok && head < x->n; head++) {
     ag_plain_pair p = x->queue[head];
@@ -122,7 +126,21 @@ bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth) {
     for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++)
       ok = ag_plain_covers(g, x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi,
                            ag_plain_edges[e].to, x->depth[head] + 1);
+    if (!ok) found = x->depth[head];
   }
   free(x);
-  return ok;
+  return found;
+}
+
+uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len) {
+  uint32_t *bits = malloc(ag_safe_words(v) * sizeof *bits);
+  if (!bits) return NULL;
+  memcpy(bits, v->plain, ag_safe_words(v) * sizeof *bits);
+  uint32_t *ids = bits + ag_pos_words(v);
+  int32_t n_long = len >= v->max_token_len ? 0 : v->n_longer[len];
+  for (int32_t k = 0; k < n_long; k++) {
+    ag_bit_clear(bits, v->by_len[k]);
+    ag_bit_clear(ids, v->sorted_ids[v->by_len[k]]);
+  }
+  return bits;
 }

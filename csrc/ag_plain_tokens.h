@@ -12,6 +12,9 @@
  * bytes, partial characters), as a dispatch state's walk skips its safe tokens.
  * This is the job llguidance's "slicer" does for its lexer; here the test is a
  * simulation of the plain-character automaton by the state's, per state.
+ * Within a token's length of a bound ("maxLength"), a state consumes every
+ * plain string of up to the room left: the plain tokens that short are taken
+ * the same way, and only the longer ones are walked.
  */
 #ifndef AG_PLAIN_TOKENS_H
 #define AG_PLAIN_TOKENS_H
@@ -27,8 +30,14 @@
  * *out is the caller's to free. */
 ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err);
 
-/* Whether every plain string of up to `depth` bytes is consumed from `state`
- * by byte edges alone (no rule edge). */
-bool ag_plain_simulates(const ag_grammar *g, int32_t state, uint32_t depth);
+/* The largest d <= depth such that every plain string of up to d bytes is
+ * consumed from `state` by byte edges alone (no rule edge). Below `depth`, the
+ * state is within d bytes of a bound: a position of a length-bounded string. */
+uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth);
+
+/* The plain tokens of at most len bytes, in the layout of ag_plain_tokens_index:
+ * those a state of plain depth len consumes. The caller frees it; NULL out of
+ * memory. */
+uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len);
 
 #endif /* AG_PLAIN_TOKENS_H */

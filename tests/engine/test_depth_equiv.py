@@ -107,9 +107,11 @@ def test_masks_near_the_bound_reject_long_tokens() -> None:
         # an item with rule references, unrolled (16 copies): non-nullable and nullable edges
         'root ::= "\\"" item{0,16} "\\"" tail\nitem ::= [a-e ,0] | "\\\\" esc | "u" opt\n'
         'esc ::= "u" [0-9a-e]{4} | ["\\\\]\nopt ::= ("0" opt)?\ntail ::= "," | "}"',
-        # a bytes-only item too large to inline 255 times: later copies stay rule edges
+        # a bytes-only item too large to inline 255 times (AG_INLINE_BUDGET): later copies stay
+        # rule edges
         'root ::= "\\"" item{0,255} "\\"" ","\nitem ::= [a-e ,0] | "\\\\" (["\\\\] | "u" '
-        '([0-9a-c] [0-9a-e]{3} | "d" [0-7] [0-9a-e]{2} | "d" [89ab] [0-9a-e]{2} "\\\\u" "d" [c-e] [0-9a-e]{2}))',
+        '([0-9a-c] [0-9a-e]{3} | "d" [0-7] [0-9a-e]{2} | "d" [89ab] [0-9a-e]{2} "\\\\u" "d" [c-e] [0-9a-e]{2}'
+        ' | "e" [0-9a-e]{250}))',
     ],
 )
 def test_derived_masks_match_with_rule_edges_in_the_chain(source: str) -> None:
@@ -192,7 +194,9 @@ def test_threads_deriving_at_once_agree_with_one_thread() -> None:
 
 @pytest.mark.parametrize("bound", [255, 300])
 def test_json_string_bounds_derive(bound: int) -> None:
-    """The JSON Schema case: a "maxLength" string inside an object."""
+    """The JSON Schema case: a "maxLength" string inside an object. Far from the bound every
+    plain token fits, so a position is classified as plain (its walk visits the other tokens
+    only) or derived: none costs a walk of the whole vocabulary."""
     schema = {
         "type": "object",
         "properties": {"h": {"type": "string", "maxLength": bound}},
@@ -205,4 +209,23 @@ def test_json_string_bounds_derive(bound: int) -> None:
         cached, direct = masks(matcher)
         assert np.array_equal(cached, direct), f"step {step}"
         assert matcher.accept_string("ab"[step % 2])
-    assert compiled.cache_stats.derived >= 20, compiled.cache_stats
+    stats = compiled.cache_stats
+    assert stats.derived + stats.plain >= 28, stats
+
+
+def test_positions_near_a_json_string_bound_take_the_plain_tokens_that_fit() -> None:
+    """Within a token's length of "maxLength", a position takes the plain tokens of at most the
+    room left (a plain token of n bytes has at most n characters) without walking them; the
+    longer plain tokens are walked, and those with more characters than the room rejected."""
+    schema = {"type": "object", "properties": {"h": {"type": "string", "maxLength": 40}}, "required": ["h"]}
+    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('{"h": "')
+    for used in range(40):
+        cached, direct = masks(matcher)
+        assert np.array_equal(cached, direct), f"{used} characters in"
+        plain = [VOCAB.token_bytes[i] for i in matcher.allowed_token_ids()]
+        plain = [t for t in plain if b'"' not in t and b"\\" not in t]  # ASCII: a byte per character
+        assert plain and max(map(len, plain)) <= 40 - used, used
+        assert matcher.accept_string("a")
+    assert compiled.cache_stats.plain >= 30, compiled.cache_stats

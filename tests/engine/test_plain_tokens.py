@@ -114,12 +114,12 @@ APPLIES = [
     'root ::= [^"]* "!"',  # backslash and control bytes too: a superset of plain
     'root ::= ("ab" | [^"\\\\\\x00-\\x1f])* "\\"" ","',  # plain characters reach several states
     'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,64} "\\""',  # bound longer than every token
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,12} "\\""',  # the plain tokens that fit the room left
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e2d]* "\\""',  # a 3-byte character missing: the tokens too short to hold it
 ]
 DOES_NOT_APPLY = [
     'root ::= [a-z ]* "."',  # no multi-byte characters
     'root ::= "\\"" [^"\\\\\\x00-\\x1fx]* "\\""',  # one plain character missing
-    'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,12} "\\""',  # tokens longer than the room left
-    'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e2d]* "\\""',  # one multi-byte character missing
 ]
 
 
