@@ -47,7 +47,7 @@
  * spend on inlining (a counted repeat of an inlined rule would multiply it),
  * past which references stay rule edges. */
 #define AG_INLINE_MAX 512
-#define AG_INLINE_BUDGET 8192
+#define AG_INLINE_BUDGET 65536
 
 /* Repeats are unrolled while small. An unrolled repeat of bytes becomes part of
  * a byte automaton: determinized, and each position gets its own token classes
