@@ -299,7 +299,7 @@ def clear_ours() -> None:
     ftools._PIECES.cache_clear()
     for module in (stc, jv, js):
         for value in vars(module).values():
-            if hasattr(value, "cache_clear"):
+            if hasattr(value, "cache_clear") and not isinstance(value, type):  # caches, not classes
                 value.cache_clear()
 
 

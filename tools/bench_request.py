@@ -158,7 +158,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             subset = rng.sample(tools, min(size, len(tools)))
             tag = xgr.get_model_structural_tag(args.model, tools=subset).model_dump()
             for cache in vars(converter).values():  # every per-piece cache: a truly cold start
-                if hasattr(cache, "cache_clear"):
+                if hasattr(cache, "cache_clear") and not isinstance(cache, type):  # caches, not classes
                     cache.cache_clear()
             # cold: a fresh compiler; warm: the shared one, which has seen these tools (whole
             # grammars are not reused, so the request is still converted, built and linked)

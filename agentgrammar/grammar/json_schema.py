@@ -449,6 +449,8 @@ def _char_is(c: str) -> Expr:
 @lru_cache(maxsize=4096)
 def _string_literal(s: str) -> Expr:
     """The JSON string ``s``: its raw-UTF-8 spelling and its ``ensure_ascii`` spelling."""
+    if s.isascii() and s.isprintable() and '"' not in s and "\\" not in s:
+        return Literal(b'"' + s.encode("ascii") + b'"')  # one spelling, nothing escaped
     asc = json.dumps(s).encode("ascii")
     try:
         raw = json.dumps(s, ensure_ascii=False).encode("utf-8")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union, get_args
 
@@ -150,7 +151,7 @@ class _Builder:
                 ("max_whitespace", f.max_whitespace_cnt),
                 ("xgrammar_types", True),
             )
-            return Embed(_schema_grammar(key, options))
+            return Embed(_schema_grammars.get(f.json_schema, key, options))
         except GrammarError as e:
             raise StructuralTagError(str(e), path=path + ".json_schema") from None
 
@@ -412,12 +413,37 @@ def _share_tails(alts: List[Optional[Expr]]) -> List[Optional[Expr]]:
     return out
 
 
-# Requests reuse the same tools: each piece's grammar is built once, and the compiler links
-# the same Grammar object into every request (its automata and token masks are shared).
-@lru_cache(maxsize=4096)
-def _schema_grammar(schema_json: str, options: Tuple[Tuple[str, Any], ...]) -> Grammar:
-    """``Grammar.from_json_schema`` of a schema given as JSON text, once per text and options."""
-    return Grammar.from_json_schema(json.loads(schema_json), **dict(options))
+class _SchemaGrammars:
+    """``Grammar.from_json_schema`` once per schema text and options: the schema object given
+    is converted (not the text parsed back), and the oldest of ``limit`` entries goes first.
+    Requests reuse the same tools: each piece's grammar is built once, and the compiler links
+    the same Grammar object into every request (its automata and token masks are shared)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: "OrderedDict[Tuple[str, Tuple[Tuple[str, Any], ...]], Grammar]" = OrderedDict()
+
+    def get(self, schema: Any, schema_json: str, options: Tuple[Tuple[str, Any], ...]) -> Grammar:
+        key = (schema_json, options)
+        found = self._entries.get(key)
+        if found is None:
+            found = Grammar.from_json_schema(schema, **dict(options))
+            if len(self._entries) >= self.limit:
+                self._entries.popitem(last=False)
+            self._entries[key] = found
+        else:
+            try:
+                self._entries.move_to_end(key)
+            except KeyError:  # dropped by another thread meanwhile: still a valid grammar
+                pass
+        return found
+
+    def cache_clear(self) -> None:
+        """Forget every grammar."""
+        self._entries.clear()
+
+
+_schema_grammars = _SchemaGrammars(limit=4096)
 
 
 def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
@@ -435,7 +461,7 @@ def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
         key = json.dumps(schema)  # key order is property order: not sorted
     except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
         return Grammar.from_json_schema(schema, **dict(options))
-    return _schema_grammar(key, options)
+    return _schema_grammars.get(schema, key, options)
 
 
 @lru_cache(maxsize=4096)
