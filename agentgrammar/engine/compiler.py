@@ -86,7 +86,8 @@ class MaskCacheStats(NamedTuple):
     positions of a length-bounded string), ``shared`` ones found in the vocabulary's cache,
     computed for another grammar of the same ``Compiler``. ``plain`` counts the walks that
     took every plain token (whole characters, no quote, backslash or control byte) at once,
-    in states that accept any of them (inside a JSON string, say).
+    in states that accept any of them (inside a JSON string, say), or near a length bound
+    every plain token short enough to fit.
     """
 
     walked: int
