@@ -192,11 +192,8 @@ def test_threads_deriving_at_once_agree_with_one_thread() -> None:
     assert shared.cache_stats.derived > 0
 
 
-@pytest.mark.parametrize("bound", [255, 300])
-def test_json_string_bounds_derive(bound: int) -> None:
-    """The JSON Schema case: a "maxLength" string inside an object. Far from the bound every
-    plain token fits, so a position is classified as plain (its walk visits the other tokens
-    only) or derived: none costs a walk of the whole vocabulary."""
+def bounded_string_matcher(bound: int):
+    """A matcher inside the value of a "maxLength": bound string property, and its grammar."""
     schema = {
         "type": "object",
         "properties": {"h": {"type": "string", "maxLength": bound}},
@@ -205,6 +202,15 @@ def test_json_string_bounds_derive(bound: int) -> None:
     compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
     matcher = Matcher(compiled)
     assert matcher.accept_string('{"h": "')
+    return compiled, matcher
+
+
+@pytest.mark.parametrize("bound", [255, 300])
+def test_json_string_bounds_derive(bound: int) -> None:
+    """The JSON Schema case: a "maxLength" string inside an object. Far from the bound every
+    plain token fits, so a position is classified as plain (its walk visits the other tokens
+    only) or derived: none costs a walk of the whole vocabulary."""
+    compiled, matcher = bounded_string_matcher(bound)
     for step in range(30):
         cached, direct = masks(matcher)
         assert np.array_equal(cached, direct), f"step {step}"
@@ -217,10 +223,7 @@ def test_positions_near_a_json_string_bound_take_the_plain_tokens_that_fit() -> 
     """Within a token's length of "maxLength", a position takes the plain tokens of at most the
     room left (a plain token of n bytes has at most n characters) without walking them; the
     longer plain tokens are walked, and those with more characters than the room rejected."""
-    schema = {"type": "object", "properties": {"h": {"type": "string", "maxLength": 40}}, "required": ["h"]}
-    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
-    matcher = Matcher(compiled)
-    assert matcher.accept_string('{"h": "')
+    compiled, matcher = bounded_string_matcher(40)
     for used in range(40):
         cached, direct = masks(matcher)
         assert np.array_equal(cached, direct), f"{used} characters in"
