@@ -715,6 +715,8 @@ class _Converter:
         self.base_rules: Dict[str, Expr] = {}
         self.char_rules: Dict[Tuple[Tuple[int, int], ...], Optional[Expr]] = {}
         self.merge_memo: Dict[Tuple[int, int], Tuple[Any, Any, Any]] = {}
+        self.deref_memo: Dict[int, Tuple[Any, Any]] = {}  # id(schema) -> (schema, its deref)
+        self.resolved: Dict[str, Tuple[Any, str]] = {}  # see resolve
         self.key_rules: Dict[Tuple[str, ...], RuleRef] = {}
 
     # ---- errors ---------------------------------------------------------------------------
@@ -937,6 +939,14 @@ class _Converter:
     # ---- $ref ----------------------------------------------------------------------------
 
     def resolve(self, ref: Any, path: str) -> Tuple[Any, str]:
+        """The node ``ref`` points to, and its decoded fragment; each reference is looked up
+        once (a schema with shared definitions resolves the same few many times)."""
+        found = self.resolved.get(ref) if isinstance(ref, str) else None
+        if found is None:
+            found = self.resolved[ref] = self._resolve(ref, path)
+        return found
+
+    def _resolve(self, ref: Any, path: str) -> Tuple[Any, str]:
         if not isinstance(ref, str):
             raise self.fail("'$ref' must be a string", path, "$ref")
         if not ref.startswith("#"):
@@ -999,7 +1009,16 @@ class _Converter:
     # ---- allOf merging -------------------------------------------------------------------
 
     def deref(self, s: Any, path: str, guard: int = 0) -> Any:
-        """Replace a top-level ``$ref`` by its target merged with the siblings."""
+        """Replace a top-level ``$ref`` by its target merged with the siblings. Remembered per
+        schema object: the siblings are a new dict each time, so the merge memo (by identity)
+        would never see the same pair again, and merges that deref the same schemas along
+        every path (allOf over shared definitions) would merge them anew each time."""
+        if not (isinstance(s, dict) and "$ref" in s):
+            return s
+        found = self.deref_memo.get(id(s))
+        if found is not None and found[0] is s:
+            return found[1]
+        original = s
         while isinstance(s, dict) and "$ref" in s:
             if guard > 32:
                 raise self.fail("'$ref' chain too deep (a reference cycle with no structure)", path, "$ref")
@@ -1007,6 +1026,7 @@ class _Converter:
             rest = {k: v for k, v in s.items() if k != "$ref"}
             s = self.merge(target, rest, path) if rest else target
             guard += 1
+        self.deref_memo[id(original)] = (original, s)
         return s
 
     def merge(self, a: Any, b: Any, path: str) -> Any:
