@@ -4,18 +4,21 @@ A walk makes a 256-cell row for each state it steps from, up to a bound, and ste
 state by binary search. These tests check the masks against the uncached walk where rows are
 made for states with many byte edges (every byte met, most with no edge), where a rule's end
 depends on the byte that follows it, where steps leave the rule (HYBRID) and where one walk
-visits more states than it may make rows for, so both kinds of step mix in one walk.
+visits more states than it may make rows for, so both kinds of step mix in one walk. Random
+rules over a dense three-letter vocabulary check where a walk resumes after the tokens it
+decided without a walk, and what the Earley parser may reuse of the last token it resolved.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import List
 
 import numpy as np
 import pytest
 
-from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+from agentgrammar import Compiler, Grammar, GrammarError, Matcher, Vocabulary
 from tests.mask_oracle import cached_and_direct
 
 LETTERS = "abcdefghij"
@@ -103,3 +106,73 @@ def test_runs_of_rejected_tokens_end_where_their_prefix_does() -> None:
         assert allowed == expected, prefix
         cached, direct = cached_and_direct(matcher, vocab.vocab_size)
         assert np.array_equal(cached, direct)
+
+
+# Every string of 1 to 4 letters over a three-letter alphabet: neighbours in sorted order share
+# long prefixes, and runs of them are decided at once, so a walk often resumes far from the last
+# token it walked.
+_ABC = [("".join(p)).encode() for n in (1, 2, 3, 4) for p in itertools.product("abc", repeat=n)]
+ABC_VOCAB = Vocabulary([*_ABC, b"</s>"], stop_token_ids=[len(_ABC)])
+
+
+def random_rules(rng: random.Random) -> str:
+    """A root and three rules over "abc": literals, classes, references (later rules only, some
+    nullable through a repeat), sequences, choices and repeats."""
+
+    def expr(depth: int, refs: List[str]) -> str:
+        k = rng.random()
+        if depth > 2 or k < 0.3:
+            c = rng.random()
+            if c < 0.5:
+                return '"' + "".join(rng.choice("abc") for _ in range(rng.randint(1, 3))) + '"'
+            if c < 0.8 and refs:
+                return rng.choice(refs)
+            return "[" + "".join(sorted({rng.choice("abc") for _ in range(2)})) + "]"
+        if k < 0.6:
+            return " ".join(expr(depth + 1, refs) for _ in range(rng.randint(2, 3)))
+        if k < 0.85:
+            return "(" + " | ".join(expr(depth + 1, refs) for _ in range(rng.randint(2, 3))) + ")"
+        return "(" + expr(depth + 1, refs) + ")" + rng.choice(["*", "?", "+", "{0,3}"])
+
+    names = ["r1", "r2", "r3"]
+    source = f"root ::= {expr(0, names)} {expr(0, names)}\n"
+    for name in names:
+        source += f"{name} ::= {expr(1, [n for n in names if n > name])}\n"
+    return source
+
+
+def test_the_parser_reuses_only_what_two_tokens_share() -> None:
+    """A state with its own rule references hands the parser only the tokens that the states it
+    predicts leave uncertain; a run of tokens its own walk rejects stops at such a token. The
+    parser then reuses the prefix that token shares with the last one it resolved, which may
+    be less than the LCP with the token just before it. This grammar and path once gave a mask
+    that allowed "bcba" where the direct walk did not."""
+    source = (
+        'root ::= [bc] ("c" | "c") r2 "ab" (r1 | "b") "bca" [a] "cac" ("ca")* (([b] | (r1)? | ("caa"){0,3}))+\n'
+        'r1 ::= r3 ("ca"){0,3}\nr2 ::= ([bc] "b"){0,3}\nr3 ::= ([bc]){0,3}\n'
+    )
+    matcher = Matcher(Compiler(ABC_VOCAB).compile(Grammar.from_ebnf(source)))
+    for text in ("", "cccb", "cbab"):
+        assert matcher.accept_string(text)
+        cached, direct = cached_and_direct(matcher, ABC_VOCAB.vocab_size)
+        assert np.array_equal(cached, direct), f"after {text!r}"
+
+
+@pytest.mark.parametrize("first", range(0, 300, 100))
+def test_masks_of_random_rules_over_a_dense_vocabulary(first: int) -> None:
+    for seed in range(first, first + 100):
+        rng = random.Random(seed)
+        source = random_rules(rng)
+        try:
+            compiled = Compiler(ABC_VOCAB).compile(Grammar.from_ebnf(source))
+        except GrammarError:  # a root that can never finish
+            continue
+        for _ in range(3):
+            matcher = Matcher(compiled)
+            for step in range(12):
+                cached, direct = cached_and_direct(matcher, ABC_VOCAB.vocab_size)
+                assert np.array_equal(cached, direct), f"seed {seed}, step {step}:\n{source}"
+                allowed = [i for i in matcher.allowed_token_ids() if i not in ABC_VOCAB.stop_token_ids]
+                if not allowed:
+                    break
+                assert matcher.accept_token(rng.choice(allowed))
