@@ -286,8 +286,10 @@ static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
   return v->offsets[id + 1] - v->offsets[id];
 }
 
-/* The bytes sorted tokens i and j have in common at their start. */
+/* The bytes sorted tokens i < j have in common at their start (for neighbours,
+ * lcp[j]: capped, which only costs re-scanning). */
 static inline uint32_t ag_vocab_common_prefix(const ag_vocab *v, int32_t i, int32_t j) {
+  if (j == i + 1) return v->lcp[j];
   uint32_t li, lj, n = 0;
   const uint8_t *a = ag_vocab_token(v, v->sorted_ids[i], &li), *b = ag_vocab_token(v, v->sorted_ids[j], &lj);
   while (n < li && n < lj && a[n] == b[n]) n++;

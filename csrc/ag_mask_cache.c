@@ -354,11 +354,10 @@ static int32_t ag_next_unsafe(const uint32_t *safe, int32_t i, int32_t n) {
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
  * without a walk (ag_compute copied them into the entry). The walk keeps the
  * path of the last token walked; the next one reuses the prefix they share.
- * Next to the last one that is lcp[i]; otherwise (past a run the walk decided,
- * or skipped safe tokens) the two tokens are compared directly, rather than
- * taking the least LCP between: a plain-token state skips 95% of the
- * vocabulary, and a run cut short at a token the cover leaves open may end
- * where lcp[i] is above what the two share. */
+ * Past a run the walk decided, or skipped safe tokens, the two tokens are
+ * compared directly rather than taking the least LCP between: a plain-token
+ * state skips 95% of the vocabulary, and a run cut short at a token the cover
+ * leaves open may end where lcp[i] is above what the two share. */
 static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
                                  ag_error *err) {
   uint32_t depth = 0, dead[8];
@@ -373,7 +372,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       if (st) return st;
       checked = i + 4096;
     }
-    uint32_t shared = last < 0 ? 0 : i == last + 1 ? v->lcp[i] : ag_vocab_common_prefix(v, last, i);
+    uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
     if (shared == 0) { /* a new first byte: its tokens may all be rejected at once */
       uint32_t len;
       if (ag_bit(dead, ag_vocab_token(v, v->sorted_ids[i], &len)[0])) {

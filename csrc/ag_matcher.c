@@ -203,16 +203,6 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err) {
 }
 
 
-/* The common prefix length of the tokens at sorted positions a < b. */
-static uint32_t ag_common_prefix(const ag_vocab *v, int32_t a, int32_t b) {
-  if (b == a + 1) return v->lcp[b];
-  uint32_t la, lb, n = 0;
-  const uint8_t *x = ag_vocab_token(v, v->sorted_ids[a], &la);
-  const uint8_t *y = ag_vocab_token(v, v->sorted_ids[b], &lb);
-  while (n < la && n < lb && x[n] == y[n]) n++;
-  return n;
-}
-
 /* The first position >= i whose bit is set (every position when bits is NULL). */
 static int32_t ag_next_position(const uint32_t *bits, int32_t i, int32_t n) {
   return bits ? ag_next_bit(bits, i, n) : i;
@@ -239,7 +229,7 @@ static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint3
       i = ag_next_position(candidates, i + 1, n);
       continue;
     }
-    uint32_t len, l = prev < 0 ? 0 : ag_common_prefix(v, prev, i);
+    uint32_t len, l = prev < 0 ? 0 : ag_vocab_common_prefix(v, prev, i);
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
     if (l < depth) {
       ag_parser_truncate(p, base + l);
