@@ -328,15 +328,13 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
  * Their tokens are rejected a whole first byte at a time, without a call per
  * run: most of a first visit to a state with a few edges (a literal's next
  * byte, say) went to the 200-odd first bytes it rejects. None when the state's
- * own rule edges may send a failed token to the parser. The cells are read,
+ * own rule edges may send a failed token to the parser. The cells are peeked,
  * not stepped: no row is built for a target. */
 static void ag_dead_first_bytes(ag_classify *w, uint32_t dead[8]) {
   memset(dead, 0, 8 * sizeof *dead);
   if (w->own_exit) return;
-  int32_t at = w->path[0].at;
   for (int c = 0; c < 256; c++) {
-    uint32_t cell = at >= 0 ? w->rows.cells[(size_t)at * 256 + (size_t)c]
-                            : ag_walk_rows_search(&w->rows, at, (uint8_t)c);
+    uint32_t cell = ag_walk_rows_peek(&w->rows, w->path[0].at, (uint8_t)c);
     if ((cell & AG_CELL_NONE) && !(cell & AG_CELL_CAN_END)) dead[c >> 5] |= 1u << (c & 31);
   }
 }

@@ -57,10 +57,16 @@ uint32_t ag_walk_rows_search(const ag_walk_rows *r, int32_t at, uint8_t c);
  * gets no row. */
 uint32_t ag_walk_rows_link(ag_walk_rows *r, int32_t at, uint8_t c, uint32_t cell);
 
+/* The cell of the step by byte c from `at` (a row or ~state), as it stands: its
+ * target may be a state that has a row not linked yet. Enough for its flags. */
+static inline uint32_t ag_walk_rows_peek(const ag_walk_rows *r, int32_t at, uint8_t c) {
+  return at >= 0 ? r->cells[(size_t)at * 256 + c] : ag_walk_rows_search(r, at, c);
+}
+
 /* The step by byte c from `at` (a row or ~state): the cell, with a row target
  * whenever the target has a row. */
 static inline uint32_t ag_walk_rows_step(ag_walk_rows *r, int32_t at, uint8_t c) {
-  uint32_t cell = at >= 0 ? r->cells[(size_t)at * 256 + c] : ag_walk_rows_search(r, at, c);
+  uint32_t cell = ag_walk_rows_peek(r, at, c);
   if ((cell & (AG_CELL_NONE | AG_CELL_STATE)) == AG_CELL_STATE) cell = ag_walk_rows_link(r, at, c, cell);
   return cell;
 }
