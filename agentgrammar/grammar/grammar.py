@@ -337,9 +337,7 @@ def _normal_already(e: Expr, use_pieces: bool = False) -> bool:
             if piece is None:
                 stack.extend(x.items)  # type: ignore[union-attr]
                 continue
-            if piece.unchanged is None:
-                piece.unchanged = _normal_already(x, True)
-            if not piece.unchanged:
+            if not _piece_unchanged(piece, x):
                 return False
         elif isinstance(x, Repeat):
             copies = x.min > 1 or (x.max is not None and x.max > 1)
@@ -349,15 +347,18 @@ def _normal_already(e: Expr, use_pieces: bool = False) -> bool:
     return True
 
 
-def _body_normal_already(body: Expr, use_pieces: bool) -> bool:
-    """``_normal_already`` of a rule's body; a body that is a piece is answered for once
-    (``PieceInfo.unchanged``), pieces looked up or not inside."""
-    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
-    if piece is None:
-        return _normal_already(body, use_pieces)
+def _piece_unchanged(piece: pieces.PieceInfo, e: Expr) -> bool:
+    """``_normal_already`` of piece ``e``, worked out once (``PieceInfo.unchanged``)."""
     if piece.unchanged is None:
-        piece.unchanged = _normal_already(body, True)
+        piece.unchanged = _normal_already(e, True)
     return piece.unchanged
+
+
+def _body_normal_already(body: Expr, use_pieces: bool) -> bool:
+    """``_normal_already`` of a rule's body; a body that is a piece is answered for once,
+    pieces looked up or not inside."""
+    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
+    return _normal_already(body, use_pieces) if piece is None else _piece_unchanged(piece, body)
 
 
 def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule]:
@@ -394,9 +395,7 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
         if found is None:
             piece = piece_info(e) if use_pieces and type(e) in (Seq, Choice) else None
             if piece is not None:
-                if piece.unchanged is None:
-                    piece.unchanged = _normal_already(e)
-                if piece.unchanged:
+                if _piece_unchanged(piece, e):
                     return e
             found = done[id(e)] = rewrite(e, base, counter)
         return found

@@ -93,12 +93,7 @@ class _Writer:
         found = self._by_id.get(id(e))
         if found is None:
             piece = pieces.info(e) if self._use_pieces and type(e) in (Seq, Choice) else None
-            if piece is None:
-                found = self._expr(e)
-            else:
-                if piece.chunk is None:
-                    piece.chunk = _Chunk(e)
-                found = self._copy(piece.chunk)
+            found = self._expr(e) if piece is None else self._from_piece(e, piece)
             self._by_id[id(e)] = found
         return found
 
@@ -108,11 +103,15 @@ class _Writer:
         if not self._use_pieces and (type(e) is Seq or type(e) is Choice):
             piece = pieces.info(e)
             if piece is not None:
-                if piece.chunk is None:
-                    piece.chunk = _Chunk(e)
-                found = self._by_id[id(e)] = self._copy(piece.chunk)
+                found = self._by_id[id(e)] = self._from_piece(e, piece)
                 return found
         return self.expr(e)
+
+    def _from_piece(self, e: Expr, piece: pieces.PieceInfo) -> int:
+        """Piece ``e``'s nodes, copied from its chunk (serialized on first use)."""
+        if piece.chunk is None:
+            piece.chunk = _Chunk(e)
+        return self._copy(piece.chunk)
 
     def _copy(self, chunk: "_Chunk") -> int:
         """Append ``chunk``'s nodes, its holes filled for these rules; the index of its root."""
