@@ -16,6 +16,7 @@
 #include "ag_fsm.h"
 
 #include "ag_dispatch.h"
+#include "ag_trie.h"
 
 /* Bounds the Thompson expansion of one rule. Node sharing in the IR makes the
  * expansion of a rule exponential in the worst case (a chain of CHOICE(x, x)
@@ -174,6 +175,8 @@ typedef struct ag_builder {
   AG_VEC(ag_state) tmp_states;
   AG_VEC(ag_byte_edge) tmp_bytes;
   AG_VEC(ag_rule_edge) tmp_rules;
+
+  ag_trie trie; /* a rule that is a choice of literals (ag_trie_rule) */
 
   /* Output for the whole grammar, handed to the ag_grammar on success. */
   AG_VEC(ag_state) states;
@@ -588,14 +591,20 @@ static ag_status ag_nfa_counted(ag_builder *b, int32_t node, int32_t from, int32
   return st ? st : ag_nfa_edge_add(b, from, to, AG_NFA_RULE, 0, 0, label);
 }
 
+/* The size of rule r's body when a reference to it may be inlined (small and
+ * bytes-only, not the rule being built), else 0. */
+static uint32_t ag_inline_cost(const ag_builder *b, int32_t r) {
+  if (r >= b->ir->n_rules || r == b->rule_id) return 0;
+  uint32_t cost = b->inline_cost[b->ir->body[r]];
+  return cost <= AG_INLINE_MAX ? cost : 0;
+}
+
 /* A reference to rule r: its body in place when small and bytes-only, else a rule edge. */
 static ag_status ag_nfa_ruleref(ag_builder *b, int32_t r, int32_t from, int32_t to) {
-  if (r < b->ir->n_rules && r != b->rule_id) {
-    uint32_t cost = b->inline_cost[b->ir->body[r]];
-    if (cost && cost <= AG_INLINE_MAX && b->inlined + cost <= AG_INLINE_BUDGET) {
-      b->inlined += cost;
-      return ag_nfa_task_add(b, b->ir->body[r], from, to);
-    }
+  uint32_t cost = ag_inline_cost(b, r);
+  if (cost && b->inlined + cost <= AG_INLINE_BUDGET) {
+    b->inlined += cost;
+    return ag_nfa_task_add(b, b->ir->body[r], from, to);
   }
   return ag_nfa_edge_add(b, from, to, AG_NFA_RULE, 0, 0, r);
 }
@@ -1169,8 +1178,9 @@ static ag_status ag_min_table(ag_builder *b, size_t k) {
   return AG_OK;
 }
 
-/* Minimizes the rule just determinized (states base .. end of the arrays). */
-static ag_status ag_min_rule(ag_builder *b) {
+/* Minimizes the rule just determinized (states base .. end of the arrays), in
+ * at most max_rounds rounds. */
+static ag_status ag_min_rule(ag_builder *b, int max_rounds) {
   size_t k = b->states.len - (size_t)b->base;
   if (k < 2) return AG_OK;
   if (!ag_vec_reserve(&b->rep, k) || !ag_vec_reserve(&b->sigs, k) ||
@@ -1179,7 +1189,7 @@ static ag_status ag_min_rule(ag_builder *b) {
   ag_status st = ag_min_table(b, k);
   for (size_t s = 0; s < k; s++) b->rep.data[s] = (int32_t)s;
   bool any = false, merged = true;
-  for (int round = 0; !st && merged && round < AG_MIN_MAX_ROUNDS; round++) {
+  for (int round = 0; !st && merged && round < max_rounds; round++) {
     merged = false;
     st = ag_min_round(b, (int32_t)k, &merged);
     any |= merged;
@@ -1224,6 +1234,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->tmp_states);
   ag_vec_free(&b->tmp_bytes);
   ag_vec_free(&b->tmp_rules);
+  ag_trie_free(&b->trie);
   ag_vec_free(&b->states);
   ag_vec_free(&b->state_rule);
   ag_vec_free(&b->byte_edges);
@@ -1298,12 +1309,85 @@ static ag_status ag_counted_build(ag_builder *b, int32_t node) {
   return st;
 }
 
+/* ---- literal tries ------------------------------------------------------ */
+
+/* Alternative `node` as a trie entry: a literal, alone or followed by a rule
+ * edge (a reference that is not inlined). False for any other shape. */
+static bool ag_trie_entry_of(const ag_builder *b, int32_t node, ag_trie_entry *out) {
+  const int32_t *p = ag_ir_node(b->ir, node), *ref = NULL;
+  if (p[0] == AG_NODE_SEQ) {
+    if (p[1] != 2) return false;
+    ref = ag_ir_node(b->ir, p[3]);
+    p = ag_ir_node(b->ir, p[2]);
+    if (ref[0] != AG_NODE_RULEREF || ag_inline_cost(b, ref[1])) return false;
+  }
+  if (p[0] != AG_NODE_LITERAL || p[1] < 1) return false;
+  ag_trie_entry e = {p + 2, p[1], ref ? ref[1] : -1};
+  *out = e;
+  return true;
+}
+
+/* Whether body `node` is a choice of two or more trie entries; fills b->trie.entries. */
+static ag_status ag_trie_shape(ag_builder *b, int32_t node, bool *is_trie) {
+  const int32_t *p = ag_ir_node(b->ir, node);
+  ag_trie_entry e;
+  *is_trie = false;
+  if (p[0] != AG_NODE_CHOICE || p[1] < 2) return AG_OK;
+  for (int32_t k = 0; k < p[1]; k++)
+    if (!ag_trie_entry_of(b, p[2 + k], &e)) return AG_OK;
+  b->trie.entries.len = 0;
+  if (!ag_vec_reserve(&b->trie.entries, (size_t)p[1])) return ag_nomem(b);
+  for (int32_t k = 0; k < p[1]; k++) {
+    ag_trie_entry_of(b, p[2 + k], &e);
+    b->trie.entries.data[b->trie.entries.len++] = e;
+  }
+  *is_trie = true;
+  return AG_OK;
+}
+
+/* Builds the rule from b->trie.entries: the states that subset construction
+ * of their NFA would give (ag_trie.h), so minimization merges the rest. */
+static ag_status ag_trie_rule(ag_builder *b) {
+  ag_trie *t = &b->trie;
+  b->base = (int32_t)b->states.len;
+  ag_status st = ag_trie_build(t, AG_MAX_STATES - b->base, b->rule, b->err);
+  if (!st && b->rule_edges.len + t->rules.len >= UINT32_MAX)
+    st = ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
+  for (size_t k = 0; !st && k < t->states.len; k++) {
+    const ag_trie_state *ts = &t->states.data[k];
+    ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, ts->accepting, false};
+    for (uint32_t e = ts->edge_begin; !st && e < ts->edge_end; e++) {
+      const ag_trie_edge *te = &t->edges.data[e];
+      st = ag_emit_byte_edge(b, s.byte_begin, te->byte, te->byte, b->base + te->target);
+    }
+    for (uint32_t r = ts->rule_begin; !st && r < ts->rule_end; r++) {
+      ag_rule_edge re = {t->rules.data[r], b->base + t->final};
+      if (!ag_vec_push(&b->rule_edges, re)) st = ag_nomem(b);
+    }
+    s.byte_end = (uint32_t)b->byte_edges.len;
+    s.rule_end = (uint32_t)b->rule_edges.len;
+    if (!st && (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, b->rule_id)))
+      st = ag_nomem(b);
+  }
+  return st;
+}
+
 /* Builds rule body `node` into states, its start at b->base. */
 static ag_status ag_rule_build(ag_builder *b, int32_t node) {
-  ag_status st = ag_nfa_build(b, node);
-  if (!st) st = ag_nfa_index(b);
-  if (!st) st = ag_dfa_build(b);
-  if (!st) st = ag_min_rule(b);
+  bool is_trie = false;
+  ag_status st = ag_trie_shape(b, node, &is_trie);
+  if (is_trie) {
+    /* One round is exact: visited in reverse order, a trie state's byte edges
+     * lead to later states, merged already, or to ends, which never merge
+     * (each has its own rules or acceptance, and no byte edge). */
+    if (!st) st = ag_trie_rule(b);
+    if (!st) st = ag_min_rule(b, 1);
+  } else if (!st) {
+    st = ag_nfa_build(b, node);
+    if (!st) st = ag_nfa_index(b);
+    if (!st) st = ag_dfa_build(b);
+    if (!st) st = ag_min_rule(b, AG_MIN_MAX_ROUNDS);
+  }
   return st;
 }
 

@@ -1,0 +1,132 @@
+"""A rule that is a choice of literals, each alone or followed by one rule reference, is built
+as a trie (``csrc/ag_trie.c``) instead of by subset construction: a request's tool names.
+
+Each random rule is compared with the same rule plus an alternative that matches nothing (an
+empty byte class), which keeps the general construction: the minimized automata must have the
+same number of states, accept the same strings and give the same masks along random walks.
+The rules mix shared prefixes, a literal that is a prefix of another, duplicates, several
+references after one literal, a literal alone ending where others go on, the same reference
+after different literals (their ends share a state) and references to inlined rules (which
+rule the trie out).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import List, Tuple
+
+import numpy as np
+import pytest
+
+from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
+from agentgrammar.engine._native import lib
+from agentgrammar.grammar.ir import ByteClass, Choice, Expr, Literal, Rule, RuleRef, Seq
+
+ALPHABET = "ab_"
+# Rules after a literal: r0 and r1 recurse (rule edges), "small" is bytes-only (inlined).
+TAILS = ["r0", "r1", "r1", None, None, "small"]
+
+
+def make_vocab() -> Vocabulary:
+    words = ["".join(w) for n in (1, 2, 3) for w in itertools.product(ALPHABET + "xyz!", repeat=n)]
+    tokens = [w.encode() for w in words] + [b"</s>"]
+    return Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+
+
+VOCAB = make_vocab()
+
+
+def alternatives(rng: random.Random, inlined: bool) -> List[Expr]:
+    names = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 6))) for _ in range(rng.randint(2, 12))]
+    names += [n[: rng.randint(1, len(n))] for n in rng.sample(names, 2)]  # prefixes of others
+    names.append(rng.choice(names))  # a duplicate
+    out: List[Expr] = []
+    for name in names:
+        tail = rng.choice(TAILS if inlined else TAILS[:-1])
+        lit = Literal(name.encode())
+        out.append(lit if tail is None else Seq((lit, RuleRef(tail))))
+    return out
+
+
+def grammar(alts: List[Expr], general: bool) -> Grammar:
+    items = tuple(alts) + ((ByteClass(()),) if general else ())
+    rules = [
+        Rule("root", Choice(items)),
+        Rule("r0", Choice((Literal(b"x"), Seq((Literal(b"y"), RuleRef("r0")))))),
+        Rule("r1", Choice((Literal(b"z!"), Seq((Literal(b"z"), RuleRef("r1")))))),
+        Rule("small", Literal(b"xy")),
+    ]
+    return Grammar(rules, "root")
+
+
+def masks(compiled, seed: int, steps: int = 10) -> List[bytes]:
+    rng = random.Random(seed)
+    matcher = Matcher(compiled)
+    mask = allocate_token_bitmask(1, VOCAB.vocab_size, backend="numpy")
+    out = []
+    for _ in range(steps):
+        matcher.fill_next_token_bitmask(mask)
+        out.append(mask.tobytes())
+        allowed = [i for i in matcher.allowed_token_ids() if i not in VOCAB.stop_token_ids]
+        if not allowed or matcher.is_terminated():
+            break
+        assert matcher.accept_token(rng.choice(allowed))
+    return out
+
+
+def strings(rng: random.Random, alts: List[Expr]) -> List[str]:
+    """Sentences of the rule and near misses: each literal, with and without a tail."""
+    out = []
+    for alt in alts:
+        lit = (alt if isinstance(alt, Literal) else alt.items[0]).value.decode()
+        out += [lit, lit + "x", lit + "yx", lit + "z!", lit + "zz!", lit + "xy", lit[:-1], lit + "a"]
+    out += ["".join(rng.choice(ALPHABET + "xyz!") for _ in range(rng.randint(0, 8))) for _ in range(20)]
+    return out
+
+
+def compare(seed: int, inlined: bool) -> Tuple[int, int]:
+    rng = random.Random(seed)
+    alts = alternatives(rng, inlined)
+    compiler = Compiler(VOCAB)
+    trie, general = (compiler.compile(grammar(alts, g)) for g in (False, True))
+    states = tuple(lib.ag_grammar_num_states(c._grammar_handle) for c in (trie, general))
+    assert states[0] == states[1], f"seed {seed}: {states}"
+    g_trie, g_general = grammar(alts, False), grammar(alts, True)
+    for text in strings(rng, alts):
+        assert g_trie.accepts(text) == g_general.accepts(text), f"seed {seed}: {text!r}"
+    for walk in range(3):
+        assert masks(trie, walk) == masks(general, walk), f"seed {seed}, walk {walk}"
+    return states
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_trie_rules_equal_the_general_construction(batch: int) -> None:
+    for seed in range(batch * 50, batch * 50 + 50):
+        compare(seed, inlined=False)
+
+
+def test_a_reference_to_an_inlined_rule_keeps_the_general_construction() -> None:
+    for seed in range(40):
+        compare(seed, inlined=True)
+
+
+def test_ends_with_the_same_rule_share_a_state() -> None:
+    """Three names ending in the same reference, one ending alone: after minimization the
+    trie has the start, one state per distinct prefix, one end per (rules, acceptance)."""
+    alts: List[Expr] = [Seq((Literal(n), RuleRef("r0"))) for n in (b"ab", b"bb", b"_b")]
+    states = lib.ag_grammar_num_states(Compiler(VOCAB).compile(grammar(alts, False))._grammar_handle)
+    general = lib.ag_grammar_num_states(Compiler(VOCAB).compile(grammar(alts, True))._grammar_handle)
+    assert states == general
+    alone = lib.ag_grammar_num_states(Compiler(VOCAB).compile(grammar(alts + [Literal(b"a")], False))._grammar_handle)
+    assert alone == states + 1  # "a" is now accepting with an edge on "b": a state of its own
+
+
+def test_a_large_choice_of_names_compiles_and_matches() -> None:
+    names = sorted({"".join(random.Random(i).choice(ALPHABET) for _ in range(8)) for i in range(600)})
+    alts: List[Expr] = [Seq((Literal(n.encode()), RuleRef("r0" if i % 2 else "r1"))) for i, n in enumerate(names)]
+    g = grammar(alts, False)
+    assert all(g.accepts(n + ("x" if i % 2 else "z!")) for i, n in enumerate(names))
+    assert not g.accepts(names[0] + ("z!" if 0 % 2 else "x"))
+    compiled = Compiler(VOCAB).compile(g)
+    assert np.frombuffer(masks(compiled, 0, 1)[0], dtype=np.uint8).any()
