@@ -266,7 +266,15 @@ class _Builder:
         if not triggers:
             raise StructuralTagError("triggered_tags needs at least one trigger", path=path + ".triggers")
         groups: Dict[str, List[int]] = {t: [] for t in triggers}
+        starts = tuple(t for t in groups if t)
+        # When no trigger begins another, a begin starts with at most one of them, so the first
+        # that matches is the tag's (the usual case: one trigger, hundreds of tags).
+        unique = not any(a != b and b.startswith(a) for a in starts for b in starts)
         for i, tag in enumerate(tags):
+            hit = _first_start(tag.begin, starts) if unique else None
+            if hit is not None:
+                groups[hit].append(i)
+                continue
             hits = [t for t in triggers if t and tag.begin.startswith(t)]
             if not hits:
                 raise StructuralTagError(
@@ -334,6 +342,14 @@ class _Builder:
             inner = self.convert(fmt, f"{path}.rules[{i}][1]")
             rests[t] = None if inner is None else self.rule("dispatch_rule", inner)
         return self.free_text_loop(triggers, rests, f.excludes, loop=f.loop)
+
+
+def _first_start(text: str, starts: Sequence[str]) -> Optional[str]:
+    """The first of ``starts`` that ``text`` starts with, or None."""
+    for t in starts:
+        if text.startswith(t):
+            return t
+    return None
 
 
 def _check_any_text(f: st.AnyText, path: str) -> None:
