@@ -119,14 +119,17 @@ class _Writer:
         words = chunk.words[:]
         for p in chunk.child_pos:
             words[p] += base
-        if chunk.symbols:
-            values = [
-                self._embed(key) if is_embed else self.rule_index[key] for is_embed, key in chunk.symbols
-            ]
+        symbols = chunk.symbols
+        if len(symbols) == 1:  # the usual piece: a call, one embedded grammar
+            is_embed, key = symbols[0]
+            value = self._embed(key) if is_embed else self.rule_index[key]
+            for p, _ in chunk.symbol_pos:
+                words[p] = value
+        elif symbols:
+            values = [self._embed(key) if is_embed else self.rule_index[key] for is_embed, key in symbols]
             for p, sym in chunk.symbol_pos:
                 words[p] = values[sym]
-        start = len(self.data)
-        self.offsets.extend([o + start for o in chunk.offsets])
+        self.offsets.extend(map(len(self.data).__add__, chunk.offsets))
         self.data.extend(words)
         return base + chunk.root
 
