@@ -2202,11 +2202,8 @@ class _Converter:
             self.unsupported("uniqueItems", path)
         if "contains" in schema and not (schema.get("minContains") == 0 and "maxContains" not in schema):
             return self.array_contains(schema, rest, path, depth, hint, positional=bool(prefix))
-        lo = schema.get("minItems", 0)
-        hi = schema.get("maxItems")
-        for k, x in (("minItems", lo), ("maxItems", hi)):
-            if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
-                raise self.fail(f"'{k}' must be a non-negative integer", path, k)
+        lo = _count(schema, "minItems", self, path) or 0
+        hi = _count(schema, "maxItems", self, path)
         if hi is not None and lo > hi:
             return None
         k = len(prefix)

@@ -655,6 +655,30 @@ def test_lenient_over_approximates() -> None:
     assert not c.accepts('["a"]')
 
 
+@pytest.mark.parametrize(
+    "schema,keyword",
+    [
+        ({"type": "array", "minItems": 2**63}, "minItems"),
+        ({"type": "array", "items": {"type": "integer"}, "maxItems": 2**31}, "maxItems"),
+        ({"type": "array", "minItems": -1}, "minItems"),
+        ({"type": "array", "maxItems": "3"}, "maxItems"),
+        ({"type": "string", "maxLength": 2**40}, "maxLength"),
+        ({"type": "object", "minProperties": 2**40}, "minProperties"),
+    ],
+)
+def test_counts_beyond_the_repeat_limit_name_the_keyword(schema: Dict[str, Any], keyword: str) -> None:
+    """A count the C core cannot hold is a SchemaError at its keyword, not an overflow when
+    the grammar is serialized (the fuzzer found minItems: 2**63)."""
+    with pytest.raises(SchemaError) as info:
+        Grammar.from_json_schema(schema).to_bytes()
+    assert info.value.pointer == "#/" + keyword and keyword in str(info.value)
+
+
+def test_array_counts_may_be_integral_floats() -> None:
+    g = Grammar.from_json_schema({"type": "array", "minItems": 2.0, "maxItems": 3})
+    assert g.accepts("[1, 2]") and not g.accepts("[1]") and not g.accepts("[1, 2, 3, 4]")
+
+
 def test_malformed_schemas() -> None:
     for bad in (
         {"type": "strung"},
