@@ -1062,12 +1062,13 @@ static size_t ag_min_lookup(const ag_builder *b, const int32_t *w, uint32_t n, u
 }
 
 /* One round over the k states: each representative either joins an earlier
- * one with the same signature or becomes a class of its own. */
-static ag_status ag_min_round(ag_builder *b, int32_t k, bool *merged) {
+ * one with the same signature or becomes a class of its own. With `only`, the
+ * states it marks 0 (known to be equivalent to no other) are left as they are. */
+static ag_status ag_min_round(ag_builder *b, int32_t k, const uint8_t *only, bool *merged) {
   b->table_gen++;
   b->sig.len = 0;
   for (int32_t s = k - 1; s >= 0; s--) {
-    if (b->rep.data[s] != s) continue;
+    if (b->rep.data[s] != s || (only && !only[s])) continue;
     size_t at = b->sig.len;
     uint32_t n = 0;
     ag_status st = ag_min_signature(b, s, &n);
@@ -1179,8 +1180,8 @@ static ag_status ag_min_table(ag_builder *b, size_t k) {
 }
 
 /* Minimizes the rule just determinized (states base .. end of the arrays), in
- * at most max_rounds rounds. */
-static ag_status ag_min_rule(ag_builder *b, int max_rounds) {
+ * at most max_rounds rounds, merging only states that `only` marks (NULL: all). */
+static ag_status ag_min_rule(ag_builder *b, int max_rounds, const uint8_t *only) {
   size_t k = b->states.len - (size_t)b->base;
   if (k < 2) return AG_OK;
   if (!ag_vec_reserve(&b->rep, k) || !ag_vec_reserve(&b->sigs, k) ||
@@ -1191,7 +1192,7 @@ static ag_status ag_min_rule(ag_builder *b, int max_rounds) {
   bool any = false, merged = true;
   for (int round = 0; !st && merged && round < max_rounds; round++) {
     merged = false;
-    st = ag_min_round(b, (int32_t)k, &merged);
+    st = ag_min_round(b, (int32_t)k, only, &merged);
     any |= merged;
   }
   return st || !any ? st : ag_min_rebuild(b, (int32_t)k);
@@ -1379,14 +1380,16 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
   if (is_trie) {
     /* One round is exact: visited in reverse order, a trie state's byte edges
      * lead to later states, merged already, or to ends, which never merge
-     * (each has its own rules or acceptance, and no byte edge). */
+     * (each has its own rules or acceptance, and no byte edge). Only the
+     * states that may have another's language are compared (ag_trie.h). */
     if (!st) st = ag_trie_rule(b);
-    if (!st) st = ag_min_rule(b, 1);
+    if (!st && memchr(b->trie.may_merge.data, 1, b->trie.may_merge.len))
+      st = ag_min_rule(b, 1, b->trie.may_merge.data);
   } else if (!st) {
     st = ag_nfa_build(b, node);
     if (!st) st = ag_nfa_index(b);
     if (!st) st = ag_dfa_build(b);
-    if (!st) st = ag_min_rule(b, AG_MIN_MAX_ROUNDS);
+    if (!st) st = ag_min_rule(b, AG_MIN_MAX_ROUNDS, NULL);
   }
   return st;
 }

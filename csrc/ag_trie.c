@@ -141,12 +141,39 @@ static ag_status ag_trie_expand(ag_trie *t, size_t k, int32_t max_states, int32_
   return AG_OK;
 }
 
+/* Fills may_merge (ag_trie.h): an end (no byte edge) whose in-degree by byte
+ * edges is two or more, then, children before parents (breadth-first ids grow
+ * downwards; ends are already set), a state whose byte edges all lead to such. */
+static ag_status ag_trie_may_merge(ag_trie *t, ag_error *err) {
+  size_t n = t->states.len;
+  uint8_t *m;
+  if (!ag_vec_reserve(&t->may_merge, n)) return ag_trie_nomem(err);
+  m = t->may_merge.data;
+  t->may_merge.len = n;
+  memset(m, 0, n);
+  for (size_t e = 0; e < t->edges.len; e++) {
+    int32_t to = t->edges.data[e].target;
+    const ag_trie_state *s = &t->states.data[to];
+    if (s->edge_begin == s->edge_end && m[to] < 2) m[to]++; /* count to two */
+  }
+  for (size_t k = 0; k < n; k++)
+    if (t->states.data[k].edge_begin == t->states.data[k].edge_end) m[k] = m[k] >= 2;
+  for (size_t k = n; k-- > 0;) {
+    const ag_trie_state *s = &t->states.data[k];
+    if (s->edge_begin == s->edge_end) continue;
+    bool all = true;
+    for (uint32_t e = s->edge_begin; all && e < s->edge_end; e++) all = m[t->edges.data[e].target];
+    m[k] = all;
+  }
+  return AG_OK;
+}
+
 ag_status ag_trie_build(ag_trie *t, int32_t max_states, int32_t rule, ag_error *err) {
   int32_t start = -1;
   ag_status st = ag_trie_prepare(t, err);
   if (!st) st = ag_trie_push(t, 0, (int32_t)t->entries.len, 0, max_states, rule, err, &start);
   for (size_t k = 0; !st && k < t->states.len; k++) st = ag_trie_expand(t, k, max_states, rule, err);
-  return st;
+  return st ? st : ag_trie_may_merge(t, err);
 }
 
 void ag_trie_free(ag_trie *t) {
@@ -154,6 +181,7 @@ void ag_trie_free(ag_trie *t) {
   ag_vec_free(&t->states);
   ag_vec_free(&t->edges);
   ag_vec_free(&t->rules);
+  ag_vec_free(&t->may_merge);
   free(t->table);
   t->table = NULL;
   t->table_cap = 0;

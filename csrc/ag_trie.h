@@ -41,6 +41,7 @@ typedef struct ag_trie {
   AG_VEC(ag_trie_edge) edges;
   AG_VEC(int32_t) rules;
   int32_t final;  /* the accepting state with no edge after a rule edge, -1 if none */
+  AG_VEC(uint8_t) may_merge; /* [states] 0: no other state has its language (see ag_trie_build) */
   int32_t *table; /* ends interned by what follows them (ag_trie_end) */
   size_t table_cap;
 } ag_trie;
@@ -52,6 +53,12 @@ typedef struct ag_trie {
  * state to every prefix that some literal continues, and one state to all the
  * prefixes that end literals alone with the same rules after them and the
  * same acceptance. At most max_states states, else AG_ERR_LIMIT naming rule.
+ *
+ * may_merge tells minimization which states can be equivalent to another. Two
+ * states with the same language lie in disjoint subtrees (an ancestor's longest
+ * word is longer) and reach the same ends, so every end below either is reached
+ * by two byte edges at least. Tools with distinct arguments share no end: the
+ * trie is then minimal but for a few states above the ends they share.
  */
 ag_status ag_trie_build(ag_trie *t, int32_t max_states, int32_t rule, ag_error *err);
 void ag_trie_free(ag_trie *t);
