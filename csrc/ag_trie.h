@@ -52,7 +52,9 @@ typedef struct ag_trie {
  * edges in byte order, then rule edges. Like that construction, it gives one
  * state to every prefix that some literal continues, and one state to all the
  * prefixes that end literals alone with the same rules after them and the
- * same acceptance. At most max_states states, else AG_ERR_LIMIT naming rule.
+ * same acceptance (subset construction keeps two such apart when their rule
+ * references are distinct IR nodes; minimization merges them there). At most
+ * max_states states, else AG_ERR_LIMIT naming rule.
  *
  * may_merge tells minimization which states can be equivalent to another. Two
  * states with the same language lie in disjoint subtrees (an ancestor's longest
