@@ -14,7 +14,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
@@ -235,7 +235,7 @@ class Compiler:
         return compiled
 
     def _build(self, grammar: Grammar) -> CompiledGrammar:
-        parts = [self._part(p) for p in grammar.parts]
+        parts = self._parts_of(grammar.parts)
         g = _load_grammar(grammar, parts)
         out = ffi.new("ag_compiled **")
         err = new_error()
@@ -247,6 +247,17 @@ class Compiler:
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
         return CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free), g, parts)
+
+    def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
+        """``_part`` of each grammar; the kept ones are looked up under one lock (a request
+        for 500 known tools links 500 parts)."""
+        keys = [_content_key(g) for g in grammars]
+        with self._lock:
+            found = [self._parts.get(key) for key in keys]
+            for key, compiled in zip(keys, found):
+                if compiled is not None:
+                    self._lru.move_to_end((True, key))
+        return [c if c is not None else self._part(g) for c, g in zip(found, grammars)]
 
     def _part(self, grammar: Grammar) -> CompiledGrammar:
         """An embedded grammar, compiled once and kept (the oldest out past ``PART_GRAMMARS``)."""
