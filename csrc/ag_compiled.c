@@ -8,7 +8,7 @@
 static size_t ag_grammar_bytes(const ag_grammar *g) {
   size_t n = sizeof *g;
   n += (size_t)g->n_states * (sizeof(ag_state) + sizeof(int32_t));
-  n += (size_t)g->n_rules * (sizeof(int32_t) + sizeof(bool) + sizeof(ag_repeat_bounds));
+  n += (size_t)g->n_rules * (sizeof(int32_t) + 2 * sizeof(bool) + sizeof(ag_repeat_bounds));
   return n + g->n_byte_edges * sizeof(ag_byte_edge) + g->n_rule_edges * sizeof(ag_rule_edge);
 }
 

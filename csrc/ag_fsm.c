@@ -177,6 +177,7 @@ typedef struct ag_builder {
   AG_VEC(ag_rule_edge) tmp_rules;
 
   ag_trie trie; /* a rule that is a choice of literals (ag_trie_rule) */
+  AG_VEC(int32_t) trie_rules; /* the ids of the rules built so */
 
   /* Output for the whole grammar, handed to the ag_grammar on success. */
   AG_VEC(ag_state) states;
@@ -1236,6 +1237,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->tmp_bytes);
   ag_vec_free(&b->tmp_rules);
   ag_trie_free(&b->trie);
+  ag_vec_free(&b->trie_rules);
   ag_vec_free(&b->states);
   ag_vec_free(&b->state_rule);
   ag_vec_free(&b->byte_edges);
@@ -1258,7 +1260,9 @@ static ag_status ag_builder_hand_over(ag_builder *b, ag_grammar *g) {
   size_t n_rules = b->rule_start.len, n_ir = (size_t)b->ir->n_rules;
   g->rule_nullable = calloc(n_rules, sizeof *g->rule_nullable);
   g->rule_repeat = calloc(n_rules, sizeof *g->rule_repeat);
-  if (!g->rule_nullable || !g->rule_repeat) return ag_nomem(b);
+  g->rule_trie = calloc(n_rules ? n_rules : 1, sizeof *g->rule_trie);
+  if (!g->rule_nullable || !g->rule_repeat || !g->rule_trie) return ag_nomem(b);
+  for (size_t k = 0; k < b->trie_rules.len; k++) g->rule_trie[b->trie_rules.data[k]] = true;
   if (b->bounds.len) memcpy(g->rule_repeat + n_ir, b->bounds.data, b->bounds.len * sizeof *b->bounds.data);
   g->n_rules = (int32_t)n_rules;
   g->n_ir_rules = (int32_t)n_ir;
@@ -1383,6 +1387,7 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
      * (each has its own rules or acceptance, and no byte edge). Only the
      * states that may have another's language are compared (ag_trie.h). */
     if (!st) st = ag_trie_rule(b);
+    if (!st && !ag_vec_push(&b->trie_rules, b->rule_id)) st = ag_nomem(b);
     if (!st && memchr(b->trie.may_merge.data, 1, b->trie.may_merge.len))
       st = ag_min_rule(b, 1, b->trie.may_merge.data);
   } else if (!st) {

@@ -251,6 +251,7 @@ void ag_grammar_destroy(ag_grammar *g) {
   free(g->rule_start);
   free(g->rule_nullable);
   free(g->rule_repeat);
+  free(g->rule_trie);
   free(g->states);
   free(g->state_rule);
   free(g->byte_edges);

@@ -135,6 +135,11 @@ struct ag_grammar {
   int32_t *rule_start;   /* [n_rules] start state of each rule */
   bool *rule_nullable;   /* [n_rules] the rule derives the empty string */
   ag_repeat_bounds *rule_repeat; /* [n_rules] bounds of the counted rules (see ag_state.counted) */
+  /* [n_rules] built as a literal trie (ag_trie.h): a request's tool names. Its
+   * states are not compared for depth equivalence (ag_depth_equiv.h): apart
+   * from what minimization merged, hardly two agree for long, and the notes
+   * cost most of each first visit of a large trie (its survey does not fit). */
+  bool *rule_trie;
   int32_t n_states;
   ag_state *states;      /* [n_states] */
   int32_t *state_rule;   /* [n_states] */

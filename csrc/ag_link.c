@@ -61,6 +61,7 @@ static ag_status ag_link_alloc(ag_grammar *g, const ag_grammar *own, const ag_li
   g->rule_start = calloc(rules, sizeof *g->rule_start);
   g->rule_nullable = calloc(rules, sizeof *g->rule_nullable);
   g->rule_repeat = calloc(rules, sizeof *g->rule_repeat);
+  g->rule_trie = calloc(rules ? rules : 1, sizeof *g->rule_trie);
   g->states = calloc(states ? states : 1, sizeof *g->states);
   g->state_rule = calloc(states ? states : 1, sizeof *g->state_rule);
   g->byte_edges = calloc(bytes ? bytes : 1, sizeof *g->byte_edges);
@@ -69,8 +70,8 @@ static ag_status ag_link_alloc(ag_grammar *g, const ag_grammar *own, const ag_li
   g->part_rule_begin = calloc((size_t)n_parts + 1, sizeof *g->part_rule_begin);
   g->part_hidden_begin = calloc((size_t)n_parts + 1, sizeof *g->part_hidden_begin);
   g->part_state_begin = calloc((size_t)n_parts + 1, sizeof *g->part_state_begin);
-  if (!g->rule_start || !g->rule_nullable || !g->rule_repeat || !g->states || !g->state_rule ||
-      !g->byte_edges || !g->rule_edges || !g->parts || !g->part_rule_begin ||
+  if (!g->rule_start || !g->rule_nullable || !g->rule_repeat || !g->rule_trie || !g->states ||
+      !g->state_rule || !g->byte_edges || !g->rule_edges || !g->parts || !g->part_rule_begin ||
       !g->part_hidden_begin || !g->part_state_begin)
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
   return AG_OK;
@@ -107,6 +108,7 @@ static void ag_link_copy(ag_grammar *g, const ag_grammar *a, ag_link_at *at, int
     g->rule_start[id] = a->rule_start[r] + at->state;
     g->rule_nullable[id] = a->rule_nullable[r];
     g->rule_repeat[id] = a->rule_repeat[r];
+    g->rule_trie[id] = a->rule_trie && a->rule_trie[r];
   }
   for (int32_t s = 0; s < a->n_states; s++) {
     ag_state st = a->states[s];

@@ -89,7 +89,7 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   for (int32_t r = 0; r < c->n_rules; r++) {
     atomic_init(&c->rule_classified[r], 0);
     atomic_init(&c->equiv[r], NULL);
-    atomic_init(&c->equiv_none[r], false);
+    atomic_init(&c->equiv_none[r], g->rule_trie && g->rule_trie[r]); /* see ag_grammar.rule_trie */
   }
   if (c->safe)
     for (int32_t r = 0; r < c->n_rules; r++) atomic_init(&c->safe[r], NULL);
