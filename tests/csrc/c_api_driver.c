@@ -48,6 +48,19 @@ static const int32_t LINKED_GRAMMAR[] = {
     3, 2, 0, 1,                /* node 2: SEQ */
 };
 
+/* root ::= "ab" | "ac" <rule 0 of a linked part> | "b": a choice of literals, built as a trie */
+static const int32_t TRIE_GRAMMAR[] = {
+    0x52494741, 1, 1, 0, 6, 22, /* header */
+    5,                          /* body of rule 0 = node 5 */
+    0, 4, 8, 10, 14, 17,        /* node offsets */
+    1, 2, 'a', 'b',             /* node 0: LITERAL "ab" */
+    1, 2, 'a', 'c',             /* node 1: LITERAL "ac" */
+    5, 1,                       /* node 2: RULEREF part rule 0 */
+    3, 2, 1, 2,                 /* node 3: SEQ */
+    1, 1, 'b',                  /* node 4: LITERAL "b" */
+    4, 3, 0, 3, 4,              /* node 5: CHOICE */
+};
+
 /* root ::= ("ab"){2,100000} digit{300,}, digit ::= [0-9]: both repeats are counted, not unrolled */
 static const int32_t COUNTED_GRAMMAR[] = {
     0x52494741, 1,  /* magic, version */
@@ -193,6 +206,50 @@ static void test_link(ag_vocab *v) {
     const int32_t values[] = {-1, 0, 1, 2, 5, 1000000, INT32_MIN};
     for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
       memcpy(broken, LINKED_GRAMMAR, sizeof broken);
+      broken[i] = values[k];
+      g = NULL;
+      if (ag_grammar_link(broken, n, parts, 1, &g, &err) == AG_OK) {
+        CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+        ag_grammar_free(g);
+        test_matching_loose(c);
+        ag_compiled_free(c);
+      }
+    }
+  }
+  ag_compiled_free(part);
+  ag_grammar_free(part_grammar);
+}
+
+/* The literal trie linking a part: its rule edge leads into the part, and every
+ * single-word corruption is rejected or links cleanly. */
+static void test_trie_linked(ag_vocab *v) {
+  ag_grammar *g = NULL, *part_grammar = NULL;
+  ag_compiled *c = NULL, *part = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  size_t n = sizeof TRIE_GRAMMAR / sizeof TRIE_GRAMMAR[0];
+  CHECK(ag_grammar_load(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], &part_grammar, &err) == AG_OK);
+  CHECK(ag_compiled_new(part_grammar, v, &part, &err) == AG_OK);
+  ag_grammar *parts[1] = {part_grammar};
+  CHECK(ag_grammar_link(TRIE_GRAMMAR, n, parts, 1, &g, &err) == AG_OK);
+  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 1) | (1u << 2))); /* "a", "b", "ab" */
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ac12", 4, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_token(m, 2, &ok, &err) == AG_OK && ok == 1); /* "ab" */
+  CHECK(ag_matcher_can_end(m));
+  CHECK(mask_of(m) == (1u << 7)); /* only the end */
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  int32_t broken[sizeof TRIE_GRAMMAR / sizeof TRIE_GRAMMAR[0]];
+  for (size_t i = 0; i < n; i++) {
+    const int32_t values[] = {-1, 0, 1, 2, 5, 'b', 1000000, INT32_MIN};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+      memcpy(broken, TRIE_GRAMMAR, sizeof broken);
       broken[i] = values[k];
       g = NULL;
       if (ag_grammar_link(broken, n, parts, 1, &g, &err) == AG_OK) {
@@ -355,6 +412,7 @@ int main(void) {
   test_dispatch(v);
   test_counted(v);
   test_link(v);
+  test_trie_linked(v);
   test_batch(c);
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
   ag_compiled_free(c);
