@@ -175,6 +175,60 @@ static void test_dispatch(ag_vocab *v) {
   ag_compiled_free(c);
 }
 
+/* Every single-word corruption of a buffer that links one part is rejected or
+ * links cleanly. */
+static void test_link_corruptions(ag_vocab *v, const int32_t *gram, size_t n_words,
+                                  ag_grammar *part_grammar, ag_compiled *part) {
+  ag_grammar *parts[1] = {part_grammar};
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_error err;
+  int32_t broken[64];
+  CHECK(n_words <= sizeof broken / sizeof broken[0]);
+  if (n_words > sizeof broken / sizeof broken[0]) return;
+  for (size_t i = 0; i < n_words; i++) {
+    const int32_t values[] = {-1, 0, 1, 2, 5, 'b', 1000000, INT32_MIN};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+      memcpy(broken, gram, n_words * sizeof *gram);
+      broken[i] = values[k];
+      g = NULL;
+      if (ag_grammar_link(broken, n_words, parts, 1, &g, &err) == AG_OK) {
+        CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+        ag_grammar_free(g);
+        test_matching_loose(c);
+        ag_compiled_free(c);
+      }
+    }
+  }
+}
+
+/* The literal trie linking a part: its rule edge leads into the part, and every
+ * single-word corruption is rejected or links cleanly. */
+static void test_trie_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled *part) {
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  size_t n = sizeof TRIE_GRAMMAR / sizeof TRIE_GRAMMAR[0];
+  ag_grammar *parts[1] = {part_grammar};
+  CHECK(ag_grammar_link(TRIE_GRAMMAR, n, parts, 1, &g, &err) == AG_OK);
+  if (!g) return;
+  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 1) | (1u << 2))); /* "a", "b", "ab" */
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ac12", 4, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_token(m, 2, &ok, &err) == AG_OK && ok == 1); /* "ab" */
+  CHECK(ag_matcher_can_end(m));
+  CHECK(mask_of(m) == (1u << 7)); /* only the end */
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  test_link_corruptions(v, TRIE_GRAMMAR, n, part_grammar, part);
+}
+
 static void test_link(ag_vocab *v) {
   ag_grammar *g = NULL, *plain = NULL, *part_grammar = NULL;
   ag_compiled *c = NULL, *part = NULL;
@@ -200,66 +254,8 @@ static void test_link(ag_vocab *v) {
   CHECK(ag_matcher_can_end(m));
   ag_matcher_free(m);
   ag_compiled_free(c);
-  /* every corruption of the linked buffer is rejected or loads cleanly */
-  int32_t broken[sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0]];
-  for (size_t i = 0; i < n; i++) {
-    const int32_t values[] = {-1, 0, 1, 2, 5, 1000000, INT32_MIN};
-    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
-      memcpy(broken, LINKED_GRAMMAR, sizeof broken);
-      broken[i] = values[k];
-      g = NULL;
-      if (ag_grammar_link(broken, n, parts, 1, &g, &err) == AG_OK) {
-        CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
-        ag_grammar_free(g);
-        test_matching_loose(c);
-        ag_compiled_free(c);
-      }
-    }
-  }
-  ag_compiled_free(part);
-  ag_grammar_free(part_grammar);
-}
-
-/* The literal trie linking a part: its rule edge leads into the part, and every
- * single-word corruption is rejected or links cleanly. */
-static void test_trie_linked(ag_vocab *v) {
-  ag_grammar *g = NULL, *part_grammar = NULL;
-  ag_compiled *c = NULL, *part = NULL;
-  ag_matcher *m = NULL;
-  ag_error err;
-  int ok = -1;
-  size_t n = sizeof TRIE_GRAMMAR / sizeof TRIE_GRAMMAR[0];
-  CHECK(ag_grammar_load(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], &part_grammar, &err) == AG_OK);
-  CHECK(ag_compiled_new(part_grammar, v, &part, &err) == AG_OK);
-  ag_grammar *parts[1] = {part_grammar};
-  CHECK(ag_grammar_link(TRIE_GRAMMAR, n, parts, 1, &g, &err) == AG_OK);
-  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
-  ag_grammar_free(g);
-  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
-  CHECK(mask_of(m) == ((1u << 0) | (1u << 1) | (1u << 2))); /* "a", "b", "ab" */
-  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ac12", 4, &ok, &err) == AG_OK && ok == 1);
-  CHECK(ag_matcher_can_end(m));
-  ag_matcher_reset(m);
-  CHECK(ag_matcher_accept_token(m, 2, &ok, &err) == AG_OK && ok == 1); /* "ab" */
-  CHECK(ag_matcher_can_end(m));
-  CHECK(mask_of(m) == (1u << 7)); /* only the end */
-  ag_matcher_free(m);
-  ag_compiled_free(c);
-  int32_t broken[sizeof TRIE_GRAMMAR / sizeof TRIE_GRAMMAR[0]];
-  for (size_t i = 0; i < n; i++) {
-    const int32_t values[] = {-1, 0, 1, 2, 5, 'b', 1000000, INT32_MIN};
-    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
-      memcpy(broken, TRIE_GRAMMAR, sizeof broken);
-      broken[i] = values[k];
-      g = NULL;
-      if (ag_grammar_link(broken, n, parts, 1, &g, &err) == AG_OK) {
-        CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
-        ag_grammar_free(g);
-        test_matching_loose(c);
-        ag_compiled_free(c);
-      }
-    }
-  }
+  test_link_corruptions(v, LINKED_GRAMMAR, n, part_grammar, part);
+  test_trie_linked(v, part_grammar, part);
   ag_compiled_free(part);
   ag_grammar_free(part_grammar);
 }
@@ -412,7 +408,6 @@ int main(void) {
   test_dispatch(v);
   test_counted(v);
   test_link(v);
-  test_trie_linked(v);
   test_batch(c);
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
   ag_compiled_free(c);
