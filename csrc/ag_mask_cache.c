@@ -663,6 +663,88 @@ static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_v
   return st;
 }
 
+/* ---- classes for another FOLLOW set ---------------------------------------
+ * A BYTES state's classes depend on its rule's FOLLOW set only through the
+ * tokens that fail after the rule could have ended: with any byte allowed to
+ * follow, those are exactly its uncertain tokens. The same automaton in another
+ * grammar (a string value in another tool's arguments) has another FOLLOW set,
+ * so another key; its classes are those of the "any follow" entry, kept shared
+ * under its own key, with only its uncertain tokens walked again. Worth it when
+ * they are few (inside a JSON string: the tokens with a quote before their
+ * end); a state that may end at once (after a number's digit) leaves most of
+ * the vocabulary uncertain, and is walked as before. */
+#define AG_ANY_FOLLOW_SHARE 16 /* derive when at most 1/16 of the vocabulary is uncertain */
+
+static const uint32_t ag_any_follow[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u};
+
+static bool ag_follow_is_any(const uint32_t *follow) {
+  return memcmp(follow, ag_any_follow, sizeof ag_any_follow) == 0;
+}
+
+static bool ag_any_follow_worth(const ag_state_masks *any, const ag_vocab *v) {
+  return any->n_uncertain <= v->n_sorted / AG_ANY_FOLLOW_SHARE;
+}
+
+/* The classes of `state` for `follow` from `any`, the same state's with any byte
+ * following: copied, then each of its uncertain tokens walked again, in sorted
+ * order so each shares the walk with the one before. */
+static ag_status ag_follow_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                                  int32_t state, const uint32_t *follow,
+                                  const ag_state_masks *any, ag_state_masks **out, ag_error *err) {
+  ag_classify w;
+  ag_status st = ag_classify_begin(&w, c, g, v, state, follow, 0, err);
+  bool oom = !st && !ag_vec_reserve(&w.uncertain, (size_t)any->n_uncertain);
+  if (!st && !oom) {
+    memcpy(w.entry->accepted, any->accepted, ag_mask_words(v) * sizeof(uint32_t));
+    memcpy(w.entry->accepted_pos, any->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+  }
+  uint32_t depth = 0;
+  int32_t last = -1, k = 0, next;
+  for (int32_t i = 0; !st && !oom; last = i, i++) {
+    if (any->uncertain_bits) { /* the next uncertain position, from either form */
+      i = ag_next_bit(any->uncertain_bits, i, v->n_sorted);
+      if (i >= v->n_sorted) break;
+    } else {
+      if (k == any->n_uncertain) break;
+      i = any->uncertain[k++];
+    }
+    uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
+    if (shared < depth) depth = shared;
+    st = ag_classify_token(&w, v, i, &depth, true, &next, &oom, err);
+  }
+  if (!st && oom) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  return ag_classify_end(&w, v, st, out, err);
+}
+
+/* A BYTES state's classes for its FOLLOW set by way of its "any follow" entry
+ * (found, or walked now and shared), when that entry has few uncertain tokens;
+ * *out stays NULL otherwise. With `walk` false only a shared entry is used. */
+static ag_status ag_by_any_follow(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
+                                  int32_t state, const uint32_t *follow, bool walk,
+                                  double deadline, ag_state_masks **out, ag_error *err) {
+  *out = NULL;
+  ag_vcache_key key;
+  if (!ag_class_key_make(g, state, NULL, ag_any_follow, &key)) return AG_OK;
+  ag_state_masks *any = ag_vcache_find(v, AG_VCACHE_CLASSES, &key), *owned = NULL;
+  ag_status st = AG_OK;
+  if (!any && walk) {
+    st = ag_compute(c, g, v, state, ag_any_follow, deadline, &owned, err);
+    if (!st) {
+      any = owned;
+      owned->shared = true; /* marked before it is published, as in ag_mask_cache_get */
+      if (ag_vcache_add(v, AG_VCACHE_CLASSES, &key, owned, owned->bytes, ag_destroy_shared_masks))
+        owned = NULL; /* the vocabulary's now */
+      else
+        owned->shared = false; /* the cache is full: used once, then freed */
+    }
+  }
+  if (!st && any && ag_any_follow_worth(any, v))
+    st = ag_follow_derive(c, g, v, state, follow, any, out, err);
+  ag_state_masks_destroy(owned);
+  ag_vcache_key_free(&key);
+  return st;
+}
+
 /* After `state`'s classes are published: counted for its rule, and noted in the
  * rule's equivalence levels when they exist. */
 static void ag_note_classified(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
@@ -695,8 +777,15 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   atomic_llong *origin = &c->n_shared;
   if (!e) {
-    ag_status st = ag_try_derive(c, g, v, state, follow, &e, err);
+    /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
+    bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow);
+    ag_status st = by_follow ? ag_by_any_follow(c, g, v, state, follow, false, 0, &e, err) : AG_OK;
+    if (!st && !e) st = ag_try_derive(c, g, v, state, follow, &e, err);
     origin = &c->n_derived;
+    if (!st && !e && by_follow) {
+      st = ag_by_any_follow(c, g, v, state, follow, true, deadline, &e, err);
+      origin = &c->n_walked;
+    }
     if (!st && !e) {
       st = ag_compute(c, g, v, state, follow, deadline, &e, err);
       origin = &c->n_walked;
