@@ -153,8 +153,9 @@ static void ag_cache_grow(ag_mask_cache *c, const ag_vocab *v, size_t n) {
 
 /* Where the classification walk is after d bytes of the current token: the
  * automaton state (ag_walk_rows_at), and in `reach` AG_CELL_CAN_END (the rule
- * could end, or for DISPATCH an exit was passed, within d bytes) and
- * AG_CELL_EXITED (HYBRID: a rule edge was passed). */
+ * could end, or for DISPATCH an exit was passed, within d bytes), AG_CELL_ENDS
+ * (the rule could end, whatever byte came next) and AG_CELL_EXITED (HYBRID: a
+ * rule edge was passed). */
 typedef struct ag_walk_depth {
   int32_t at;
   uint32_t reach;
@@ -183,6 +184,13 @@ typedef struct ag_classify {
   bool *ecan_end; /* [max_token_len + 1] the item's rule could end, for the parser */
   const uint32_t *follow; /* the rule's FOLLOW set (256 bits); NULL: any byte */
   bool fail_end;          /* the last failed step could have ended the rule first */
+  bool fail_ends;         /* ... had any byte been allowed to follow it */
+  /* With record_any, the runs of tokens uncertain had any byte been allowed to
+   * follow the rule, and not with its FOLLOW set, as (begin, end) positions:
+   * with `uncertain`, the classes of the state's "any follow" entry. */
+  bool record_any;
+  AG_VEC(int32_t) any_extra;
+  size_t n_any_extra; /* tokens in those runs */
   int32_t state;
   double deadline; /* 0: none */
   AG_VEC(int32_t) uncertain;
@@ -213,10 +221,11 @@ static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
   uint32_t cell = ag_walk_rows_step(&w->rows, w->path[d].at, c);
   if (cell & AG_CELL_NONE) {
     w->fail_end = cell & AG_CELL_CAN_END;
+    w->fail_ends = cell & AG_CELL_ENDS;
     return false;
   }
   w->path[d + 1].at = ag_walk_rows_target(cell);
-  w->path[d + 1].reach = w->path[d].reach | (cell & (AG_CELL_CAN_END | AG_CELL_EXITED));
+  w->path[d + 1].reach = w->path[d].reach | (cell & (AG_CELL_CAN_END | AG_CELL_ENDS | AG_CELL_EXITED));
   return true;
 }
 
@@ -317,8 +326,13 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
       *next = ag_classify_failed(w, v, i, at, w->ecan_end[at], false, single, oom);
     }
   } else {
-    bool can_end = (w->path[*depth].reach & AG_CELL_CAN_END) || w->fail_end;
+    uint32_t reach = w->path[*depth].reach;
+    bool can_end = (reach & AG_CELL_CAN_END) || w->fail_end;
     *next = ag_classify_failed(w, v, i, *depth, can_end, true, single, oom);
+    if (w->record_any && !can_end && ((reach & AG_CELL_ENDS) || w->fail_ends)) {
+      if (!ag_vec_push(&w->any_extra, i) || !ag_vec_push(&w->any_extra, *next)) *oom = true;
+      w->n_any_extra += (size_t)(*next - i);
+    }
   }
   return AG_OK;
 }
@@ -333,9 +347,10 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
 static void ag_dead_first_bytes(ag_classify *w, uint32_t dead[8]) {
   memset(dead, 0, 8 * sizeof *dead);
   if (w->own_exit) return;
+  uint32_t ends = AG_CELL_CAN_END | (w->record_any ? AG_CELL_ENDS : 0);
   for (int c = 0; c < 256; c++) {
     uint32_t cell = ag_walk_rows_peek(&w->rows, w->path[0].at, (uint8_t)c);
-    if ((cell & AG_CELL_NONE) && !(cell & AG_CELL_CAN_END)) dead[c >> 5] |= 1u << (c & 31);
+    if ((cell & AG_CELL_NONE) && !(cell & ends)) dead[c >> 5] |= 1u << (c & 31);
   }
 }
 
@@ -511,6 +526,7 @@ static ag_status ag_classify_end(ag_classify *w, const ag_vocab *v, ag_status st
   ag_walk_rows_free(&w->rows);
   free(w->path);
   free(w->ecan_end);
+  ag_vec_free(&w->any_extra);
   if (!st) st = ag_store_uncertain(w->entry, v, &w->uncertain, err); /* it frees the list on failure */
   else ag_vec_free(&w->uncertain);
   if (st) {
@@ -522,9 +538,57 @@ static ag_status ag_classify_end(ag_classify *w, const ag_vocab *v, ag_status st
   return AG_OK;
 }
 
+/* After a walk with record_any: the state's classes had any byte been allowed
+ * to follow its rule (the same accepted tokens; the uncertain ones and the
+ * recorded runs), its uncertain tokens in the smaller form, as ag_store_uncertain. */
+static ag_status ag_any_entry(const ag_classify *w, const ag_vocab *v, ag_state_masks **out,
+                              ag_error *err) {
+  *out = NULL;
+  size_t na = w->uncertain.len, total = na + w->n_any_extra, bit_words = ag_pos_words(v);
+  const int32_t *runs = w->any_extra.data;
+  ag_state_masks *e = calloc(1, sizeof *e);
+  bool ok = e && (e->accepted = malloc(ag_mask_words(v) * sizeof(uint32_t))) &&
+            (e->accepted_pos = malloc(ag_pos_words(v) * sizeof(uint32_t)));
+  if (ok && total <= bit_words) { /* a sorted list: the uncertain tokens and the runs, merged */
+    ok = (e->uncertain = malloc((total ? total : 1) * sizeof *e->uncertain)) != NULL;
+    for (size_t i = 0, r = 0, n = 0; ok && (i < na || r < w->any_extra.len);) {
+      if (r == w->any_extra.len || (i < na && w->uncertain.data[i] < runs[r])) {
+        e->uncertain[n++] = w->uncertain.data[i++];
+      } else {
+        for (int32_t j = runs[r]; j < runs[r + 1]; j++) e->uncertain[n++] = j;
+        r += 2;
+      }
+    }
+    if (ok) e->bytes = (total ? total : 1) * sizeof *e->uncertain;
+  } else if (ok) { /* a bitset: each run set a word at a time where it can */
+    ok = (e->uncertain_bits = calloc(bit_words, sizeof *e->uncertain_bits)) != NULL;
+    for (size_t i = 0; ok && i < na; i++) ag_bit_set(e->uncertain_bits, w->uncertain.data[i]);
+    for (size_t r = 0; ok && r < w->any_extra.len; r += 2) {
+      int32_t j = runs[r], end = runs[r + 1];
+      for (; j < end && (j & 31); j++) ag_bit_set(e->uncertain_bits, j);
+      for (; j + 32 <= end; j += 32) e->uncertain_bits[j >> 5] = ~0u;
+      for (; j < end; j++) ag_bit_set(e->uncertain_bits, j);
+    }
+    if (ok) e->bytes = bit_words * sizeof(uint32_t);
+  }
+  if (!ok) {
+    ag_state_masks_destroy(e);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
+  }
+  memcpy(e->accepted, w->entry->accepted, ag_mask_words(v) * sizeof(uint32_t));
+  memcpy(e->accepted_pos, w->entry->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+  e->n_uncertain = (int32_t)total;
+  e->bytes += sizeof *e + (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t);
+  *out = e;
+  return AG_OK;
+}
+
+/* Walks the vocabulary for `state`'s classes; with `any` (not NULL), also its
+ * "any follow" entry, from the same walk. */
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, const uint32_t *follow, double deadline,
-                            ag_state_masks **out, ag_error *err) {
+                            ag_state_masks **out, ag_state_masks **any, ag_error *err) {
+  if (any) *any = NULL;
   const uint32_t *safe = NULL;
   uint32_t *owned = NULL;
   int32_t rule = g->state_rule[state];
@@ -543,13 +607,20 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   }
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
+  w.record_any = any != NULL;
   if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
     memcpy(w.entry->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
     memcpy(w.entry->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
   }
   if (!st) st = ag_classify_all(&w, v, safe, err);
+  if (!st && any) st = ag_any_entry(&w, v, any, err);
   free(owned);
-  return ag_classify_end(&w, v, st, out, err);
+  st = ag_classify_end(&w, v, st, out, err);
+  if (st && any) {
+    ag_state_masks_destroy(*any);
+    *any = NULL;
+  }
+  return st;
 }
 
 /* ---- classes derived from an equivalent state (ag_depth_equiv.h) ---------- */
@@ -669,10 +740,14 @@ static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_v
  * follow, those are exactly its uncertain tokens. The same automaton in another
  * grammar (a string value in another tool's arguments) has another FOLLOW set,
  * so another key; its classes are those of the "any follow" entry, kept shared
- * under its own key, with only its uncertain tokens walked again. Worth it when
- * they are few (inside a JSON string: the tokens with a quote before their
- * end); a state that may end at once (after a number's digit) leaves most of
- * the vocabulary uncertain, and is walked as before. */
+ * under its own key, with only its uncertain tokens walked again. This is done
+ * for the states that take every plain token (ag_plain_tokens.h: inside a JSON
+ * string or key), where those tokens are few (the ones with a quote before
+ * their end) and the walk is short. Elsewhere the "any follow" walk costs a
+ * first visit more than it saves: a state that may end at once (after a
+ * number's digit) leaves most of the vocabulary uncertain with any byte
+ * following, and MaskBench's fresh compilers, each state seen once, paid for
+ * two walks (time between masks p99 +9%). */
 #define AG_ANY_FOLLOW_SHARE 16 /* derive when at most 1/16 of the vocabulary is uncertain */
 
 static const uint32_t ag_any_follow[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u};
@@ -686,8 +761,9 @@ static bool ag_any_follow_worth(const ag_state_masks *any, const ag_vocab *v) {
 }
 
 /* The classes of `state` for `follow` from `any`, the same state's with any byte
- * following: copied, then each of its uncertain tokens walked again, in sorted
- * order so each shares the walk with the one before. */
+ * following: copied, then its uncertain tokens walked again in sorted order, a
+ * run at a time: the tokens that share a failed token's bytes up to where it
+ * failed fail there too, so they are all uncertain in `any` as well. */
 static ag_status ag_follow_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                                   int32_t state, const uint32_t *follow,
                                   const ag_state_masks *any, ag_state_masks **out, ag_error *err) {
@@ -699,50 +775,53 @@ static ag_status ag_follow_derive(ag_mask_cache *c, const ag_grammar *g, const a
     memcpy(w.entry->accepted_pos, any->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
   }
   uint32_t depth = 0;
-  int32_t last = -1, k = 0, next;
-  for (int32_t i = 0; !st && !oom; last = i, i++) {
-    if (any->uncertain_bits) { /* the next uncertain position, from either form */
-      i = ag_next_bit(any->uncertain_bits, i, v->n_sorted);
+  int32_t last = -1, k = 0, next = 0;
+  while (!st && !oom) {
+    int32_t i; /* the next uncertain position past the last run, from either form */
+    if (any->uncertain_bits) {
+      i = ag_next_bit(any->uncertain_bits, next, v->n_sorted);
       if (i >= v->n_sorted) break;
     } else {
+      while (k < any->n_uncertain && any->uncertain[k] < next) k++;
       if (k == any->n_uncertain) break;
       i = any->uncertain[k++];
     }
     uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
     if (shared < depth) depth = shared;
-    st = ag_classify_token(&w, v, i, &depth, true, &next, &oom, err);
+    st = ag_classify_token(&w, v, i, &depth, false, &next, &oom, err);
+    last = i;
   }
   if (!st && oom) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   return ag_classify_end(&w, v, st, out, err);
 }
 
-/* A BYTES state's classes for its FOLLOW set by way of its "any follow" entry
- * (found, or walked now and shared), when that entry has few uncertain tokens;
- * *out stays NULL otherwise. With `walk` false only a shared entry is used. */
+/* A BYTES state's classes for its FOLLOW set from its shared "any follow"
+ * entry, when there is one with few uncertain tokens (*out stays NULL
+ * otherwise); *found says whether there is one at all. */
 static ag_status ag_by_any_follow(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                                  int32_t state, const uint32_t *follow, bool walk,
-                                  double deadline, ag_state_masks **out, ag_error *err) {
+                                  int32_t state, const uint32_t *follow, bool *found,
+                                  ag_state_masks **out, ag_error *err) {
   *out = NULL;
+  *found = false;
   ag_vcache_key key;
   if (!ag_class_key_make(g, state, NULL, ag_any_follow, &key)) return AG_OK;
-  ag_state_masks *any = ag_vcache_find(v, AG_VCACHE_CLASSES, &key), *owned = NULL;
-  ag_status st = AG_OK;
-  if (!any && walk) {
-    st = ag_compute(c, g, v, state, ag_any_follow, deadline, &owned, err);
-    if (!st) {
-      any = owned;
-      owned->shared = true; /* marked before it is published, as in ag_mask_cache_get */
-      if (ag_vcache_add(v, AG_VCACHE_CLASSES, &key, owned, owned->bytes, ag_destroy_shared_masks))
-        owned = NULL; /* the vocabulary's now */
-      else
-        owned->shared = false; /* the cache is full: used once, then freed */
-    }
-  }
-  if (!st && any && ag_any_follow_worth(any, v))
-    st = ag_follow_derive(c, g, v, state, follow, any, out, err);
-  ag_state_masks_destroy(owned);
+  const ag_state_masks *any = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   ag_vcache_key_free(&key);
-  return st;
+  *found = any != NULL;
+  if (any && ag_any_follow_worth(any, v)) return ag_follow_derive(c, g, v, state, follow, any, out, err);
+  return AG_OK;
+}
+
+/* Shares a state's "any follow" entry (ag_compute) with the vocabulary, or frees it
+ * when the vocabulary's cache is full. */
+static void ag_share_any(const ag_grammar *g, const ag_vocab *v, int32_t state, ag_state_masks *any) {
+  ag_vcache_key key;
+  any->shared = true; /* marked before it is published, as in ag_mask_cache_get */
+  if (ag_class_key_make(g, state, NULL, ag_any_follow, &key)) {
+    if (ag_vcache_add(v, AG_VCACHE_CLASSES, &key, any, any->bytes, ag_destroy_shared_masks)) return;
+    ag_vcache_key_free(&key);
+  }
+  ag_state_masks_destroy(any);
 }
 
 /* After `state`'s classes are published: counted for its rule, and noted in the
@@ -778,16 +857,16 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   atomic_llong *origin = &c->n_shared;
   if (!e) {
     /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
-    bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow);
-    ag_status st = by_follow ? ag_by_any_follow(c, g, v, state, follow, false, 0, &e, err) : AG_OK;
+    bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow) &&
+                     ag_plain_depth(g, state, v->max_token_len) >= v->max_token_len;
+    bool any_found = false;
+    ag_status st = by_follow ? ag_by_any_follow(c, g, v, state, follow, &any_found, &e, err) : AG_OK;
     if (!st && !e) st = ag_try_derive(c, g, v, state, follow, &e, err);
     origin = &c->n_derived;
-    if (!st && !e && by_follow) {
-      st = ag_by_any_follow(c, g, v, state, follow, true, deadline, &e, err);
-      origin = &c->n_walked;
-    }
     if (!st && !e) {
-      st = ag_compute(c, g, v, state, follow, deadline, &e, err);
+      ag_state_masks *any = NULL; /* the walk also gives the "any follow" entry, when missing */
+      st = ag_compute(c, g, v, state, follow, deadline, &e, by_follow && !any_found ? &any : NULL, err);
+      if (any) ag_share_any(g, v, state, any);
       origin = &c->n_walked;
     }
     if (st) {

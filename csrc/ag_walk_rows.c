@@ -18,9 +18,10 @@ void ag_walk_rows_free(ag_walk_rows *r) {
 }
 
 /* The flags that state u contributes to a step by byte c: the rule could end
- * at u when c may follow it. */
+ * at u, and c may follow it. */
 static uint32_t ag_cell_end(const ag_walk_rows *r, int32_t u, uint8_t c) {
-  return r->g->states[u].accepting && (!r->follow || ag_bit(r->follow, c)) ? AG_CELL_CAN_END : 0;
+  if (!r->g->states[u].accepting) return 0;
+  return AG_CELL_ENDS | (!r->follow || ag_bit(r->follow, c) ? AG_CELL_CAN_END : 0);
 }
 
 /* The cell of a step into state t, before the flags of the state it leaves. */
@@ -52,7 +53,7 @@ static void ag_row_fill(ag_walk_rows *r, int32_t k, int32_t u) {
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &r->g->byte_edges[e];
     uint32_t into = ag_cell_into(r, be->target);
-    for (int c = be->lo; c <= be->hi; c++) row[c] = into | (row[c] & AG_CELL_CAN_END);
+    for (int c = be->lo; c <= be->hi; c++) row[c] = into | (row[c] & (AG_CELL_CAN_END | AG_CELL_ENDS));
   }
 }
 

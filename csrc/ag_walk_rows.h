@@ -19,11 +19,12 @@
 #include "ag_internal.h"
 
 /* A cell: a target in the low bits, then flags. */
-#define AG_CELL_TARGET ((1u << 28) - 1) /* a row, or with AG_CELL_STATE a state id */
+#define AG_CELL_TARGET ((1u << 27) - 1) /* a row, or with AG_CELL_STATE a state id */
+#define AG_CELL_ENDS (1u << 27)         /* the rule could end before the byte, whatever follows */
 #define AG_CELL_EXITED (1u << 28)       /* the step enters an exit (the caller's to define) */
 #define AG_CELL_CAN_END (1u << 29)      /* the rule could end before the byte, or at the exit */
 #define AG_CELL_STATE (1u << 30)        /* the target is a state that has no row (yet) */
-#define AG_CELL_NONE (1u << 31)         /* no edge: only AG_CELL_CAN_END is meaningful */
+#define AG_CELL_NONE (1u << 31)         /* no edge: only the end flags are meaningful */
 _Static_assert(AG_MAX_STATES - 1 <= AG_CELL_TARGET, "state ids fit in a cell");
 
 #define AG_WALK_ROWS 256       /* rows per walk at most: 256 KiB of cells */

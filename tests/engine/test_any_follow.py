@@ -34,7 +34,7 @@ SCHEMAS = {
 def _vocabulary() -> Vocabulary:
     """Enough plain tokens that the few crossing the string's end are a small share."""
     letters = "abcdefghijklmnopqrstuvwxyz"
-    words = [a + b for a, b in itertools.product(letters[:12], repeat=2)]
+    words = ["".join(w) for n, k in ((2, 12), (3, 6)) for w in itertools.product(letters[:k], repeat=n)]
     punct = list('{}[],: "')
     quoted = ['",', '"}', '"]', '":', '"x', '"a"', 'ab"', 'ab",', '"a":']  # some pass a string's end
     tokens = list(letters) + words + punct + quoted
