@@ -743,11 +743,12 @@ static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_v
  * under its own key, with only its uncertain tokens walked again. This is done
  * for the states that take every plain token (ag_plain_tokens.h: inside a JSON
  * string or key), where those tokens are few (the ones with a quote before
- * their end) and the walk is short. Elsewhere the "any follow" walk costs a
- * first visit more than it saves: a state that may end at once (after a
- * number's digit) leaves most of the vocabulary uncertain with any byte
- * following, and MaskBench's fresh compilers, each state seen once, paid for
- * two walks (time between masks p99 +9%). */
+ * their end). The entry comes from the walk for the state's own FOLLOW set,
+ * which records the runs of tokens it rejects only for the byte after the end
+ * (AG_CELL_ENDS); keeping it still costs a first visit a copy of the classes,
+ * which a grammar seen once (MaskBench's fresh compilers) never uses back, and
+ * elsewhere it would not pay: a state that may end at once (after a number's
+ * digit) leaves most of the vocabulary uncertain with any byte following. */
 #define AG_ANY_FOLLOW_SHARE 16 /* derive when at most 1/16 of the vocabulary is uncertain */
 
 static const uint32_t ag_any_follow[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u};
