@@ -27,21 +27,28 @@ static int32_t ag_order_of(ag_order_map *m, int32_t s, int32_t *queue, int32_t *
   return (*count)++;
 }
 
-static bool ag_key_push(ag_vcache_key *key, size_t cap, uint32_t w) {
-  if (key->n >= cap) return false;
+/* Appends w, growing the words to at most AG_CLASS_KEY_MAX_WORDS: most keys
+ * are a few hundred words, and a buffer of the bound (256 KiB) would be mapped
+ * and unmapped by the allocator at every state's first visit. */
+static bool ag_key_push(ag_vcache_key *key, size_t *cap, uint32_t w) {
+  if (key->n == *cap) {
+    if (*cap >= AG_CLASS_KEY_MAX_WORDS) return false;
+    uint32_t *words = realloc(key->words, 2 * *cap * sizeof *words);
+    if (!words) return false;
+    key->words = words;
+    *cap *= 2;
+  }
   key->words[key->n++] = w;
   return true;
 }
 
 /* Appends d's words: their count, each one's length and role, then the bytes. */
-static bool ag_key_push_words(ag_vcache_key *key, const ag_dispatch *d) {
-  bool ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)d->n_words) &&
-            ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)d->flags);
+static bool ag_key_push_words(ag_vcache_key *key, size_t *cap, const ag_dispatch *d) {
+  bool ok = ag_key_push(key, cap, (uint32_t)d->n_words) && ag_key_push(key, cap, (uint32_t)d->flags);
   for (int32_t k = 0; ok && k < d->n_words; k++)
-    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, d->offsets[k + 1] - d->offsets[k]) &&
-         ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, d->rules[k] < 0 ? (uint32_t)-d->rules[k] : 0);
-  for (uint32_t b = 0; ok && b < d->offsets[d->n_words]; b++)
-    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, d->bytes[b]);
+    ok = ag_key_push(key, cap, d->offsets[k + 1] - d->offsets[k]) &&
+         ag_key_push(key, cap, d->rules[k] < 0 ? (uint32_t)-d->rules[k] : 0);
+  for (uint32_t b = 0; ok && b < d->offsets[d->n_words]; b++) ok = ag_key_push(key, cap, d->bytes[b]);
   return ok;
 }
 
@@ -50,7 +57,8 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
   memset(key, 0, sizeof *key);
   ag_order_map *m = malloc(sizeof *m);
   int32_t *queue = malloc(sizeof *queue * AG_CLASS_KEY_MAX_STATES);
-  key->words = malloc(sizeof *key->words * AG_CLASS_KEY_MAX_WORDS);
+  size_t cap = 256;
+  key->words = malloc(sizeof *key->words * cap);
   bool ok = m && queue && key->words;
   if (ok) memset(m->state, 0xff, sizeof m->state); /* every slot -1: empty */
   int32_t count = 0;
@@ -58,19 +66,17 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
   for (int32_t head = 0; ok && head < count; head++) {
     const ag_state *st = &g->states[queue[head]];
     uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
-    ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, exits) &&
-         ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, st->byte_end - st->byte_begin);
+    ok = ag_key_push(key, &cap, exits) && ag_key_push(key, &cap, st->byte_end - st->byte_begin);
     for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
       int32_t order = ag_order_of(m, be->target, queue, &count);
-      ok = order >= 0 && ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, be->lo) &&
-           ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, be->hi) &&
-           ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)order);
+      ok = order >= 0 && ag_key_push(key, &cap, be->lo) && ag_key_push(key, &cap, be->hi) &&
+           ag_key_push(key, &cap, (uint32_t)order);
     }
   }
-  ok = ok && ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, (uint32_t)count);
-  ok = ok && (!d || ag_key_push_words(key, d));
-  for (int k = 0; ok && follow && k < 8; k++) ok = ag_key_push(key, AG_CLASS_KEY_MAX_WORDS, follow[k]);
+  ok = ok && ag_key_push(key, &cap, (uint32_t)count);
+  ok = ok && (!d || ag_key_push_words(key, &cap, d));
+  for (int k = 0; ok && follow && k < 8; k++) ok = ag_key_push(key, &cap, follow[k]);
   free(m);
   free(queue);
   if (!ok) {
@@ -78,5 +84,15 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
     return false;
   }
   ag_vcache_key_seal(key);
+  return true;
+}
+
+bool ag_class_key_refollow(const ag_vcache_key *key, const uint32_t *follow, ag_vcache_key *out) {
+  memset(out, 0, sizeof *out);
+  if (key->n < 8 || !(out->words = malloc(key->n * sizeof *out->words))) return false;
+  out->n = key->n;
+  memcpy(out->words, key->words, (key->n - 8) * sizeof *out->words);
+  memcpy(out->words + key->n - 8, follow, 8 * sizeof *follow);
+  ag_vcache_key_seal(out);
   return true;
 }

@@ -796,33 +796,26 @@ static ag_status ag_follow_derive(ag_mask_cache *c, const ag_grammar *g, const a
   return ag_classify_end(&w, v, st, out, err);
 }
 
-/* A BYTES state's classes for its FOLLOW set from its shared "any follow"
- * entry, when there is one with few uncertain tokens (*out stays NULL
+/* A BYTES state's classes for its FOLLOW set from the shared "any follow" entry
+ * under any_key, when there is one with few uncertain tokens (*out stays NULL
  * otherwise); *found says whether there is one at all. */
 static ag_status ag_by_any_follow(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                                  int32_t state, const uint32_t *follow, bool *found,
-                                  ag_state_masks **out, ag_error *err) {
+                                  int32_t state, const uint32_t *follow,
+                                  const ag_vcache_key *any_key, bool *found, ag_state_masks **out,
+                                  ag_error *err) {
   *out = NULL;
-  *found = false;
-  ag_vcache_key key;
-  if (!ag_class_key_make(g, state, NULL, ag_any_follow, &key)) return AG_OK;
-  const ag_state_masks *any = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
-  ag_vcache_key_free(&key);
+  const ag_state_masks *any = ag_vcache_find(v, AG_VCACHE_CLASSES, any_key);
   *found = any != NULL;
   if (any && ag_any_follow_worth(any, v)) return ag_follow_derive(c, g, v, state, follow, any, out, err);
   return AG_OK;
 }
 
-/* Shares a state's "any follow" entry (ag_compute) with the vocabulary, or frees it
- * when the vocabulary's cache is full. */
-static void ag_share_any(const ag_grammar *g, const ag_vocab *v, int32_t state, ag_state_masks *any) {
-  ag_vcache_key key;
+/* Shares a state's "any follow" entry (ag_compute) with the vocabulary under
+ * any_key (taken), or frees it when the vocabulary's cache is full. */
+static void ag_share_any(const ag_vocab *v, ag_vcache_key *any_key, ag_state_masks *any) {
   any->shared = true; /* marked before it is published, as in ag_mask_cache_get */
-  if (ag_class_key_make(g, state, NULL, ag_any_follow, &key)) {
-    if (ag_vcache_add(v, AG_VCACHE_CLASSES, &key, any, any->bytes, ag_destroy_shared_masks)) return;
-    ag_vcache_key_free(&key);
-  }
-  ag_state_masks_destroy(any);
+  if (!ag_vcache_add(v, AG_VCACHE_CLASSES, any_key, any, any->bytes, ag_destroy_shared_masks))
+    ag_state_masks_destroy(any);
 }
 
 /* After `state`'s classes are published: counted for its rule, and noted in the
@@ -858,18 +851,22 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   atomic_llong *origin = &c->n_shared;
   if (!e) {
     /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
+    ag_vcache_key any_key = {0};
     bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow) &&
-                     ag_plain_depth(g, state, v->max_token_len) >= v->max_token_len;
+                     ag_plain_depth(g, state, v->max_token_len) >= v->max_token_len &&
+                     ag_class_key_refollow(&key, ag_any_follow, &any_key);
     bool any_found = false;
-    ag_status st = by_follow ? ag_by_any_follow(c, g, v, state, follow, &any_found, &e, err) : AG_OK;
+    ag_status st =
+        by_follow ? ag_by_any_follow(c, g, v, state, follow, &any_key, &any_found, &e, err) : AG_OK;
     if (!st && !e) st = ag_try_derive(c, g, v, state, follow, &e, err);
     origin = &c->n_derived;
     if (!st && !e) {
       ag_state_masks *any = NULL; /* the walk also gives the "any follow" entry, when missing */
       st = ag_compute(c, g, v, state, follow, deadline, &e, by_follow && !any_found ? &any : NULL, err);
-      if (any) ag_share_any(g, v, state, any);
+      if (any) ag_share_any(v, &any_key, any);
       origin = &c->n_walked;
     }
+    ag_vcache_key_free(&any_key); /* when the cache took it, nothing is left to free */
     if (st) {
       if (keyed) ag_vcache_key_free(&key);
       return st;

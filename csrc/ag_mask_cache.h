@@ -51,6 +51,9 @@ void ag_state_masks_destroy(ag_state_masks *e);
  * share (or memory ran out), and then key holds nothing. */
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const struct ag_dispatch *d,
                        const uint32_t *follow, ag_vcache_key *key);
+/* A copy of `key` (made with a FOLLOW set) for another FOLLOW set; false when
+ * memory ran out. */
+bool ag_class_key_refollow(const ag_vcache_key *key, const uint32_t *follow, ag_vcache_key *out);
 
 typedef struct ag_mask_cache ag_mask_cache;
 
