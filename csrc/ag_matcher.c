@@ -203,19 +203,31 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err) {
 }
 
 
-/* The first position >= i whose bit is set (every position when bits is NULL). */
-static int32_t ag_next_position(const uint32_t *bits, int32_t i, int32_t n) {
-  return bits ? ag_next_bit(bits, i, n) : i;
+/* The sorted positions a mask walk checks: every one (both NULL), those set in
+ * a bitset, or those of an ascending list. */
+typedef struct ag_candidates {
+  const uint32_t *bits;
+  const int32_t *list;
+  int32_t n_list, next; /* next: the first list entry not yet passed */
+} ag_candidates;
+
+/* The first candidate position >= i, or n. */
+static int32_t ag_next_position(ag_candidates *c, int32_t i, int32_t n) {
+  if (c->list) {
+    while (c->next < c->n_list && c->list[c->next] < i) c->next++;
+    return c->next < c->n_list ? c->list[c->next] : n;
+  }
+  return c->bits ? ag_next_bit(c->bits, i, n) : i;
 }
 
 /*
- * Checks the tokens at the sorted positions set in `candidates` (NULL: every
- * position) against the real parser and marks the allowed ones; tokens already
- * marked are skipped. A token reuses the Earley sets of the prefix it shares with
- * the previous one; once byte `depth` fails, following tokens that share the first
- * depth+1 bytes are skipped (found with the vocabulary's LCP array).
+ * Checks the tokens at the candidate sorted positions against the real parser
+ * and marks the allowed ones; tokens already marked are skipped. A token reuses
+ * the Earley sets of the prefix it shares with the previous one; once byte
+ * `depth` fails, following tokens that share the first depth+1 bytes are
+ * skipped (found with the vocabulary's LCP array).
  */
-static ag_status ag_walk_tokens(ag_matcher *m, const uint32_t *candidates, uint32_t *mask,
+static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32_t *mask,
                                 ag_error *err) {
   const ag_vocab *v = m->compiled->vocab;
   ag_parser *p = &m->parser;
@@ -265,6 +277,21 @@ static void ag_mark_uncertain(ag_matcher *m, const ag_state_masks *e) {
   }
 }
 
+/* dst |= src over n words. Apart, with restrict, so that it stays vectorized
+ * whatever the compiler inlines into the caller: each fill ORs a 128k-token
+ * vocabulary's 4k words per scannable state. */
+static void ag_or_words(uint32_t *restrict dst, const uint32_t *restrict src, size_t n) {
+  for (size_t w = 0; w < n; w++) dst[w] |= src[w];
+}
+
+/* Whether list[0..n) is strictly ascending (a state's uncertain list always is;
+ * checked, not assumed, since the list path relies on it). */
+static bool ag_ascending(const int32_t *list, int32_t n) {
+  for (int32_t k = 1; k < n; k++)
+    if (list[k - 1] >= list[k]) return false;
+  return true;
+}
+
 /* Collects the classes of the distinct scannable states in the current Earley set. */
 static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error *err) {
   const ag_grammar *g = m->compiled->grammar;
@@ -302,9 +329,23 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
     const uint32_t *accepted = m->classes.data[k]->accepted;
     if (k == 0) memcpy(mask, accepted, words * sizeof *mask);
     else
-      for (size_t w = 0; w < words; w++) mask[w] |= accepted[w];
+      ag_or_words(mask, accepted, words);
   }
   if (!any_uncertain) return AG_OK;
+  /* One state with uncertain tokens, kept as a list (inside a JSON string: the
+   * few hundred that close it): the list is walked as it is. The tokens other
+   * states accept are marked already, and skipped. */
+  const ag_state_masks *only = NULL;
+  size_t n_with = 0;
+  for (size_t k = 0; k < m->classes.len; k++)
+    if (m->classes.data[k]->n_uncertain > 0) {
+      only = m->classes.data[k];
+      n_with++;
+    }
+  if (n_with == 1 && !only->uncertain_bits && ag_ascending(only->uncertain, only->n_uncertain)) {
+    ag_candidates list = {NULL, only->uncertain, only->n_uncertain, 0};
+    return ag_walk_tokens(m, &list, mask, err);
+  }
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
   memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
   memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
@@ -315,13 +356,21 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   }
   /* A token that some state accepts needs no check, however uncertain elsewhere. */
   for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
-  return ag_walk_tokens(m, m->pos_bits, mask, err);
+  ag_candidates bits = {m->pos_bits, NULL, 0, 0};
+  return ag_walk_tokens(m, &bits, mask, err);
 }
 
-/* Whether the first n bits of mask are all set; stops at the first gap (usually word 0). */
+/* Whether the first n bits of mask are all set; stops at the first block with a gap. */
 static bool ag_all_set(const uint32_t *mask, int32_t n) {
-  int32_t full = n / 32;
-  for (int32_t w = 0; w < full; w++)
+  int32_t full = n / 32, w = 0;
+  /* Free text allows nearly every token, so the gap comes late or never: the
+   * words are ANDed 16 at a time (one vector step), then checked. */
+  for (; w + 16 <= full; w += 16) {
+    uint32_t all = ~0u;
+    for (int k = 0; k < 16; k++) all &= mask[w + k];
+    if (all != 0xffffffffu) return false;
+  }
+  for (; w < full; w++)
     if (mask[w] != 0xffffffffu) return false;
   if (n % 32 == 0) return true;
   uint32_t tail = (1u << (n % 32)) - 1;
@@ -339,8 +388,8 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
   bool terminated = ag_matcher_is_terminated(m);
   if (!terminated) {
     m->deadline = m->budget > 0 ? ag_now() + m->budget : 0;
-    ag_status st = cached ? ag_cached_mask(m, mask, need, err)
-                          : ag_walk_tokens(m, NULL, mask, err);
+    ag_candidates every = {NULL, NULL, 0, 0};
+    ag_status st = cached ? ag_cached_mask(m, mask, need, err) : ag_walk_tokens(m, &every, mask, err);
     m->deadline = 0;
     if (st) return st;
   }

@@ -144,6 +144,20 @@ def test_fill_returns_whether_mask_needs_applying():
     assert matcher2.fill_next_token_bitmask(bm2) is True
 
 
+@pytest.mark.parametrize("gap", [None, 3, 600, 1000, 1100, 1299])
+def test_needs_applying_found_anywhere_in_a_large_mask(gap: Optional[int]) -> None:
+    """The check runs a block of 16 words at a time, then word by word, then the last partial
+    word: one forbidden token in any of them (or none) decides the answer."""
+    words = ["".join(chr(97 + (i // 26**k) % 26) for k in range(3)) for i in range(1300)]
+    if gap is not None:
+        words[gap] = "9"
+    matcher, _, vocab = build("root ::= [a-z]*", words)
+    bm = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
+    assert vocab.vocab_size // 32 == 40  # 2 blocks, 8 single words, a partial word
+    assert matcher.fill_next_token_bitmask(bm) is (gap is not None)
+    assert len(matcher.allowed_token_ids()) == 1300 - (gap is not None)
+
+
 def test_stop_token_only_when_complete():
     matcher, ref, vocab = build('root ::= "a"+ "b"', ["a", "b", "ab", "</s>"], stops=[3])
     assert 3 not in ids(matcher)
