@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
+from tests.mask_oracle import cached_and_direct
 
 S = {"type": "string"}
 # Each schema's grammar has the shared JSON string rule with another FOLLOW set: ',' and '}' in
@@ -45,21 +46,16 @@ def _grammar(name: str) -> Grammar:
     return Grammar.from_json_schema(SCHEMAS[name], whitespace="compact")
 
 
-def _walk_and_compare(compiler: Compiler, name: str, rnd: random.Random, steps: int = 14) -> Matcher:
-    compiled = compiler.compile(_grammar(name))
+def _walk_and_compare(compiler: Compiler, name: str, rnd: random.Random, steps: int = 14) -> None:
     vocab = compiler.vocabulary
-    matcher = Matcher(compiled)
+    matcher = Matcher(compiler.compile(_grammar(name)))
     for _ in range(steps):
-        cached = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
-        direct = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
-        matcher.fill_next_token_bitmask(cached)
-        matcher._fill_next_token_bitmask_direct(direct)
+        cached, direct = cached_and_direct(matcher, vocab.vocab_size)
         assert np.array_equal(cached, direct), (name, matcher.allowed_token_ids())
         allowed = [i for i in matcher.allowed_token_ids() if i not in vocab.stop_token_ids]
         if not allowed or matcher.is_terminated():
             break
         assert matcher.accept_token(rnd.choice(allowed))
-    return matcher
 
 
 def test_a_string_state_under_another_follow_set_is_derived() -> None:
