@@ -1332,19 +1332,17 @@ static bool ag_trie_entry_of(const ag_builder *b, int32_t node, ag_trie_entry *o
   return true;
 }
 
-/* Whether body `node` is a choice of two or more trie entries; fills b->trie.entries. */
+/* Whether body `node` is a choice of two or more trie entries; fills b->trie.entries
+ * (the builder keeps their memory from rule to rule). */
 static ag_status ag_trie_shape(ag_builder *b, int32_t node, bool *is_trie) {
   const int32_t *p = ag_ir_node(b->ir, node);
   ag_trie_entry e;
   *is_trie = false;
   if (p[0] != AG_NODE_CHOICE || p[1] < 2) return AG_OK;
-  for (int32_t k = 0; k < p[1]; k++)
-    if (!ag_trie_entry_of(b, p[2 + k], &e)) return AG_OK;
   b->trie.entries.len = 0;
-  if (!ag_vec_reserve(&b->trie.entries, (size_t)p[1])) return ag_nomem(b);
   for (int32_t k = 0; k < p[1]; k++) {
-    ag_trie_entry_of(b, p[2 + k], &e);
-    b->trie.entries.data[b->trie.entries.len++] = e;
+    if (!ag_trie_entry_of(b, p[2 + k], &e)) return AG_OK;
+    if (!ag_vec_push(&b->trie.entries, e)) return ag_nomem(b);
   }
   *is_trie = true;
   return AG_OK;
