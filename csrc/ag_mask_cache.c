@@ -402,12 +402,29 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
 
-/* Keeps the uncertain positions as a list or a bitset, whichever is smaller. */
+/* Copies from's accepted tokens, both forms, into e (whose arrays are allocated). */
+static void ag_copy_accepted(ag_state_masks *e, const ag_state_masks *from, const ag_vocab *v) {
+  memcpy(e->accepted, from->accepted, ag_mask_words(v) * sizeof(uint32_t));
+  memcpy(e->accepted_pos, from->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+}
+
+/* Whether list[0..n) is in ascending order. */
+static bool ag_ascending(const int32_t *list, size_t n) {
+  for (size_t k = 1; k < n; k++)
+    if (list[k - 1] > list[k]) return false;
+  return true;
+}
+
+/* Keeps the uncertain positions as a list or a bitset, whichever is smaller. A
+ * list is ascending (sorted here if a walk left it otherwise): the matcher walks
+ * it in order. */
 static ag_status ag_store_uncertain(ag_state_masks *e, const ag_vocab *v, void *list_vec,
                                     ag_error *err) {
   AG_VEC(int32_t) *list = list_vec;
   size_t bit_words = ((size_t)v->n_sorted + 31) / 32;
   if (list->len <= bit_words) {
+    if (!ag_ascending(list->data, list->len))
+      qsort(list->data, list->len, sizeof *list->data, ag_cmp_int32);
     e->uncertain = list->data; /* ownership moves to the entry */
     e->n_uncertain = (int32_t)list->len;
     e->bytes = list->cap * sizeof(int32_t);
@@ -575,18 +592,21 @@ static ag_status ag_any_entry(const ag_classify *w, const ag_vocab *v, ag_state_
     ag_state_masks_destroy(e);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   }
-  memcpy(e->accepted, w->entry->accepted, ag_mask_words(v) * sizeof(uint32_t));
-  memcpy(e->accepted_pos, w->entry->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+  ag_copy_accepted(e, w->entry, v);
   e->n_uncertain = (int32_t)total;
   e->bytes += sizeof *e + (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t);
   *out = e;
   return AG_OK;
 }
 
+/* No plain depth computed yet (ag_compute's `plain`). */
+#define AG_PLAIN_UNKNOWN UINT32_MAX
+
 /* Walks the vocabulary for `state`'s classes; with `any` (not NULL), also its
- * "any follow" entry, from the same walk. */
+ * "any follow" entry, from the same walk. `plain` is the state's plain depth
+ * when the caller has it, else AG_PLAIN_UNKNOWN. */
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, const uint32_t *follow, double deadline,
+                            int32_t state, const uint32_t *follow, double deadline, uint32_t plain,
                             ag_state_masks **out, ag_state_masks **any, ag_error *err) {
   if (any) *any = NULL;
   const uint32_t *safe = NULL;
@@ -596,7 +616,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     ag_status st = ag_safe_tokens(c, g, v, rule, &safe, err);
     if (st) return st;
   } else {
-    uint32_t d = ag_plain_depth(g, state, v->max_token_len);
+    uint32_t d = plain != AG_PLAIN_UNKNOWN ? plain : ag_plain_depth(g, state, v->max_token_len);
     if (d >= v->max_token_len) {
       safe = v->plain; /* every plain token is consumed by the state's own bytes */
     } else if (d > 0 && v->n_longer[d] < v->n_sorted / 2) {
@@ -655,8 +675,7 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, 0, err);
   bool oom = !st && !ag_vec_reserve(&w.uncertain, (size_t)from->n_uncertain + (size_t)n_long);
   if (!st && !oom) {
-    memcpy(w.entry->accepted, from->accepted, ag_mask_words(v) * sizeof(uint32_t));
-    memcpy(w.entry->accepted_pos, from->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+    ag_copy_accepted(w.entry, from, v);
     ag_keep_short_uncertain(&w, v, from, level);
   }
   /* The long tokens in sorted order, so each shares the walk (and the parser's
@@ -772,8 +791,7 @@ static ag_status ag_follow_derive(ag_mask_cache *c, const ag_grammar *g, const a
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, 0, err);
   bool oom = !st && !ag_vec_reserve(&w.uncertain, (size_t)any->n_uncertain);
   if (!st && !oom) {
-    memcpy(w.entry->accepted, any->accepted, ag_mask_words(v) * sizeof(uint32_t));
-    memcpy(w.entry->accepted_pos, any->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+    ag_copy_accepted(w.entry, any, v);
   }
   uint32_t depth = 0;
   int32_t last = -1, k = 0, next = 0;
@@ -852,9 +870,10 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (!e) {
     /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
     ag_vcache_key any_key = {0};
-    bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow) &&
-                     ag_plain_depth(g, state, v->max_token_len) >= v->max_token_len &&
-                     ag_class_key_refollow(&key, ag_any_follow, &any_key);
+    bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow);
+    uint32_t plain = by_follow ? ag_plain_depth(g, state, v->max_token_len) : AG_PLAIN_UNKNOWN;
+    by_follow = by_follow && plain >= v->max_token_len &&
+                ag_class_key_refollow(&key, ag_any_follow, &any_key);
     bool any_found = false;
     ag_status st =
         by_follow ? ag_by_any_follow(c, g, v, state, follow, &any_key, &any_found, &e, err) : AG_OK;
@@ -862,7 +881,8 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     origin = &c->n_derived;
     if (!st && !e) {
       ag_state_masks *any = NULL; /* the walk also gives the "any follow" entry, when missing */
-      st = ag_compute(c, g, v, state, follow, deadline, &e, by_follow && !any_found ? &any : NULL, err);
+      st = ag_compute(c, g, v, state, follow, deadline, plain, &e, by_follow && !any_found ? &any : NULL,
+                      err);
       if (any) ag_share_any(v, &any_key, any);
       origin = &c->n_walked;
     }

@@ -284,14 +284,6 @@ static void ag_or_words(uint32_t *restrict dst, const uint32_t *restrict src, si
   for (size_t w = 0; w < n; w++) dst[w] |= src[w];
 }
 
-/* Whether list[0..n) is strictly ascending (a state's uncertain list always is;
- * checked, not assumed, since the list path relies on it). */
-static bool ag_ascending(const int32_t *list, int32_t n) {
-  for (int32_t k = 1; k < n; k++)
-    if (list[k - 1] >= list[k]) return false;
-  return true;
-}
-
 /* Collects the classes of the distinct scannable states in the current Earley set. */
 static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error *err) {
   const ag_grammar *g = m->compiled->grammar;
@@ -342,7 +334,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
       only = m->classes.data[k];
       n_with++;
     }
-  if (n_with == 1 && !only->uncertain_bits && ag_ascending(only->uncertain, only->n_uncertain)) {
+  if (n_with == 1 && !only->uncertain_bits) { /* an ascending list (ag_mask_cache.h) */
     ag_candidates list = {NULL, only->uncertain, only->n_uncertain, 0};
     return ag_walk_tokens(m, &list, mask, err);
   }
