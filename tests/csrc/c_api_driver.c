@@ -202,21 +202,36 @@ static void test_link_corruptions(ag_vocab *v, const int32_t *gram, size_t n_wor
   }
 }
 
+/* A matcher of `gram` linked to one part, its compiled grammar in *c (the
+ * caller frees both); NULL, with a failed check, when the grammar does not link. */
+static ag_matcher *linked_matcher(ag_vocab *v, const int32_t *gram, size_t n, ag_grammar *part_grammar,
+                                  ag_compiled *part, ag_compiled **c) {
+  ag_grammar *g = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  ag_grammar *parts[1] = {part_grammar};
+  *c = NULL;
+  CHECK(ag_grammar_link(gram, n, parts, 1, &g, &err) == AG_OK);
+  if (!g) return NULL;
+  CHECK(ag_compiled_new_linked(g, v, &part, 1, c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(*c, NULL, -1, 0, &m, &err) == AG_OK);
+  if (!m) {
+    ag_compiled_free(*c);
+    *c = NULL;
+  }
+  return m;
+}
+
 /* The literal trie linking a part: its rule edge leads into the part, and every
  * single-word corruption is rejected or links cleanly. */
 static void test_trie_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled *part) {
-  ag_grammar *g = NULL;
   ag_compiled *c = NULL;
-  ag_matcher *m = NULL;
   ag_error err;
   int ok = -1;
   size_t n = sizeof TRIE_GRAMMAR / sizeof TRIE_GRAMMAR[0];
-  ag_grammar *parts[1] = {part_grammar};
-  CHECK(ag_grammar_link(TRIE_GRAMMAR, n, parts, 1, &g, &err) == AG_OK);
-  if (!g) return;
-  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
-  ag_grammar_free(g);
-  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  ag_matcher *m = linked_matcher(v, TRIE_GRAMMAR, n, part_grammar, part, &c);
+  if (!m) return;
   CHECK(mask_of(m) == ((1u << 0) | (1u << 1) | (1u << 2))); /* "a", "b", "ab" */
   CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ac12", 4, &ok, &err) == AG_OK && ok == 1);
   CHECK(ag_matcher_can_end(m));
@@ -289,18 +304,12 @@ static void test_corruptions(ag_vocab *v, const int32_t *gram, size_t n_words) {
 
 /* The counted grammar as a linked part: its hidden rules must not shift the numbering. */
 static void test_counted_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled *part) {
-  ag_grammar *g = NULL;
   ag_compiled *c = NULL;
-  ag_matcher *m = NULL;
   ag_error err;
   int ok = -1;
-  ag_grammar *parts[1] = {part_grammar};
-  CHECK(ag_grammar_link(LINKED_GRAMMAR, sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0], parts, 1,
-                        &g, &err) == AG_OK);
-  if (!g) return;
-  CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
-  ag_grammar_free(g);
-  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  ag_matcher *m = linked_matcher(v, LINKED_GRAMMAR, sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0],
+                                 part_grammar, part, &c);
+  if (!m) return;
   CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"xabab", 5, &ok, &err) == AG_OK && ok == 1);
   for (int i = 0; i < 149; i++) CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1);
   CHECK(!ag_matcher_can_end(m));
