@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import GrammarError
 from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq, seq
@@ -674,7 +674,9 @@ class CharDFA:
     ) -> Optional[Expr]:
         """IR for the accepted strings, each character spelled by ``spell(ranges)`` (e.g. every
         JSON spelling of one code point in ranges). A state that several others lead to becomes
-        a rule named ``fresh(base_name)`` in ``rules``; the rest are inlined. None when empty.
+        a rule named ``fresh(base_name)`` in ``rules``, unless what it leads to is small and
+        acyclic (``_small_states``): then it is one expression, shared by every state that
+        leads to it. The rest are inlined. None when empty.
 
         A self-loop becomes a repeat, so the rule nesting grows with the number of state
         changes, not with the string's length."""
@@ -685,9 +687,16 @@ class CharDFA:
         for s, row in enumerate(d.edges):
             for t in {t for _, _, t in row if t != s}:
                 indegree[t] += 1
+        small = _small_states(d.edges, indegree)
         names: Dict[int, str] = {}
+        shared: Dict[int, Expr] = {}
 
         def ref(t: int, depth: int) -> Expr:
+            if t in small:
+                found = shared.get(t)
+                if found is None:
+                    found = shared[t] = body(t, depth + 1)
+                return found
             if t != 0 and indegree[t] == 1 and depth < _INLINE_DEPTH:
                 return body(t, depth + 1)
             if t not in names:
@@ -715,6 +724,39 @@ class CharDFA:
         return ref(0, 0)
 
 
+def _small_states(edges: List[List[Edge]], indegree: List[int]) -> Set[int]:
+    """The states (not the start) that several others lead to, from which only a few
+    states, and no cycle but self-loops, can be reached: at most ``_SHARED_SIZE``
+    alternatives and characters written out. Such a state is written as one expression
+    shared where it is reached, not as a rule: the C core then builds the whole
+    automaton as bytes. A rule reference there (the "any string" after the first
+    character of a key that is none of an object's names) made the mask cache resolve
+    every token that crossed it with the Earley parser, 120k tokens on a 128k
+    vocabulary, at the key's first visit."""
+    n = len(edges)
+    children = [{t for _, _, t in row if t != s} for s, row in enumerate(edges)]
+    parents: List[List[int]] = [[] for _ in range(n)]
+    for s, kids in enumerate(children):
+        for t in kids:
+            parents[t].append(s)
+    # Sizes in reverse topological order; a state that reaches a cycle is never sized.
+    waiting = [len(kids) for kids in children]
+    ready = [s for s in range(n) if waiting[s] == 0]
+    size: Dict[int, int] = {}
+    while ready:
+        s = ready.pop()
+        total = 1
+        for t in children[s]:
+            inlined = indegree[t] == 1 or size[t] <= _SHARED_SIZE
+            total += 1 + (size[t] if inlined else 0)
+        size[s] = min(total, _SHARED_SIZE + 1)
+        for p in parents[s]:
+            waiting[p] -= 1
+            if waiting[p] == 0:
+                ready.append(p)
+    return {s for s, v in size.items() if s != 0 and indegree[s] > 1 and v <= _SHARED_SIZE}
+
+
 def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:
     """Each row sorted by range (the automata built here already are; hand-built ones may not)."""
     return [
@@ -728,3 +770,4 @@ def _anything(alphabet: Alphabet) -> Expr:
 
 
 _INLINE_DEPTH = 48  # deeper chains of single-entry states become rules (bounded recursion)
+_SHARED_SIZE = 64  # the most a state shared by several (_small_states) may write out

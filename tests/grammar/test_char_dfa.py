@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar import Grammar
 from agentgrammar.grammar.char_dfa import ALPHABET, MAX_STATES, CharDFA
-from agentgrammar.grammar.ir import CharClass, Expr, Repeat, Rule, RuleRef, Seq
+from agentgrammar.grammar.ir import CharClass, Choice, Expr, Repeat, Rule, RuleRef, Seq
 from agentgrammar.grammar.regex import parse_regex
 
 PATTERNS = [
@@ -486,3 +486,54 @@ def test_to_ir_spells_non_ascii_and_huge_ranges() -> None:
     for s in ("", "ab", "abcd", "é", "😀" * 3, "\U0010ffff", "abé"):
         assert g.accepts(s), s
     assert not g.accepts("abc")
+
+
+def _expanded_size(e: Expr) -> int:
+    """Nodes of ``e`` written out as a tree: a shared subexpression counts at every use."""
+    kids = e.items if isinstance(e, (Seq, Choice)) else (e.item,) if isinstance(e, Repeat) else ()
+    return 1 + sum(_expanded_size(k) for k in kids)
+
+
+def _refs(e: Expr) -> List[str]:
+    if isinstance(e, RuleRef):
+        return [e.name]
+    kids = e.items if isinstance(e, (Seq, Choice)) else (e.item,) if isinstance(e, Repeat) else ()
+    return [name for k in kids for name in _refs(k)]
+
+
+def test_to_ir_shares_small_states_that_several_reach() -> None:
+    # Any word but these names: after the first character of a word that is none of them,
+    # every state leads to "any string". That state is one expression, shared, not a rule:
+    # a rule reference there is a rule edge in the C core, past which the mask cache asks
+    # the Earley parser about every token (see _small_states).
+    names = ["name", "namespace", "nodes", "doc", "avroName"]
+    d = CharDFA.literal_set(names).complement()
+    g, rules = ir_grammar(d)
+    assert g is not None
+    (start,) = rules.values()  # the start state's rule, the only one
+    assert _refs(start) == []
+    for s in [*names, "", "n", "nam", "names", "namespaces", "x", "docs", "avroNam", "do"]:
+        assert g.accepts(s) == (s not in names), s
+
+
+def test_to_ir_keeps_rules_where_sharing_would_blow_up() -> None:
+    # (ab|ba){12}: each level is reached from two states, and writing it out at both
+    # doubles its size per level. Past a small size, the level stays a rule.
+    d = dfa("(ab|ba){12}")
+    g, rules = ir_grammar(d)
+    assert g is not None
+    assert rules
+    assert sum(_expanded_size(e) for e in [*rules.values(), g.rules[0].body]) < 4000
+    assert g.accepts("ab" * 6 + "ba" * 6)
+    assert g.accepts("ba" * 12)
+    assert not g.accepts("ab" * 11)
+    assert not g.accepts("ab" * 11 + "aa")
+
+
+def test_to_ir_keeps_cycles_as_rules() -> None:
+    # (ab)+: the two states lead to each other; neither can be written out in place.
+    g, rules = ir_grammar(dfa("(ab)+c"))
+    assert g is not None
+    assert rules
+    assert g.accepts("ababc")
+    assert not g.accepts("abac")
