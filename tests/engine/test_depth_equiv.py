@@ -84,6 +84,22 @@ def test_positions_of_a_bounded_string_are_derived() -> None:
     assert stats.walked <= 5, stats
 
 
+def test_positions_of_a_bounded_string_with_escapes_are_derived() -> None:
+    # A JSON string pattern's character: itself or an escape, six bytes for each position.
+    # Within the deepest level of a position lie a few hundred states: within the work one
+    # lookup may do, which a bound of 1024 classes was not.
+    source = 'root ::= "\\"" ([a-e ,] | "\\\\u" [0-9A-Fa-f]{4}){3,60} "\\""'
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    matcher = Matcher(compiled)
+    for step in range(40):
+        cached, direct = masks(matcher)
+        assert np.array_equal(cached, direct), f"position {step}"
+        assert matcher.accept_string("a" if step else '"')
+    stats = compiled.cache_stats
+    assert stats.derived >= 25, stats
+    assert stats.walked <= 10, stats
+
+
 def test_masks_near_the_bound_reject_long_tokens() -> None:
     """Close to the bound, tokens longer than the room left must go, though an equivalent
     state far from the bound accepted them: those are the tokens walked again."""
