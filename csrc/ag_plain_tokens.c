@@ -50,7 +50,7 @@ ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
     int u = 0;
     for (uint32_t k = 0; k < len && u >= 0; k++) u = ag_plain_step(u, tok[k]);
-    if (u == 0) {
+    if (u >= 0) { /* whole characters, the last one possibly cut short */
       ag_bit_set(bits, i);
       ag_bit_set(ids, v->sorted_ids[i]);
     }

@@ -1,7 +1,8 @@
 """Plain tokens are accepted wholesale where a state takes every plain character
 (``csrc/ag_plain_tokens.c``).
 
-A plain token is whole UTF-8 characters with no quote, backslash or control byte. A state
+A plain token is UTF-8 characters with no quote, backslash or control byte, the last one
+possibly cut short (byte-level BPE splits characters across tokens). A state
 whose own automaton consumes every plain string as long as a token (inside a JSON string, a
 ``[^"]*`` pattern, a key of an object that allows any key) accepts all of them without a
 walk. These tests check the masks against the uncached walk on a vocabulary built to hit
@@ -67,6 +68,11 @@ EDGE_TOKENS = [
     b"plain words only here",
     "é中😀é".encode(),
     b'xx"yy',
+    b"\xe4\xb8",  # cut short: the start of U+4E00 .. U+4E3F
+    b"a\xe4\xb8",
+    "中".encode() + b"\xf0\x9f\x98",
+    b"\xe0\x80",  # an overlong form's start: never plain
+    b"\xed\xa0",  # a surrogate's start: never plain
 ]
 
 
@@ -116,6 +122,8 @@ APPLIES = [
     'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,64} "\\""',  # bound longer than every token
     'root ::= "\\"" [^"\\\\\\x00-\\x1f]{0,12} "\\""',  # the plain tokens that fit the room left
     'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e2d]* "\\""',  # a 3-byte character missing: the tokens too short to hold it
+    # every character that starts E4 B8 missing: the token of those two bytes leads nowhere
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e00-\\u4e3f]* "\\""',
 ]
 DOES_NOT_APPLY = [
     'root ::= [a-z ]* "."',  # no multi-byte characters
@@ -150,6 +158,20 @@ def test_a_string_state_allows_exactly_the_plain_tokens_and_its_own() -> None:
     assert VOCAB.token_bytes.index(b"\xed\xa0\x80") in allowed
     for bad in (b"\\", b"\x01", b"\xc0\xaf", b"\xff", b"\x80", b'xx"yy'):
         assert VOCAB.token_bytes.index(bad) not in allowed, bad
+    for cut in (b"\xe4\xb8", b"a\xe4\xb8", "中".encode() + b"\xf0\x9f\x98"):
+        assert VOCAB.token_bytes.index(cut) in allowed, cut
+
+
+def test_a_character_cut_short_is_allowed_only_where_it_can_be_finished() -> None:
+    source = 'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e00-\\u4e3f]* "\\""'  # no character starts E4 B8
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('"')
+    allowed = set(matcher.allowed_token_ids())
+    assert VOCAB.token_bytes.index(b"\xe4") in allowed  # U+4E40 and on start E4
+    for cut in (b"\xe4\xb8", b"a\xe4\xb8"):
+        assert VOCAB.token_bytes.index(cut) not in allowed, cut
+    assert VOCAB.token_bytes.index("中".encode() + b"\xf0\x9f\x98") not in allowed  # 中 is U+4E2D
 
 
 @pytest.mark.parametrize(
