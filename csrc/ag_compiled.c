@@ -109,7 +109,7 @@ size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   size_t n = ag_compiled_counted_bytes(c) + sizeof *v;
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
   n += ((size_t)v->max_token_len + 1) * sizeof *v->n_longer; /* the index by length */
-  n += (ag_pos_words(v) + ag_mask_words(v)) * sizeof *v->plain; /* the plain tokens */
+  n += (2 * ag_pos_words(v) + ag_mask_words(v)) * sizeof *v->plain; /* the plain tokens, and to skip */
   return n + (size_t)v->n_sorted * (2 * sizeof(int32_t) + sizeof(uint16_t));
 }
 

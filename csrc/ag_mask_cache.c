@@ -604,21 +604,25 @@ static ag_status ag_any_entry(const ag_classify *w, const ag_vocab *v, ag_state_
 
 /* Walks the vocabulary for `state`'s classes; with `any` (not NULL), also its
  * "any follow" entry, from the same walk. `plain` is the state's plain depth
- * when the caller has it, else AG_PLAIN_UNKNOWN. */
+ * when the caller has it (and `refuses`, ag_plain_depth's), else
+ * AG_PLAIN_UNKNOWN. */
 static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, const uint32_t *follow, double deadline, uint32_t plain,
-                            ag_state_masks **out, ag_state_masks **any, ag_error *err) {
+                            bool refuses, ag_state_masks **out, ag_state_masks **any,
+                            ag_error *err) {
   if (any) *any = NULL;
-  const uint32_t *safe = NULL;
+  const uint32_t *safe = NULL, *skip = NULL;
   uint32_t *owned = NULL;
   int32_t rule = g->state_rule[state];
   if (c->safe && g->rule_dispatch[rule]) {
     ag_status st = ag_safe_tokens(c, g, v, rule, &safe, err);
     if (st) return st;
   } else {
-    uint32_t d = plain != AG_PLAIN_UNKNOWN ? plain : ag_plain_depth(g, state, v->max_token_len);
+    uint32_t d = plain;
+    if (d == AG_PLAIN_UNKNOWN) d = ag_plain_depth(g, state, v->max_token_len, &refuses);
     if (d >= v->max_token_len) {
       safe = v->plain; /* every plain token is consumed by the state's own bytes */
+      if (refuses) skip = v->plain_skip; /* and those plain up to a control byte rejected */
     } else if (d > 0 && v->n_longer[d] < v->n_sorted / 2) {
       /* near a bound (a position of a bounded string): the plain tokens that fit */
       safe = owned = ag_plain_tokens_upto(v, d); /* out of memory: a walk of all */
@@ -632,7 +636,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     memcpy(w.entry->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
     memcpy(w.entry->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
   }
-  if (!st) st = ag_classify_all(&w, v, safe, err);
+  if (!st) st = ag_classify_all(&w, v, skip ? skip : safe, err);
   if (!st && any) st = ag_any_entry(&w, v, any, err);
   free(owned);
   st = ag_classify_end(&w, v, st, out, err);
@@ -871,7 +875,8 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
     ag_vcache_key any_key = {0};
     bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow);
-    uint32_t plain = by_follow ? ag_plain_depth(g, state, v->max_token_len) : AG_PLAIN_UNKNOWN;
+    bool refuses = false;
+    uint32_t plain = by_follow ? ag_plain_depth(g, state, v->max_token_len, &refuses) : AG_PLAIN_UNKNOWN;
     by_follow = by_follow && plain >= v->max_token_len &&
                 ag_class_key_refollow(&key, ag_any_follow, &any_key);
     bool any_found = false;
@@ -881,8 +886,8 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     origin = &c->n_derived;
     if (!st && !e) {
       ag_state_masks *any = NULL; /* the walk also gives the "any follow" entry, when missing */
-      st = ag_compute(c, g, v, state, follow, deadline, plain, &e, by_follow && !any_found ? &any : NULL,
-                      err);
+      st = ag_compute(c, g, v, state, follow, deadline, plain, refuses, &e,
+                      by_follow && !any_found ? &any : NULL, err);
       if (any) ag_share_any(v, &any_key, any);
       origin = &c->n_walked;
     }

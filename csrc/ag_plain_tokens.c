@@ -111,7 +111,31 @@ static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s) {
   return true;
 }
 
-uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth) {
+ag_status ag_plain_skip_index(const ag_vocab *v, uint32_t **out, ag_error *err) {
+  uint32_t *bits = malloc(ag_pos_words(v) * sizeof *bits);
+  if (!bits) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  memcpy(bits, v->plain, ag_pos_words(v) * sizeof *bits);
+  for (int32_t i = 0; i < v->n_sorted; i++) {
+    uint32_t len, k = 0;
+    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+    int u = 0;
+    for (; k < len && u >= 0 && !(u == 0 && tok[k] < 0x20); k++) u = ag_plain_step(u, tok[k]);
+    if (k < len && u == 0 && tok[k] < 0x20) ag_bit_set(bits, i);
+  }
+  *out = bits;
+  return AG_OK;
+}
+
+/* Whether state s, reached between characters, refuses a control byte outright
+ * (see ag_plain_depth's `refuses`); byte edges are sorted, so the first one tells. */
+static bool ag_plain_refuses_control(const ag_grammar *g, int32_t s) {
+  const ag_state *st = &g->states[s];
+  if (st->accepting || st->rule_begin != st->rule_end) return false;
+  return st->byte_begin == st->byte_end || g->byte_edges[st->byte_begin].lo >= 0x20;
+}
+
+uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses) {
+  if (refuses) *refuses = false;
   if (depth > 0 && !ag_plain_first_bytes(g, state)) return 0;
   ag_plain_sim *x = calloc(1, sizeof *x);
   if (!x) return 0; /* out of memory: the ordinary walk is always right */
@@ -128,6 +152,11 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth) {
                            ag_plain_edges[e].to, x->depth[head] + 1);
     if (!ok) found = x->depth[head];
   }
+  /* Every pair met (a superset of those within the depth found) between characters. */
+  bool all = found == depth;
+  for (int32_t k = 0; all && refuses && k < x->n; k++)
+    if (x->queue[k].u == 0 && !ag_plain_refuses_control(g, x->queue[k].state)) all = false;
+  if (refuses) *refuses = all;
   free(x);
   return found;
 }

@@ -73,6 +73,10 @@ EDGE_TOKENS = [
     "中".encode() + b"\xf0\x9f\x98",
     b"\xe0\x80",  # an overlong form's start: never plain
     b"\xed\xa0",  # a surrogate's start: never plain
+    b"hello\n\n",  # plain up to a control byte: refused where none may follow plain text
+    b"hi\n",
+    "é".encode() + b"\t!",
+    b"\xe4\n",  # a control byte inside a character: not plain up to it
 ]
 
 
@@ -125,19 +129,25 @@ APPLIES = [
     # every character that starts E4 B8 missing: the token of those two bytes leads nowhere
     'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e00-\\u4e3f]* "\\""',
 ]
+#: Plain text that a control byte may follow: tokens plain up to one must still be walked.
+CONTROL_AFTER = [
+    'root ::= [^"\\\\\\x00-\\x1f]* ("\\n" "!")?',  # a newline after any plain text
+    'root ::= inner "\\n"\ninner ::= [^"\\\\\\x00-\\x1f]*',  # the rule may end, a newline follows
+    'root ::= "\\"" ([^"\\\\\\x00-\\x1f] | "\\t")* "\\""',  # one control byte taken
+]
 DOES_NOT_APPLY = [
     'root ::= [a-z ]* "."',  # no multi-byte characters
     'root ::= "\\"" [^"\\\\\\x00-\\x1fx]* "\\""',  # one plain character missing
 ]
 
 
-@pytest.mark.parametrize("source", APPLIES + DOES_NOT_APPLY)
+@pytest.mark.parametrize("source", APPLIES + CONTROL_AFTER + DOES_NOT_APPLY)
 def test_masks_equal_the_direct_walk(source: str) -> None:
     compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
     for seed in range(4):
         walk(compiled, random.Random(seed))
     stats = compiled.cache_stats
-    if source in APPLIES:
+    if source in APPLIES + CONTROL_AFTER:
         assert stats.plain > 0, stats
     else:
         assert stats.plain == 0, stats
@@ -160,6 +170,21 @@ def test_a_string_state_allows_exactly_the_plain_tokens_and_its_own() -> None:
         assert VOCAB.token_bytes.index(bad) not in allowed, bad
     for cut in (b"\xe4\xb8", b"a\xe4\xb8", "中".encode() + b"\xf0\x9f\x98"):
         assert VOCAB.token_bytes.index(cut) in allowed, cut
+    for control in (b"a\nb", b"hello\n\n", b"hi\n", "é".encode() + b"\t!", b"\xe4\n"):
+        assert VOCAB.token_bytes.index(control) not in allowed, control
+
+
+@pytest.mark.parametrize("source", CONTROL_AFTER)
+def test_plain_text_then_a_control_byte_where_one_may_follow(source: str) -> None:
+    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('"' if source.startswith('root ::= "') else "ab")
+    allowed = set(matcher.allowed_token_ids())
+    cached, direct = masks(matcher)
+    assert np.array_equal(cached, direct)
+    newline = VOCAB.token_bytes.index(b"hi\n") in allowed
+    tab = VOCAB.token_bytes.index("é".encode() + b"\t!") in allowed
+    assert (newline, tab) == ((False, True) if "\\t" in source else (True, False)), source
 
 
 def test_a_character_cut_short_is_allowed_only_where_it_can_be_finished() -> None:
