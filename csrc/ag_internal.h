@@ -231,7 +231,7 @@ struct ag_vocab {
   int32_t *n_longer;
   /* The plain tokens (ag_plain_tokens.h), in the layout of a dispatch's safe tokens. */
   uint32_t *plain;
-  uint32_t *plain_skip; /* [pos words] ag_plain_skip_index */
+  uint32_t *plain_skip; /* [pos words] ag_plain_tokens_index's `skip` */
   /* The sorted tokens as a bitset by id (ag_mask_words): a safe set by id starts from it. */
   uint32_t *sorted_by_id;
   _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */

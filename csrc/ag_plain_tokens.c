@@ -41,21 +41,31 @@ static int ag_plain_step(int u, uint8_t c) {
   return -1;
 }
 
-ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err) {
+ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **plain, uint32_t **skip,
+                                ag_error *err) {
   uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
-  if (!bits) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  uint32_t *skips = calloc(ag_pos_words(v), sizeof *skips);
+  if (!bits || !skips) {
+    free(bits);
+    free(skips);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  }
   uint32_t *ids = bits + ag_pos_words(v);
   for (int32_t i = 0; i < v->n_sorted; i++) {
-    uint32_t len;
+    uint32_t len, k = 0;
     const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
     int u = 0;
-    for (uint32_t k = 0; k < len && u >= 0; k++) u = ag_plain_step(u, tok[k]);
-    if (u >= 0) { /* whole characters, the last one possibly cut short */
+    for (; k < len && u >= 0 && !(u == 0 && tok[k] < 0x20); k++) u = ag_plain_step(u, tok[k]);
+    if (k == len && u >= 0) { /* whole characters, the last one possibly cut short */
       ag_bit_set(bits, i);
       ag_bit_set(ids, v->sorted_ids[i]);
+      ag_bit_set(skips, i);
+    } else if (k < len && u == 0) { /* stopped between characters: at a control byte */
+      ag_bit_set(skips, i);
     }
   }
-  *out = bits;
+  *plain = bits;
+  *skip = skips;
   return AG_OK;
 }
 
@@ -109,21 +119,6 @@ static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s) {
   for (int e = ag_plain_at[0]; e < ag_plain_at[1]; e++)
     if (!ag_plain_covers(g, NULL, s, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
   return true;
-}
-
-ag_status ag_plain_skip_index(const ag_vocab *v, uint32_t **out, ag_error *err) {
-  uint32_t *bits = malloc(ag_pos_words(v) * sizeof *bits);
-  if (!bits) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
-  memcpy(bits, v->plain, ag_pos_words(v) * sizeof *bits);
-  for (int32_t i = 0; i < v->n_sorted; i++) {
-    uint32_t len, k = 0;
-    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
-    int u = 0;
-    for (; k < len && u >= 0 && !(u == 0 && tok[k] < 0x20); k++) u = ag_plain_step(u, tok[k]);
-    if (k < len && u == 0 && tok[k] < 0x20) ag_bit_set(bits, i);
-  }
-  *out = bits;
-  return AG_OK;
 }
 
 /* Whether state s, reached between characters, refuses a control byte outright

@@ -29,10 +29,16 @@
  * classified by a walk of the whole vocabulary, as before. */
 #define AG_PLAIN_MAX_PAIRS 4096
 
-/* The plain tokens of v, in the layout of a dispatch's safe tokens
- * (ag_dispatch.h): a bitset over sorted positions, then one over token ids.
- * *out is the caller's to free. */
-ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err);
+/* In one pass over v: in *plain the plain tokens, in the layout of a
+ * dispatch's safe tokens (ag_dispatch.h): a bitset over sorted positions, then
+ * one over token ids; in *skip, over sorted positions, the plain tokens and
+ * those that are plain up to a control byte (ag_plain_depth's `refuses`): what
+ * a walk skips in a state that consumes the first and refuses the second, the
+ * first accepted (1,753 tokens of Llama-3.2 have plain text then a control
+ * byte: a third of those a JSON string's walk visited after the plain ones).
+ * Both are the caller's to free. */
+ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **plain, uint32_t **skip,
+                                ag_error *err);
 
 /* The largest d <= depth such that every plain string of up to d bytes is
  * consumed from `state` by byte edges alone (no rule edge). Below `depth`, the
@@ -43,13 +49,6 @@ ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **out, ag_error *err
  * edge and cannot end its rule (inside a JSON string). A token that is plain up
  * to a control byte is then rejected, whatever follows the rule. */
 uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses);
-
-/* Over sorted positions, the plain tokens and those that are plain up to a
- * control byte (ag_plain_depth's `refuses`): what a walk skips in a state that
- * consumes the first and refuses the second, the first accepted (1,753 tokens
- * of Llama-3.2 have plain text then a control byte: a third of those a JSON
- * string's walk visited after the plain ones). *out is the caller's to free. */
-ag_status ag_plain_skip_index(const ag_vocab *v, uint32_t **out, ag_error *err);
 
 /* The plain tokens of at most len bytes, in the layout of ag_plain_tokens_index:
  * those a state of plain depth len consumes. The caller frees it; NULL out of
