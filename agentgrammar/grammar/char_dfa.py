@@ -683,11 +683,12 @@ class CharDFA:
         d = self.trimmed()
         if not d.accepting[0] and not d.edges[0]:
             return None
+        children = [{t for _, _, t in row if t != s} for s, row in enumerate(d.edges)]
         indegree = [0] * len(d.edges)
-        for s, row in enumerate(d.edges):
-            for t in {t for _, _, t in row if t != s}:
+        for kids in children:
+            for t in kids:
                 indegree[t] += 1
-        small = _small_states(d.edges, indegree)
+        small = _small_states(children, indegree)
         names: Dict[int, str] = {}
         shared: Dict[int, Expr] = {}
 
@@ -724,17 +725,17 @@ class CharDFA:
         return ref(0, 0)
 
 
-def _small_states(edges: List[List[Edge]], indegree: List[int]) -> Set[int]:
+def _small_states(children: List[Set[int]], indegree: List[int]) -> Set[int]:
     """The states (not the start) that several others lead to, from which only a few
     states, and no cycle but self-loops, can be reached: at most ``_SHARED_SIZE``
-    alternatives and characters written out. Such a state is written as one expression
+    alternatives and characters written out. ``children[s]``: the states s leads to, s
+    itself left out; ``indegree[t]``: how many others lead to t. Such a state is written as one expression
     shared where it is reached, not as a rule: the C core then builds the whole
     automaton as bytes. A rule reference there (the "any string" after the first
     character of a key that is none of an object's names) made the mask cache resolve
     every token that crossed it with the Earley parser, 120k tokens on a 128k
     vocabulary, at the key's first visit."""
-    n = len(edges)
-    children = [{t for _, _, t in row if t != s} for s, row in enumerate(edges)]
+    n = len(children)
     parents: List[List[int]] = [[] for _ in range(n)]
     for s, kids in enumerate(children):
         for t in kids:
