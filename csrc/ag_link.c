@@ -58,14 +58,16 @@ static ag_status ag_link_alloc(ag_grammar *g, const ag_grammar *own, const ag_li
   g->n_states = (int32_t)states;
   g->n_byte_edges = (uint32_t)bytes;
   g->n_rule_edges = (uint32_t)redges;
-  g->rule_start = calloc(rules, sizeof *g->rule_start);
-  g->rule_nullable = calloc(rules, sizeof *g->rule_nullable);
-  g->rule_repeat = calloc(rules, sizeof *g->rule_repeat);
-  g->rule_trie = calloc(rules ? rules : 1, sizeof *g->rule_trie);
-  g->states = calloc(states ? states : 1, sizeof *g->states);
-  g->state_rule = calloc(states ? states : 1, sizeof *g->state_rule);
-  g->byte_edges = calloc(bytes ? bytes : 1, sizeof *g->byte_edges);
-  g->rule_edges = calloc(redges ? redges : 1, sizeof *g->rule_edges);
+  /* Not zeroed: ag_link_copy writes every rule, state and edge (zeroing them cost
+   * as much as copying the parts). */
+  g->rule_start = malloc((rules ? rules : 1) * sizeof *g->rule_start);
+  g->rule_nullable = malloc((rules ? rules : 1) * sizeof *g->rule_nullable);
+  g->rule_repeat = malloc((rules ? rules : 1) * sizeof *g->rule_repeat);
+  g->rule_trie = malloc((rules ? rules : 1) * sizeof *g->rule_trie);
+  g->states = malloc((states ? states : 1) * sizeof *g->states);
+  g->state_rule = malloc((states ? states : 1) * sizeof *g->state_rule);
+  g->byte_edges = malloc((bytes ? bytes : 1) * sizeof *g->byte_edges);
+  g->rule_edges = malloc((redges ? redges : 1) * sizeof *g->rule_edges);
   g->parts = calloc((size_t)(n_parts ? n_parts : 1), sizeof *g->parts);
   g->part_rule_begin = calloc((size_t)n_parts + 1, sizeof *g->part_rule_begin);
   g->part_hidden_begin = calloc((size_t)n_parts + 1, sizeof *g->part_hidden_begin);

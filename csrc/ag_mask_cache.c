@@ -24,8 +24,11 @@
 enum { AG_WALK_BYTES = 0, AG_WALK_DISPATCH = 1, AG_WALK_HYBRID = 2 };
 
 struct ag_mask_cache {
-  int32_t n_states;
-  _Atomic(ag_state_masks *) *entries; /* [n_states], NULL until computed */
+  /* The states this cache holds: [first_state, n_states). A linked grammar's part
+   * states come first and are served by the parts' own caches (ag_compiled.c), so
+   * a request for 500 tools allocates entries for its own few states only. */
+  int32_t first_state, n_states;
+  _Atomic(ag_state_masks *) *entries; /* [n_states - first_state], NULL until computed */
   int32_t n_rules;
   /* [n_rules] a dispatch rule's safe tokens as a sorted-position bitset, NULL
    * until computed; the array is NULL when the grammar has no dispatch rule. */
@@ -46,12 +49,19 @@ struct ag_mask_cache {
   atomic_size_t bytes;
 };
 
+/* The published classes of state s, NULL when not computed or not held here. */
+static const ag_state_masks *ag_entry(ag_mask_cache *c, int32_t s) {
+  if (s < c->first_state || s >= c->n_states) return NULL;
+  return atomic_load_explicit(&c->entries[s - c->first_state], memory_order_acquire);
+}
+
 ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err) {
   *out = NULL;
-  int32_t n_states = g->n_states;
+  int32_t first = g->n_parts ? g->part_state_begin[g->n_parts] : 0;
+  int32_t n_own = g->n_states - first;
   ag_mask_cache *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
-  c->entries = calloc((size_t)(n_states ? n_states : 1), sizeof *c->entries);
+  c->entries = malloc((size_t)(n_own ? n_own : 1) * sizeof *c->entries);
   c->rule_walk = malloc((size_t)g->n_rules);
   c->rule_classified = calloc((size_t)g->n_rules + 1, sizeof *c->rule_classified);
   c->equiv = calloc((size_t)g->n_rules + 1, sizeof *c->equiv);
@@ -74,14 +84,17 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   }
   for (int32_t r = 0; r < g->n_rules; r++)
     c->rule_walk[r] = g->rule_dispatch && g->rule_dispatch[r] ? AG_WALK_DISPATCH : AG_WALK_BYTES;
-  for (int32_t s = 0; s < n_states; s++) {
+  /* Only the rules of own states are ever classified here (their walks read no
+   * other rule's mode), so part rules keep BYTES. */
+  for (int32_t s = first; s < g->n_states; s++) {
     int32_t r = g->state_rule[s];
     if (g->states[s].rule_begin != g->states[s].rule_end && c->rule_walk[r] == AG_WALK_BYTES)
       c->rule_walk[r] = AG_WALK_HYBRID;
   }
-  c->n_states = n_states;
+  c->first_state = first;
+  c->n_states = g->n_states;
   c->n_rules = g->n_rules;
-  for (int32_t s = 0; s < n_states; s++) atomic_init(&c->entries[s], NULL);
+  for (int32_t i = 0; i < n_own; i++) atomic_init(&c->entries[i], NULL);
   atomic_init(&c->n_walked, 0);
   atomic_init(&c->n_derived, 0);
   atomic_init(&c->n_shared, 0);
@@ -96,7 +109,7 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   size_t safe_bytes = c->safe ? (size_t)c->n_rules * sizeof *c->safe : 0;
   size_t rule_bytes = (size_t)c->n_rules * (1 + sizeof *c->rule_classified + sizeof *c->equiv +
                                             sizeof *c->equiv_none);
-  atomic_init(&c->bytes, sizeof *c + (size_t)n_states * sizeof *c->entries + safe_bytes + rule_bytes);
+  atomic_init(&c->bytes, sizeof *c + (size_t)n_own * sizeof *c->entries + safe_bytes + rule_bytes);
   *out = c;
   return AG_OK;
 }
@@ -120,7 +133,8 @@ void ag_state_masks_destroy(ag_state_masks *e) {
 
 void ag_mask_cache_free(ag_mask_cache *c) {
   if (!c) return;
-  for (int32_t s = 0; s < c->n_states; s++) ag_state_masks_free(atomic_load(&c->entries[s]));
+  for (int32_t i = 0; i < c->n_states - c->first_state; i++)
+    ag_state_masks_free(atomic_load(&c->entries[i]));
   if (c->safe_owned)
     for (int32_t r = 0; r < c->n_rules; r++) free(c->safe_owned[r]);
   free(c->safe_owned);
@@ -282,8 +296,7 @@ static ag_status ag_cover_by_predicted(ag_classify *w, ag_mask_cache *c, const a
     int32_t s = p->items.data[it].state;
     const ag_state *st_s = &w->g->states[s];
     if (s == w->state || st_s->byte_begin == st_s->byte_end) continue;
-    const ag_state_masks *e =
-        s < c->n_states ? atomic_load_explicit(&c->entries[s], memory_order_acquire) : NULL;
+    const ag_state_masks *e = ag_entry(c, s);
     if (!e) {
       covered = false;
     } else if (e->uncertain_bits) {
@@ -725,7 +738,7 @@ static ag_status ag_rule_equiv(ag_mask_cache *c, const ag_grammar *g, const ag_v
       int32_t begin, n;
       ag_depth_equiv_range(q, &begin, &n);
       for (int32_t s = begin; s < begin + n; s++)
-        if (atomic_load_explicit(&c->entries[s], memory_order_acquire)) ag_depth_equiv_note(q, s);
+        if (ag_entry(c, s)) ag_depth_equiv_note(q, s);
       ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
     } else {
       ag_depth_equiv_free(q);
@@ -751,7 +764,7 @@ static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_v
   uint32_t level;
   ag_depth_equiv_find(q, state, ag_derive_min_level(v), &rep, &level);
   if (rep < 0) return AG_OK;
-  const ag_state_masks *from = atomic_load_explicit(&c->entries[rep], memory_order_acquire);
+  const ag_state_masks *from = ag_entry(c, rep);
   if (from) st = ag_derive(c, g, v, state, follow, from, level, out, err);
   ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
   return st;
@@ -857,7 +870,11 @@ static void ag_note_classified(ag_mask_cache *c, const ag_grammar *g, const ag_v
 ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, double deadline, const ag_state_masks **out,
                             ag_error *err) {
-  ag_state_masks *e = atomic_load_explicit(&c->entries[state], memory_order_acquire);
+  if (state < c->first_state || state >= c->n_states)
+    return ag_fail(err, AG_ERR_INVALID, -1, "state %d is not held by this cache (states %d to %d)",
+                   state, c->first_state, c->n_states - 1);
+  _Atomic(ag_state_masks *) *slot = &c->entries[state - c->first_state];
+  ag_state_masks *e = atomic_load_explicit(slot, memory_order_acquire);
   if (e) {
     *out = e;
     return AG_OK;
@@ -904,7 +921,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (keyed) ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
   /* Two threads may compute the same state; the first to publish wins. */
   ag_state_masks *expected = NULL;
-  if (atomic_compare_exchange_strong_explicit(&c->entries[state], &expected, e,
+  if (atomic_compare_exchange_strong_explicit(slot, &expected, e,
                                               memory_order_acq_rel, memory_order_acquire)) {
     if (!e->shared) ag_cache_grow(c, v, e->bytes);
     atomic_fetch_add(origin, 1);
