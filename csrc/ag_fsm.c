@@ -530,6 +530,10 @@ static void ag_node_size(ag_builder *b, int32_t i) {
       break;
     }
     case AG_NODE_DISPATCH: size = AG_UNROLL_BUDGET + 1; break; /* never copied */
+    case AG_NODE_SWITCH: /* rule edges: cost 0 */
+      for (int32_t k = 0, at = 2; k < p[1] && size <= AG_UNROLL_BUDGET; k++, at += 2 + p[at + 1])
+        size += 1 + (uint64_t)p[at + 1];
+      break;
     default: break; /* a rule reference: one edge */
   }
   b->inline_cost[i] = (uint32_t)(cost > AG_INLINE_MAX ? AG_INLINE_MAX + 1 : cost);
@@ -610,6 +614,19 @@ static ag_status ag_nfa_ruleref(ag_builder *b, int32_t r, int32_t from, int32_t 
   return ag_nfa_edge_add(b, from, to, AG_NFA_RULE, 0, 0, r);
 }
 
+/* Each word as a chain of bytes to a fresh state, then its rule. */
+static ag_status ag_nfa_switch(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  ag_status st = AG_OK;
+  const int32_t *w = p + 2; /* laid out as a LITERAL node after its rule: w[1] bytes from w + 2 */
+  for (int32_t k = 0; !st && k < p[1]; k++, w += 2 + w[1]) {
+    int32_t mid = -1;
+    st = ag_nfa_state(b, &mid);
+    if (!st) st = ag_nfa_literal(b, w, from, mid);
+    if (!st) st = ag_nfa_ruleref(b, w[0], mid, to);
+  }
+  return st;
+}
+
 static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
   const int32_t *p = ag_ir_node(b->ir, t.node);
   switch (p[0]) {
@@ -622,6 +639,7 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
       return b->counted[t.node] ? ag_nfa_counted(b, t.node, t.from, t.to)
                                 : ag_nfa_repeat(b, p, t.from, t.to);
     case AG_NODE_DISPATCH: return ag_nfa_dispatch(b, p, t.from, t.to);
+    case AG_NODE_SWITCH: return ag_nfa_switch(b, p, t.from, t.to);
     default: /* ag_ir_parse rejected every other kind */
       return ag_fail(b->err, AG_ERR_INVALID, b->rule, "node %d: unknown kind", (int)t.node);
   }
@@ -1338,6 +1356,17 @@ static ag_status ag_trie_shape(ag_builder *b, int32_t node, bool *is_trie) {
   const int32_t *p = ag_ir_node(b->ir, node);
   ag_trie_entry e;
   *is_trie = false;
+  if (p[0] == AG_NODE_SWITCH && p[1] >= 2) { /* words are non-empty (ag_ir.c) */
+    b->trie.entries.len = 0;
+    const int32_t *w = p + 2;
+    for (int32_t k = 0; k < p[1]; k++, w += 2 + w[1]) {
+      if (ag_inline_cost(b, w[0])) return AG_OK;
+      ag_trie_entry we = {w + 2, w[1], w[0]};
+      if (!ag_vec_push(&b->trie.entries, we)) return ag_nomem(b);
+    }
+    *is_trie = true;
+    return AG_OK;
+  }
   if (p[0] != AG_NODE_CHOICE || p[1] < 2) return AG_OK;
   b->trie.entries.len = 0;
   for (int32_t k = 0; k < p[1]; k++) {

@@ -20,7 +20,8 @@ enum {
   AG_NODE_CHOICE = 4,  /* n, child * n */
   AG_NODE_RULEREF = 5, /* rule */
   AG_NODE_REPEAT = 6,  /* child, min, max (-1 = unbounded) */
-  AG_NODE_DISPATCH = 7 /* flags, n_words, (rule, len, byte * len) * n_words: see ag_dispatch.h */
+  AG_NODE_DISPATCH = 7, /* flags, n_words, (rule, len, byte * len) * n_words: see ag_dispatch.h */
+  AG_NODE_SWITCH = 8    /* n, (rule, len, byte * len) * n: one of the words, then its rule */
 };
 
 /*

@@ -20,6 +20,7 @@ static const char *ag_node_kind_name(int32_t kind) {
     case AG_NODE_RULEREF: return "RULEREF";
     case AG_NODE_REPEAT: return "REPEAT";
     case AG_NODE_DISPATCH: return "DISPATCH";
+    case AG_NODE_SWITCH: return "SWITCH";
     default: return "?";
   }
 }
@@ -214,6 +215,38 @@ static ag_status ag_ir_check_dispatch(const ag_ir *ir, int32_t i, const int32_t 
   return AG_OK;
 }
 
+/* A SWITCH (a request's choice of tool calls, say): n >= 1 entries, each a rule
+ * and a non-empty byte string, the same layout as a DISPATCH word. */
+static ag_status ag_ir_check_switch(const ag_ir *ir, int32_t i, const int32_t *p, ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 1, err);
+  if (st) return st;
+  if (p[1] < 1)
+    return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 " (SWITCH): %" PRId32 " words, need 1 or more",
+                   i, p[1]);
+  int64_t avail = (int64_t)ir->n_data - ir->offset[i] - 2;
+  const int32_t *w = p + 2;
+  for (int32_t k = 0; k < p[1]; k++) {
+    if (avail < 2 || w[1] < 1 || w[1] > avail - 2)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (SWITCH): word %" PRId32 " is empty or runs past the end of data",
+                     i, k);
+    if (w[0] < 0 || (int64_t)w[0] >= (int64_t)ir->n_rules + ir->n_external)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (SWITCH): word %" PRId32 " names rule %" PRId32
+                     " (grammar has %" PRId32 " rules)",
+                     i, k, w[0], ir->n_rules + ir->n_external);
+    for (int32_t b = 0; b < w[1]; b++)
+      if (w[2 + b] < 0 || w[2 + b] > 255)
+        return ag_fail(err, AG_ERR_INVALID, -1,
+                       "node %" PRId32 " (SWITCH): word %" PRId32 " byte %" PRId32 " is %" PRId32
+                       ", not in 0..255",
+                       i, k, b, w[2 + b]);
+    avail -= 2 + (int64_t)w[1];
+    w += 2 + w[1];
+  }
+  return AG_OK;
+}
+
 static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
   int32_t off = ir->offset[i];
   if (off < 0 || off >= ir->n_data)
@@ -229,6 +262,7 @@ static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
     case AG_NODE_RULEREF: return ag_ir_check_ruleref(ir, i, p, err);
     case AG_NODE_REPEAT: return ag_ir_check_repeat(ir, i, p, err);
     case AG_NODE_DISPATCH: return ag_ir_check_dispatch(ir, i, p, err);
+    case AG_NODE_SWITCH: return ag_ir_check_switch(ir, i, p, err);
     default:
       return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 ": unknown kind %" PRId32, i, p[0]);
   }

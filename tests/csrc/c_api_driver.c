@@ -61,6 +61,26 @@ static const int32_t TRIE_GRAMMAR[] = {
     4, 3, 0, 3, 4,              /* node 5: CHOICE */
 };
 
+/* root ::= SWITCH("ab" one, "a" two), one ::= "1", two ::= "12": small rules, inlined, so the
+ * switch is built as an NFA */
+static const int32_t SWITCH_GRAMMAR[] = {
+    0x52494741, 1,  /* magic, version */
+    3, 0, 3, 16,    /* n_rules, root, n_nodes, n_data */
+    2, 0, 1,        /* bodies */
+    0, 3, 7,        /* node offsets */
+    1, 1, '1',                         /* node 0: LITERAL "1" */
+    1, 2, '1', '2',                    /* node 1: LITERAL "12" */
+    8, 2, 1, 2, 'a', 'b', 2, 1, 'a',   /* node 2: SWITCH "ab" -> rule 1, "a" -> rule 2 */
+};
+
+/* root ::= SWITCH("ab" part, "x" part), part rule 0 = n_rules + 0: built as a trie */
+static const int32_t SWITCH_LINKED_GRAMMAR[] = {
+    0x52494741, 1, 1, 0, 1, 9, /* header */
+    0,                         /* body of rule 0 = node 0 */
+    0,                         /* node offsets */
+    8, 2, 1, 2, 'a', 'b', 1, 1, 'x', /* node 0: SWITCH */
+};
+
 /* root ::= ("ab"){2,100000} digit{300,}, digit ::= [0-9]: both repeats are counted, not unrolled */
 static const int32_t COUNTED_GRAMMAR[] = {
     0x52494741, 1,  /* magic, version */
@@ -244,6 +264,8 @@ static void test_trie_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled 
   test_link_corruptions(v, TRIE_GRAMMAR, n, part_grammar, part);
 }
 
+static void test_switch_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled *part);
+
 static void test_link(ag_vocab *v) {
   ag_grammar *g = NULL, *plain = NULL, *part_grammar = NULL;
   ag_compiled *c = NULL, *part = NULL;
@@ -271,6 +293,7 @@ static void test_link(ag_vocab *v) {
   ag_compiled_free(c);
   test_link_corruptions(v, LINKED_GRAMMAR, n, part_grammar, part);
   test_trie_linked(v, part_grammar, part);
+  test_switch_linked(v, part_grammar, part);
   ag_compiled_free(part);
   ag_grammar_free(part_grammar);
 }
@@ -319,6 +342,59 @@ static void test_counted_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compil
   CHECK(ag_matcher_can_end(m));
   ag_matcher_free(m);
   ag_compiled_free(c);
+}
+
+static void test_switch(ag_vocab *v) {
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  size_t n = sizeof SWITCH_GRAMMAR / sizeof SWITCH_GRAMMAR[0];
+  CHECK(ag_grammar_load(SWITCH_GRAMMAR, n, &g, &err) == AG_OK);
+  if (!g) return;
+  CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2))); /* "a", "ab" */
+  CHECK(ag_matcher_accept_token(m, 2, &ok, &err) == AG_OK && ok == 1); /* "ab" */
+  CHECK(mask_of(m) == (1u << 3));                                      /* then "1" only */
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"a12", 3, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"ab12", 4, &ok, &err) == AG_OK && ok == 0);
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  test_corruptions(v, SWITCH_GRAMMAR, n);
+  /* Word count 0, and a word of length 0: refused, not built. */
+  int32_t broken[sizeof SWITCH_GRAMMAR / sizeof SWITCH_GRAMMAR[0]];
+  memcpy(broken, SWITCH_GRAMMAR, sizeof broken);
+  broken[20] = 0; /* node 2's word count */
+  CHECK(ag_grammar_load(broken, n, &g, &err) == AG_ERR_INVALID && g == NULL);
+  memcpy(broken, SWITCH_GRAMMAR, sizeof broken);
+  broken[22] = 0; /* its first word's length */
+  CHECK(ag_grammar_load(broken, n, &g, &err) == AG_ERR_INVALID && g == NULL);
+}
+
+static void test_switch_linked(ag_vocab *v, ag_grammar *part_grammar, ag_compiled *part) {
+  ag_compiled *c = NULL;
+  ag_error err;
+  int ok = -1;
+  size_t n = sizeof SWITCH_LINKED_GRAMMAR / sizeof SWITCH_LINKED_GRAMMAR[0];
+  ag_matcher *m = linked_matcher(v, SWITCH_LINKED_GRAMMAR, n, part_grammar, part, &c);
+  if (!m) return;
+  CHECK(mask_of(m) == ((1u << 0) | (1u << 2) | (1u << 5))); /* "a", "ab", "x" */
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"x12", 3, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"abab", 4, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)"xx", 2, &ok, &err) == AG_OK && ok == 0);
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  test_link_corruptions(v, SWITCH_LINKED_GRAMMAR, n, part_grammar, part);
 }
 
 static void test_counted(ag_vocab *v) {
@@ -416,6 +492,7 @@ int main(void) {
   test_bad_inputs(v);
   test_dispatch(v);
   test_counted(v);
+  test_switch(v);
   test_link(v);
   test_batch(c);
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
