@@ -13,6 +13,8 @@ Example:
     >>> key = ["a"]
     >>> memo.get(key) is None, memo.put(key, 1), memo.get(key), memo.get(["a"])
     (True, 1, 1, None)
+    >>> memo.discard(key); memo.get(key) is None
+    True
     >>> memo.cache_clear(); len(memo)
     0
 """
@@ -55,6 +57,12 @@ class IdentityMemo(Generic[V]):
                 del entries[key]
         entries[id(obj)] = (obj, value)
         return value
+
+    def discard(self, obj: Any) -> None:
+        """Forget the entry of ``obj`` (this very object), if there is one."""
+        found = self._entries.get(id(obj))
+        if found is not None and found[0] is obj:
+            del self._entries[id(obj)]
 
     def cache_clear(self) -> None:
         """Forget every entry."""

@@ -11,6 +11,10 @@ The results depend only on the piece itself, never on the grammar around it, so 
 every stage is the same with or without them (``tests/grammar/test_pieces.py``). Pieces are
 kept by identity in a bounded memo (``memo.clear_memos`` empties it).
 
+A request's choice of hundreds of pieces (one call per tool) is new in every request, but what
+each stage needs of it is what it needs of the pieces: ``group`` gathers that from the pieces'
+information once, so no stage walks the choice item by item again.
+
 Example:
     >>> from agentgrammar.grammar.ir import Literal, Seq
     >>> e = Seq((Literal(b"a"), Literal(b"b")))
@@ -20,26 +24,32 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from collections import deque
+from typing import Any, Deque, Dict, Optional, Tuple
 
 from .memo import IdentityMemo
 
-__all__ = ["PieceInfo", "info", "mark"]
+__all__ = ["GROUPS_KEPT", "PieceInfo", "group", "info", "mark"]
 
 
 class PieceInfo:
     """What the stages derived from one piece, each filled the first time it is needed:
     ``refs`` (the rule names it references, after validation), ``unchanged`` (normalization
     leaves it as it is), ``embeds`` (the grammars it embeds, in order) and ``chunk`` (its
-    serialized nodes, ``serialize._Chunk``)."""
+    serialized nodes, ``serialize._Chunk``), ``word`` (its entry in a group's SWITCH node, or
+    False when it is not a literal then an embedded grammar). ``group``: for a choice of pieces
+    made by ``group``, its items' information, from which the serializer writes it (it has no
+    chunk of its own); None for any other piece."""
 
-    __slots__ = ("chunk", "embeds", "refs", "unchanged")
+    __slots__ = ("chunk", "embeds", "group", "refs", "unchanged", "word")
 
-    def __init__(self) -> None:
+    def __init__(self, group: Optional[Tuple["PieceInfo", ...]] = None) -> None:
         self.refs: Optional[Tuple[str, ...]] = None
         self.unchanged: Optional[bool] = None
         self.embeds: Optional[Tuple[Any, ...]] = None
         self.chunk: Any = None
+        self.word: Any = None
+        self.group = group
 
 
 _PIECES: "IdentityMemo[PieceInfo]" = IdentityMemo("IR pieces", limit=32768)
@@ -52,4 +62,43 @@ def mark(e: Any) -> Any:
     """Mark expression ``e`` as a piece (it must never change: IR is immutable); returns it."""
     if _PIECES.get(e) is None:
         _PIECES.put(e, PieceInfo())
+    return e
+
+
+#: How many ``group`` choices stay pieces: they are made per request and matter only while the
+#: request's grammar is built, so older ones are dropped rather than crowding out the pieces.
+GROUPS_KEPT = 16
+_GROUPS: Deque[Any] = deque()
+
+
+def group(e: Any) -> Any:
+    """Mark choice ``e``, whose items are all pieces, as a group: a piece whose references,
+    normalization and embedded grammars are gathered from its items' (those the stages have
+    worked out already; the rest each stage works out as for any piece). Returns ``e``; a choice
+    with an item that is not a piece stays as it is.
+
+    Example:
+        >>> from agentgrammar.grammar.ir import Choice, Literal, Seq
+        >>> a, b = mark(Seq((Literal(b"a"), Literal(b"1")))), mark(Seq((Literal(b"b"), Literal(b"2"))))
+        >>> len(info(group(Choice((a, b)))).group), info(group(Choice((a, Literal(b"c"))))) is None
+        (2, True)
+    """
+    infos = tuple(_PIECES.get(x) for x in e.items)
+    if any(i is None for i in infos):
+        return e
+    found = PieceInfo(group=infos)  # type: ignore[arg-type]
+    if all(i.refs is not None for i in infos):  # type: ignore[union-attr]
+        found.refs = tuple(r for i in infos for r in i.refs)  # type: ignore[union-attr]
+    if all(i.unchanged for i in infos):  # type: ignore[union-attr]
+        found.unchanged = True
+    if all(i.embeds is not None for i in infos):  # type: ignore[union-attr]
+        embeds: Dict[int, Any] = {}
+        for i in infos:
+            for g in i.embeds:  # type: ignore[union-attr]
+                embeds.setdefault(id(g), g)
+        found.embeds = tuple(embeds.values())
+    _PIECES.put(e, found)
+    _GROUPS.append(e)
+    while len(_GROUPS) > GROUPS_KEPT:
+        _PIECES.discard(_GROUPS.popleft())
     return e

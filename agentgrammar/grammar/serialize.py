@@ -18,6 +18,8 @@ Node kinds and payloads::
     7 DISPATCH  flags, n_words, (rule, len, byte * len) * n_words
                 flags: 1 loop after dispatch, 2 may end in free text (stop_eos);
                 rule: the rule a trigger opens, -1 a stop string, -2 an exclude
+    8 SWITCH    n, (rule, len, byte * len) * n     one of the words (non-empty), then its rule:
+                a choice of ``Seq((Literal, Embed))`` pieces (``pieces.group``) in one node
 
 A rule index at or past n_rules names a rule of a linked part (see ``Embed``).
 
@@ -28,6 +30,7 @@ Character classes are lowered to UTF-8 byte sequences here.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -46,6 +49,7 @@ KIND_CHOICE = 4
 KIND_RULEREF = 5
 KIND_REPEAT = 6
 KIND_DISPATCH = 7
+KIND_SWITCH = 8
 
 DISPATCH_LOOP = 1
 DISPATCH_END_IN_TEXT = 2
@@ -108,7 +112,10 @@ class _Writer:
         return self.expr(e)
 
     def _from_piece(self, e: Expr, piece: pieces.PieceInfo) -> int:
-        """Piece ``e``'s nodes, copied from its chunk (serialized on first use)."""
+        """Piece ``e``'s nodes, copied from its chunk (serialized on first use); a group's
+        items, each copied from its own."""
+        if piece.group is not None:
+            return self._switch(e, piece.group)
         if piece.chunk is None:
             piece.chunk = _Chunk(e)
         return self._copy(piece.chunk)
@@ -132,6 +139,25 @@ class _Writer:
         self.offsets.extend(map(len(self.data).__add__, chunk.offsets))
         self.data.extend(words)
         return base + chunk.root
+
+    def _switch(self, e: Any, items: Sequence[pieces.PieceInfo]) -> int:
+        """Group ``e`` (``pieces.group``; ``items``, its items' information): one SWITCH node
+        when every item is a literal then an embedded grammar (a request's calls, one per
+        tool), else its items one by one."""
+        chunks = [_INT32.pack(KIND_SWITCH), _INT32.pack(len(items))]
+        embed, pack = self._embed, _INT32.pack
+        for x, piece in zip(e.items, items):
+            word = piece.word
+            if word is None:
+                word = piece.word = _switch_word(x)
+            if not word:
+                return self._expr(e)
+            chunks.append(pack(embed(word[1])))
+            chunks.append(word[0])
+        idx = len(self.offsets)
+        self.offsets.append(len(self.data))
+        self.data.frombytes(b"".join(chunks))
+        return idx
 
     def _embed(self, grammar: Any) -> int:
         if self.embed_index is None:
@@ -189,6 +215,19 @@ class _Writer:
         if not kids:  # an empty class matches nothing: an empty byte set
             return self.node((KIND_BYTES, 0))
         return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+
+
+_INT32 = struct.Struct("=i")  # the buffer's words, in the byte order of array("i")
+
+
+def _switch_word(e: Expr) -> Any:
+    """Piece ``e``'s literal as the words ``len, *bytes`` (packed), and the grammar it embeds
+    after it, when it is ``Seq((Literal, Embed))`` with a non-empty literal; else False."""
+    items = e.items if type(e) is Seq else ()  # type: ignore[union-attr]
+    if len(items) != 2 or type(items[0]) is not Literal or type(items[1]) is not Embed:
+        return False
+    head = items[0].value
+    return (array("i", (len(head), *head)).tobytes(), items[1].grammar) if head else False
 
 
 class _Symbols(Dict[Any, int]):

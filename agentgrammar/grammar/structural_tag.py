@@ -299,7 +299,9 @@ class _Builder:
             raise StructuralTagError("triggered_tags needs at least one tag", path=path + ".tags")
         groups = self.trigger_groups(f.triggers, f.tags, path)
         if f.at_least_one:
-            any_tag = choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+            any_tag = _group(
+                choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+            )
             if any_tag is None:
                 return None
             if f.stop_after_first:
@@ -315,12 +317,14 @@ class _Builder:
         out: Dict[str, Optional[RuleRef]] = {}
         for t, idx in groups.items():
             alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
-            body = choice(_share_tails(alts))
+            body = _group(choice(_share_tails(alts)))
             out[t] = None if body is None else self.rule("tag", body)
         return out
 
     def fmt_tags_with_separator(self, f: st.TagsWithSeparator, path: str) -> Optional[Expr]:
-        any_tag = choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+        any_tag = _group(
+            choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+        )
         if any_tag is None:
             return None if f.at_least_one else EMPTY
         one = self.rule("tag", any_tag)
@@ -342,6 +346,11 @@ class _Builder:
             inner = self.convert(fmt, f"{path}.rules[{i}][1]")
             rests[t] = None if inner is None else self.rule("dispatch_rule", inner)
         return self.free_text_loop(triggers, rests, f.excludes, loop=f.loop)
+
+
+def _group(e: Optional[Expr]) -> Optional[Expr]:
+    """A choice of tags, as a ``pieces.group`` when its items are pieces (calls of known tools)."""
+    return pieces.group(e) if type(e) is Choice else e
 
 
 def _first_start(text: str, starts: Sequence[str]) -> Optional[str]:

@@ -24,6 +24,7 @@ from agentgrammar import (
 )
 from agentgrammar.formats import get
 from agentgrammar.grammar import memo, pieces
+from agentgrammar.grammar import serialize as serialize_module
 from agentgrammar.grammar.ir import Choice, Embed, Literal, Rule, RuleRef, Seq
 from agentgrammar.grammar.serialize import serialize
 
@@ -83,11 +84,12 @@ def test_each_stage_works_on_a_piece_once() -> None:
     item = call_items(fmt.grammar(TOOLS))[0]
     found = pieces.info(item)
     assert found is not None and found.refs is not None and found.unchanged is True
-    assert found.embeds is not None and found.chunk is not None
-    chunk, refs = found.chunk, found.refs
+    # A call is written as its word of the request's SWITCH node (``pieces.group``).
+    assert found.embeds is not None and found.word and found.chunk is None
+    word, refs = found.word, found.refs
     g = fmt.grammar(list(reversed(TOOLS)))
     g.to_bytes()
-    assert found.chunk is chunk and found.refs is refs  # looked up, not derived again
+    assert found.word is word and found.refs is refs  # looked up, not derived again
     assert call_items(g)[-1] is item
 
 
@@ -174,3 +176,54 @@ def test_tail_parts_are_reused() -> None:
     second = {p.parts[0]: p for p in fmt.grammar(TOOLS[2:8]).parts}
     shared = set(first) & set(second)
     assert shared and all(first[a] is second[a] for a in shared)
+
+
+def node_kinds(data: bytes) -> List[int]:
+    """The kind of each node of a serialized grammar (``serialize``'s layout)."""
+    words = np.frombuffer(data, dtype=np.int32)
+    n_rules, n_nodes = int(words[2]), int(words[4])
+    offsets = words[6 + n_rules : 6 + n_rules + n_nodes]
+    body = words[6 + n_rules + n_nodes :]
+    return [int(body[o]) for o in offsets]
+
+
+def test_a_requests_calls_are_one_switch_node() -> None:
+    """The choice of calls is a group: written as one SWITCH node, a word per tool, and its
+    stages' information gathered from the calls' (no walk over them)."""
+    fmt = get("qwen3")
+    fmt.grammar(TOOLS).to_bytes()  # every call's information worked out once
+    g = fmt.grammar(TOOLS)
+    body = next(r.body for r in g.rules if isinstance(r.body, Choice))
+    group = pieces.info(body)
+    assert group is not None and group.group is not None and len(group.group) == len(TOOLS)
+    assert group.refs == () and group.unchanged is True
+    assert len(group.embeds) == len({json.dumps(t.parameters) for t in TOOLS})  # a tail part per schema
+    kinds = node_kinds(g.to_bytes())
+    assert kinds.count(serialize_module.KIND_SWITCH) == 1
+    assert kinds.count(serialize_module.KIND_SEQ) < len(TOOLS)  # no node per call
+    calls = [ToolCall(t.name, {"city": "Oslo"} if t.parameters is SCHEMA else {}) for t in TOOLS]
+    for call in calls:
+        assert g.accepts(fmt.render(AgentOutput(think="ok", tool_calls=[call]), tools=TOOLS))
+    assert not g.accepts(fmt.render(AgentOutput(think="ok", tool_calls=[ToolCall("tool_99", {})])))
+
+
+def test_a_group_of_other_pieces_is_written_item_by_item() -> None:
+    """Items that are not a literal then an embedded grammar: the same nodes as unmarked."""
+    items = tuple(pieces.mark(Seq((Literal(c.encode()), RuleRef("x")))) for c in "abc")
+    rules = [Rule("root", Choice(items)), Rule("x", Literal(b"!"))]
+    part = Grammar.from_regex("[0-9]")
+    expect = serialize(rules, "root", lambda g: 7)
+    pieces.group(rules[0].body)
+    assert pieces.info(rules[0].body).group is not None
+    assert serialize(rules, "root", lambda g: 7) == expect
+    embeds = tuple(pieces.mark(Seq((Literal(c.encode()), Embed(part)))) for c in "ab")
+    switch = [Rule("root", pieces.group(Choice(embeds)))]
+    assert node_kinds(serialize(switch, "root", lambda g: 7)) == [serialize_module.KIND_SWITCH]
+
+
+def test_only_the_latest_groups_stay_pieces() -> None:
+    items = tuple(pieces.mark(Seq((Literal(c.encode()), Literal(b"!")))) for c in "ab")
+    groups = [pieces.group(Choice(items)) for _ in range(pieces.GROUPS_KEPT + 1)]
+    assert pieces.info(groups[0]) is None
+    assert all(pieces.info(g) is not None for g in groups[1:])
+    assert all(pieces.info(x) is not None for x in items)  # the items stay pieces
