@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from typing import Any, Deque, Dict, Optional, Tuple
 
@@ -68,7 +69,9 @@ def mark(e: Any) -> Any:
 #: How many ``group`` choices stay pieces: they are made per request and matter only while the
 #: request's grammar is built, so older ones are dropped rather than crowding out the pieces.
 GROUPS_KEPT = 16
-_GROUPS: Deque[Any] = deque()
+# The latest groups, weakly: after ``memo.clear_memos`` nothing here keeps them (and every piece
+# and grammar they reach) alive.
+_GROUPS: "Deque[weakref.ref[Any]]" = deque()
 
 
 def group(e: Any) -> Any:
@@ -98,7 +101,9 @@ def group(e: Any) -> Any:
                 embeds.setdefault(id(g), g)
         found.embeds = tuple(embeds.values())
     _PIECES.put(e, found)
-    _GROUPS.append(e)
+    _GROUPS.append(weakref.ref(e))
     while len(_GROUPS) > GROUPS_KEPT:
-        _PIECES.discard(_GROUPS.popleft())
+        old = _GROUPS.popleft()()
+        if old is not None:
+            _PIECES.discard(old)
     return e

@@ -227,3 +227,17 @@ def test_only_the_latest_groups_stay_pieces() -> None:
     assert pieces.info(groups[0]) is None
     assert all(pieces.info(g) is not None for g in groups[1:])
     assert all(pieces.info(x) is not None for x in items)  # the items stay pieces
+
+
+def test_cleared_groups_are_not_kept_alive() -> None:
+    """After ``clear_memos`` nothing keeps a group (and the pieces and grammars it reaches)."""
+    import gc
+    import weakref
+
+    items = tuple(pieces.mark(Seq((Literal(c.encode()), Literal(b"!")))) for c in "ab")
+    ref = weakref.ref(pieces.group(Choice(items)))
+    gc.collect()
+    assert ref() is not None  # a piece while it is among the latest groups
+    memo.clear_memos()
+    gc.collect()
+    assert ref() is None
