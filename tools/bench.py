@@ -843,7 +843,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "--batch-threads", type=int, default=min(8, os.cpu_count() or 1), help="threads of the batch workload"
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 500])
-    parser.add_argument("--requests", type=int, default=3, help="random subsets (requests) per size")
+    parser.add_argument("--requests", type=int, default=5, help="random subsets (requests) per size")
     parser.add_argument("--registry", type=int, default=500, help="BFCL tools in the registry")
     parser.add_argument("--maskbench-sample", type=int, default=200)
     parser.add_argument("--hf-repeats", type=int, default=5)
