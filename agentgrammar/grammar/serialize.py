@@ -112,8 +112,8 @@ class _Writer:
         return self.expr(e)
 
     def _from_piece(self, e: Expr, piece: pieces.PieceInfo) -> int:
-        """Piece ``e``'s nodes, copied from its chunk (serialized on first use); a group's
-        items, each copied from its own."""
+        """Piece ``e``'s nodes, copied from its chunk (serialized on first use); a group
+        (``pieces.group``) is written from its items' information (``_switch``)."""
         if piece.group is not None:
             return self._switch(e, piece.group)
         if piece.chunk is None:
