@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from typing import Any, Deque, Dict, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .memo import IdentityMemo
 
@@ -74,10 +74,11 @@ GROUPS_KEPT = 16
 _GROUPS: "Deque[weakref.ref[Any]]" = deque()
 
 
-def group(e: Any) -> Any:
+def group(e: Any, infos: Optional[Sequence[Optional[PieceInfo]]] = None) -> Any:
     """Mark choice ``e``, whose items are all pieces, as a group: a piece whose references,
     normalization and embedded grammars are gathered from its items' (those the stages have
-    worked out already; the rest each stage works out as for any piece). Returns ``e``; a choice
+    worked out already; the rest each stage works out as for any piece). ``infos``: the items'
+    information when the caller has it at hand (``info`` of each item). Returns ``e``; a choice
     with an item that is not a piece stays as it is.
 
     Example:
@@ -86,20 +87,31 @@ def group(e: Any) -> Any:
         >>> len(info(group(Choice((a, b)))).group), info(group(Choice((a, Literal(b"c"))))) is None
         (2, True)
     """
-    infos = tuple(_PIECES.get(x) for x in e.items)
-    if any(i is None for i in infos):
-        return e
-    found = PieceInfo(group=infos)  # type: ignore[arg-type]
-    if all(i.refs is not None for i in infos):  # type: ignore[union-attr]
-        found.refs = tuple(r for i in infos for r in i.refs)  # type: ignore[union-attr]
-    if all(i.unchanged for i in infos):  # type: ignore[union-attr]
-        found.unchanged = True
-    if all(i.embeds is not None for i in infos):  # type: ignore[union-attr]
-        embeds: Dict[int, Any] = {}
-        for i in infos:
-            for g in i.embeds:  # type: ignore[union-attr]
-                embeds.setdefault(id(g), g)
-        found.embeds = tuple(embeds.values())
+    if infos is None:
+        get = _PIECES.get
+        infos = [get(x) for x in e.items]
+    refs: Optional[List[str]] = []
+    embeds: Optional[Dict[int, Any]] = {}
+    unchanged = True
+    for i in infos:  # one pass: a request's calls are hundreds of objects, each touched once
+        if i is None:
+            return e
+        if refs is not None:
+            if i.refs is None:
+                refs = None
+            elif i.refs:
+                refs.extend(i.refs)
+        if embeds is not None:
+            if i.embeds is None:
+                embeds = None
+            else:
+                for g in i.embeds:
+                    embeds.setdefault(id(g), g)
+        unchanged = unchanged and i.unchanged is True
+    found = PieceInfo(group=tuple(infos))  # type: ignore[arg-type]
+    found.refs = None if refs is None else tuple(refs)
+    found.unchanged = True if unchanged else None
+    found.embeds = None if embeds is None else tuple(embeds.values())
     _PIECES.put(e, found)
     _GROUPS.append(weakref.ref(e))
     while len(_GROUPS) > GROUPS_KEPT:

@@ -317,7 +317,12 @@ class _Builder:
         out: Dict[str, Optional[RuleRef]] = {}
         for t, idx in groups.items():
             alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
-            body = _group(choice(_share_tails(alts)))
+            shared, infos = _share_tails(alts)
+            body = choice(shared)  # with ``infos``, every item is a split call: kept as it is
+            if infos is not None and type(body) is Choice:
+                body = pieces.group(body, infos)
+            else:
+                body = _group(body)
             out[t] = None if body is None else self.rule("tag", body)
         return out
 
@@ -385,7 +390,7 @@ class _Split:
 
     def __init__(self, begin: bytes, args: Grammar, end: bytes) -> None:
         self.begin, self.args, self.end, self.nigeb = begin, args, end, begin[::-1]
-        self.split: Dict[bytes, Expr] = {}
+        self.split: Dict[bytes, Tuple[Expr, Optional[pieces.PieceInfo]]] = {}  # tail -> (piece, its info)
 
 
 def _call_shape(e: Optional[Expr]) -> Optional[_Split]:
@@ -404,26 +409,32 @@ def _call_shape(e: Optional[Expr]) -> Optional[_Split]:
     return _SPLIT_IR.put(e, _Split(items[0].value, items[1].grammar, end))
 
 
-def _share_tails(alts: List[Optional[Expr]]) -> List[Optional[Expr]]:
+def _share_tails(
+    alts: List[Optional[Expr]],
+) -> Tuple[List[Optional[Expr]], Optional[List[Optional[pieces.PieceInfo]]]]:
     """The alternatives of one trigger's tags, with what follows their distinct heads moved
     into a part per call: ``head tail Embed(args) end`` becomes ``head Embed(P)``, P the grammar
     ``tail Embed(args) end``, where ``tail`` is the end that every call's begin shares (for
     Hermes calls, ``", "arguments": ``). The language is the same; the request's own
     automaton keeps only the heads (the tool names), which is what a request must build, and
-    P, the same in every request offering the tool, is compiled once like the arguments."""
+    P, the same in every request offering the tool, is compiled once like the arguments.
+    Also returns the piece information of each alternative when every one was split (None
+    otherwise), kept with the split form so that ``pieces.group`` need not look it up."""
     shapes = [_call_shape(a) for a in alts]
     calls = [s for s in shapes if s is not None]
     if len(calls) < 2:
-        return alts
+        return alts, None
     tail = os.path.commonprefix([c.nigeb for c in calls])[::-1]  # noqa: RUF071 (bytes, byte by byte)
     keep = min(len(tail), min(len(c.begin) for c in calls) - 1)  # every head keeps a byte
     tail = tail[len(tail) - keep :] if keep > 0 else b""
     if not tail:
-        return alts
+        return alts, None
     out: List[Optional[Expr]] = []
+    infos: Optional[List[Optional[pieces.PieceInfo]]] = []
     for a, shape in zip(alts, shapes):
         if shape is None:
             out.append(a)
+            infos = None
             continue
         found = shape.split.get(tail)
         if found is None:
@@ -433,9 +444,12 @@ def _share_tails(alts: List[Optional[Expr]]) -> List[Optional[Expr]]:
                 body = seq([Literal(tail), Embed(shape.args), Literal(shape.end)])
                 part = parts[(tail, shape.end)] = Grammar.from_rules([Rule("root", body)])
             head = Literal(shape.begin[: len(shape.begin) - len(tail)])
-            found = shape.split[tail] = pieces.mark(Seq((head, Embed(part))))
-        out.append(found)
-    return out
+            piece = pieces.mark(Seq((head, Embed(part))))
+            found = shape.split[tail] = (piece, pieces.info(piece))
+        out.append(found[0])
+        if infos is not None:
+            infos.append(found[1])
+    return out, infos
 
 
 class _SchemaGrammars:

@@ -160,7 +160,7 @@ def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch)
     tail_parts = [p for p in split.parts if p.parts]  # each: tail, the arguments, the end
     assert len(tail_parts) == len({json.dumps(t.parameters) for t in tools})  # one per schema
     assert all(p.rules[0].body.items[0] == Literal(b'", "arguments": ') for p in tail_parts)
-    monkeypatch.setattr(stc, "_share_tails", lambda alts: alts)
+    monkeypatch.setattr(stc, "_share_tails", lambda alts: (alts, None))
     whole = fmt.grammar(tools)
     assert not any(p.parts for p in whole.parts)
     used = [t for t in tools if t.parameters is SCHEMA][:2] or tools[:1]
