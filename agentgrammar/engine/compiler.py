@@ -251,12 +251,13 @@ class Compiler:
     def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
         """``_part`` of each grammar; the kept ones are looked up under one lock (a request
         for 500 known tools links 500 parts)."""
-        keys = [_content_key(g) for g in grammars]
+        keys = _content_keys(grammars)
         with self._lock:
-            found = [self._parts.get(key) for key in keys]
+            get, touch = self._parts.get, self._lru.move_to_end
+            found = [get(key) for key in keys]
             for key, compiled in zip(keys, found):
                 if compiled is not None:
-                    self._lru.move_to_end((True, key))
+                    touch((True, key))
         return [c if c is not None else self._part(g) for c, g in zip(found, grammars)]
 
     def _part(self, grammar: Grammar) -> CompiledGrammar:
@@ -344,11 +345,17 @@ def _content_key(grammar: Grammar) -> bytes:
     key = grammar._key
     if key is None:
         h = hashlib.blake2b(grammar.to_bytes(), digest_size=20)
-        for part in grammar.parts:
-            h.update(_content_key(part))
+        if grammar.parts:
+            h.update(b"".join(_content_keys(grammar.parts)))  # the same digest as one update per part
         key = h.digest()
         object.__setattr__(grammar, "_key", key)
     return key
+
+
+def _content_keys(grammars: Sequence[Grammar]) -> List[bytes]:
+    """``_content_key`` of each grammar (a request's hundreds of parts: the remembered keys
+    are read in place)."""
+    return [g._key if g._key is not None else _content_key(g) for g in grammars]
 
 
 @lru_cache(maxsize=1)
