@@ -165,27 +165,31 @@ static ag_status ag_ir_check_repeat(const ag_ir *ir, int32_t i, const int32_t *p
   return AG_OK;
 }
 
-/* One word of a DISPATCH node at p: its rule, then a non-empty byte string. */
+/* Word k of DISPATCH or SWITCH node i, at p, with `avail` data words left: its
+ * rule (at least min_rule: a DISPATCH word may be a stop string or an exclude),
+ * then a non-empty byte string. */
 static ag_status ag_ir_check_word(const ag_ir *ir, int32_t i, int32_t k, const int32_t *p,
-                                  int64_t avail, ag_error *err) {
+                                  int64_t avail, int32_t min_rule, ag_error *err) {
+  const char *kind = ag_node_kind_name(ag_ir_node(ir, i)[0]);
+  int64_t n_rules = (int64_t)ir->n_rules + ir->n_external;
   if (avail < 2)
     return ag_fail(err, AG_ERR_INVALID, -1,
-                   "node %" PRId32 " (DISPATCH): word %" PRId32 " runs past the end of data", i, k);
-  if (p[0] < AG_DISPATCH_EXCLUDE || (int64_t)p[0] >= (int64_t)ir->n_rules + ir->n_external)
+                   "node %" PRId32 " (%s): word %" PRId32 " runs past the end of data", i, kind, k);
+  if (p[0] < min_rule || (int64_t)p[0] >= n_rules)
     return ag_fail(err, AG_ERR_INVALID, -1,
-                   "node %" PRId32 " (DISPATCH): word %" PRId32 " names rule %" PRId32
-                   " (grammar has %" PRId32 " rules)",
-                   i, k, p[0], ir->n_rules);
+                   "node %" PRId32 " (%s): word %" PRId32 " names rule %" PRId32
+                   " (grammar has %" PRId64 " rules)",
+                   i, kind, k, p[0], n_rules);
   if (p[1] < 1 || p[1] > avail - 2)
     return ag_fail(err, AG_ERR_INVALID, -1,
-                   "node %" PRId32 " (DISPATCH): word %" PRId32 " has bad length %" PRId32, i, k,
+                   "node %" PRId32 " (%s): word %" PRId32 " has bad length %" PRId32, i, kind, k,
                    p[1]);
   for (int32_t b = 0; b < p[1]; b++)
     if (p[2 + b] < 0 || p[2 + b] > 255)
       return ag_fail(err, AG_ERR_INVALID, -1,
-                     "node %" PRId32 " (DISPATCH): word %" PRId32 " byte %" PRId32
+                     "node %" PRId32 " (%s): word %" PRId32 " byte %" PRId32
                      " is %" PRId32 ", not in 0..255",
-                     i, k, b, p[2 + b]);
+                     i, kind, k, b, p[2 + b]);
   return AG_OK;
 }
 
@@ -202,7 +206,7 @@ static ag_status ag_ir_check_dispatch(const ag_ir *ir, int32_t i, const int32_t 
   int64_t avail = (int64_t)ir->n_data - ir->offset[i] - 3, total = 0;
   const int32_t *w = p + 3;
   for (int32_t k = 0; k < p[2]; k++) {
-    if ((st = ag_ir_check_word(ir, i, k, w, avail, err))) return st;
+    if ((st = ag_ir_check_word(ir, i, k, w, avail, AG_DISPATCH_EXCLUDE, err))) return st;
     total += w[1];
     avail -= 2 + (int64_t)w[1];
     w += 2 + w[1];
@@ -215,8 +219,8 @@ static ag_status ag_ir_check_dispatch(const ag_ir *ir, int32_t i, const int32_t 
   return AG_OK;
 }
 
-/* A SWITCH (a request's choice of tool calls, say): n >= 1 entries, each a rule
- * and a non-empty byte string, the same layout as a DISPATCH word. */
+/* A SWITCH (a request's choice of tool calls, say): n >= 1 words, each a rule
+ * and a non-empty byte string, laid out as a DISPATCH's. */
 static ag_status ag_ir_check_switch(const ag_ir *ir, int32_t i, const int32_t *p, ag_error *err) {
   ag_status st = ag_ir_check_fits(ir, i, 1, err);
   if (st) return st;
@@ -226,21 +230,7 @@ static ag_status ag_ir_check_switch(const ag_ir *ir, int32_t i, const int32_t *p
   int64_t avail = (int64_t)ir->n_data - ir->offset[i] - 2;
   const int32_t *w = p + 2;
   for (int32_t k = 0; k < p[1]; k++) {
-    if (avail < 2 || w[1] < 1 || w[1] > avail - 2)
-      return ag_fail(err, AG_ERR_INVALID, -1,
-                     "node %" PRId32 " (SWITCH): word %" PRId32 " is empty or runs past the end of data",
-                     i, k);
-    if (w[0] < 0 || (int64_t)w[0] >= (int64_t)ir->n_rules + ir->n_external)
-      return ag_fail(err, AG_ERR_INVALID, -1,
-                     "node %" PRId32 " (SWITCH): word %" PRId32 " names rule %" PRId32
-                     " (grammar has %" PRId32 " rules)",
-                     i, k, w[0], ir->n_rules + ir->n_external);
-    for (int32_t b = 0; b < w[1]; b++)
-      if (w[2 + b] < 0 || w[2 + b] > 255)
-        return ag_fail(err, AG_ERR_INVALID, -1,
-                       "node %" PRId32 " (SWITCH): word %" PRId32 " byte %" PRId32 " is %" PRId32
-                       ", not in 0..255",
-                       i, k, b, w[2 + b]);
+    if ((st = ag_ir_check_word(ir, i, k, w, avail, 0, err))) return st;
     avail -= 2 + (int64_t)w[1];
     w += 2 + w[1];
   }
