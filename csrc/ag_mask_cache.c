@@ -49,10 +49,15 @@ struct ag_mask_cache {
   atomic_size_t bytes;
 };
 
+/* The entry of state s, NULL when s is not held here (a part's state). */
+static _Atomic(ag_state_masks *) *ag_slot(ag_mask_cache *c, int32_t s) {
+  return s >= c->first_state && s < c->n_states ? &c->entries[s - c->first_state] : NULL;
+}
+
 /* The published classes of state s, NULL when not computed or not held here. */
 static const ag_state_masks *ag_entry(ag_mask_cache *c, int32_t s) {
-  if (s < c->first_state || s >= c->n_states) return NULL;
-  return atomic_load_explicit(&c->entries[s - c->first_state], memory_order_acquire);
+  _Atomic(ag_state_masks *) *slot = ag_slot(c, s);
+  return slot ? atomic_load_explicit(slot, memory_order_acquire) : NULL;
 }
 
 ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err) {
@@ -870,10 +875,10 @@ static void ag_note_classified(ag_mask_cache *c, const ag_grammar *g, const ag_v
 ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, double deadline, const ag_state_masks **out,
                             ag_error *err) {
-  if (state < c->first_state || state >= c->n_states)
+  _Atomic(ag_state_masks *) *slot = ag_slot(c, state);
+  if (!slot)
     return ag_fail(err, AG_ERR_INVALID, -1, "state %d is not held by this cache (states %d to %d)",
                    state, c->first_state, c->n_states - 1);
-  _Atomic(ag_state_masks *) *slot = &c->entries[state - c->first_state];
   ag_state_masks *e = atomic_load_explicit(slot, memory_order_acquire);
   if (e) {
     *out = e;
