@@ -318,11 +318,7 @@ class _Builder:
         for t, idx in groups.items():
             alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
             shared, infos = _share_tails(alts)
-            body = choice(shared)  # with ``infos``, every item is a split call: kept as it is
-            if infos is not None and type(body) is Choice:
-                body = pieces.group(body, infos)
-            else:
-                body = _group(body)
+            body = _group(choice(shared), infos)  # with infos, every item is a split call, kept
             out[t] = None if body is None else self.rule("tag", body)
         return out
 
@@ -353,9 +349,10 @@ class _Builder:
         return self.free_text_loop(triggers, rests, f.excludes, loop=f.loop)
 
 
-def _group(e: Optional[Expr]) -> Optional[Expr]:
-    """A choice of tags, as a ``pieces.group`` when its items are pieces (calls of known tools)."""
-    return pieces.group(e) if type(e) is Choice else e
+def _group(e: Optional[Expr], infos: Optional[List[Optional[pieces.PieceInfo]]] = None) -> Optional[Expr]:
+    """A choice of tags, as a ``pieces.group`` when its items are pieces (calls of known tools);
+    ``infos``: the items' piece information, when at hand."""
+    return pieces.group(e, infos) if type(e) is Choice else e
 
 
 def _first_start(text: str, starts: Sequence[str]) -> Optional[str]:
