@@ -53,7 +53,7 @@ static bool ag_key_push_words(ag_vcache_key *key, size_t *cap, const ag_dispatch
 }
 
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
-                       const uint32_t *follow, ag_vcache_key *key) {
+                       const uint32_t *follow, bool bytes_only, ag_vcache_key *key) {
   memset(key, 0, sizeof *key);
   ag_order_map *m = malloc(sizeof *m);
   int32_t *queue = malloc(sizeof *queue * AG_CLASS_KEY_MAX_STATES);
@@ -66,7 +66,7 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
   for (int32_t head = 0; ok && head < count; head++) {
     const ag_state *st = &g->states[queue[head]];
     uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
-    ok = ag_key_push(key, &cap, exits) && ag_key_push(key, &cap, st->byte_end - st->byte_begin);
+    ok = !(bytes_only && (exits & 2)) && ag_key_push(key, &cap, exits) && ag_key_push(key, &cap, st->byte_end - st->byte_begin);
     for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
       int32_t order = ag_order_of(m, be->target, queue, &count);

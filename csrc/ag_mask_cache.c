@@ -15,7 +15,8 @@
  *             depend on the rule alone: shared across grammars by key.
  *   HYBRID    any other rule: a token failing past a rule edge is resolved by the
  *             Earley parser from the item, so the classes are exact; only those
- *             tokens pay for the parser, every other one a byte step each.
+ *             tokens pay for the parser, every other one a byte step each. A
+ *             state that can reach no rule edge walks as a BYTES state (keyed).
  * For DISPATCH a rule edge of the classified state itself is not an exit: its
  * rule's start is predicted into the same Earley set and classifies the tokens
  * that enter it. For HYBRID it is: resolving such tokens once here (a JSON
@@ -890,13 +891,17 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   const uint32_t *follow; /* also part of a BYTES state's key */
   ag_status fst = ag_state_follow(c, g, v, rule, &follow, err);
   if (fst) return fst;
-  bool keyed = c->rule_walk[rule] != AG_WALK_HYBRID && ag_class_key_make(g, state, d, follow, &key);
+  /* A HYBRID state whose walk can pass no rule edge (what follows a JSON object's
+   * last value, or a call's closing tag) walks as a BYTES state does: keyed, and
+   * shared with every state of the same automaton and FOLLOW set. */
+  bool hybrid = c->rule_walk[rule] == AG_WALK_HYBRID;
+  bool keyed = ag_class_key_make(g, state, d, follow, hybrid, &key);
   if (keyed) e = ag_vcache_find(v, AG_VCACHE_CLASSES, &key);
   atomic_llong *origin = &c->n_shared;
   if (!e) {
     /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
     ag_vcache_key any_key = {0};
-    bool by_follow = keyed && c->rule_walk[rule] == AG_WALK_BYTES && !ag_follow_is_any(follow);
+    bool by_follow = keyed && c->rule_walk[rule] != AG_WALK_DISPATCH && !ag_follow_is_any(follow);
     bool refuses = false;
     uint32_t plain = by_follow ? ag_plain_depth(g, state, v->max_token_len, &refuses) : AG_PLAIN_UNKNOWN;
     by_follow = by_follow && plain >= v->max_token_len &&

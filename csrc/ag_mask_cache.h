@@ -47,10 +47,11 @@ void ag_state_masks_destroy(ag_state_masks *e);
  * hi, target's order) per edge; then the count; then, for a state of dispatch
  * rule d (else NULL), d's words, which decide its safe tokens; then the
  * rule's FOLLOW set (8 words) unless `follow` is NULL. Rule edges are
- * not followed: the walk treats them as exits. False when it is too large to
- * share (or memory ran out), and then key holds nothing. */
+ * not followed: the walk treats them as exits. With `bytes_only`, a reached
+ * state with rule edges fails the key (see ag_mask_cache_get). False when it
+ * is too large to share (or memory ran out), and then key holds nothing. */
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const struct ag_dispatch *d,
-                       const uint32_t *follow, ag_vcache_key *key);
+                       const uint32_t *follow, bool bytes_only, ag_vcache_key *key);
 /* A copy of `key` (made with a FOLLOW set) for another FOLLOW set; false when
  * memory ran out. */
 bool ag_class_key_refollow(const ag_vcache_key *key, const uint32_t *follow, ag_vcache_key *out);
