@@ -32,6 +32,8 @@ from .ir import (
     Seq,
     TagDispatch,
     embedded_grammars,
+    fresh_name,
+    seq,
 )
 from .json_schema import json_schema_rules
 from .printer import to_ebnf
@@ -569,6 +571,38 @@ class Grammar:
             found = tuple(embedded_grammars(self.rules))
             object.__setattr__(self, "_parts", found)
         return found
+
+    def _around(self, head: bytes, end: bytes) -> "Grammar":
+        """The texts ``head + s + end`` for each text ``s`` of this grammar: its rules and a new
+        root rule, ``head`` then this grammar's root then ``end``. Not validated again: the new
+        rule references only the root, which finishes, and this grammar's normalized rules are
+        the rest of the new one's (the new rule has no repeat to normalize).
+
+        Unlike ``Embed(self)`` between the two literals, this is one grammar: compiled by itself,
+        without a part to compile and link first (``structural_tag`` wraps each tool's argument
+        grammar in its call's tail this way).
+
+        Example:
+            >>> g = Grammar.from_regex("[0-9]+")._around(b"n=", b";")
+            >>> g.accepts("n=42;"), g.accepts("42"), g.parts
+            (True, False, ())
+        """
+        own = self.normalized_rules
+        name = fresh_name("call", {r.name for r in own}, {})
+        rule = Rule(name, seq([Literal(head), RuleRef(self.root), Literal(end)]))
+        out = object.__new__(type(self))
+        for slot, value in (
+            ("rules", (rule, *self.rules)),
+            ("root", name),
+            ("_bytes", None),
+            ("_normalized", (rule, *own)),
+            ("_compiled_bytes", None),
+            ("_parts", self._parts),  # the new rule embeds nothing
+            ("_link", None),
+            ("_key", None),
+        ):
+            object.__setattr__(out, slot, value)
+        return out
 
     def _linked_rules(self) -> int:
         """How many rules the C core holds for this grammar: its parts' (first), then its own."""

@@ -411,7 +411,8 @@ def _share_tails(
 ) -> Tuple[List[Optional[Expr]], Optional[List[Optional[pieces.PieceInfo]]]]:
     """The alternatives of one trigger's tags, with what follows their distinct heads moved
     into a part per call: ``head tail Embed(args) end`` becomes ``head Embed(P)``, P the grammar
-    ``tail Embed(args) end``, where ``tail`` is the end that every call's begin shares (for
+    ``tail args end`` (``Grammar._around``: the arguments' rules and a root around them, one
+    grammar to compile, not two), where ``tail`` is the end that every call's begin shares (for
     Hermes calls, ``", "arguments": ``). The language is the same; the request's own
     automaton keeps only the heads (the tool names), which is what a request must build, and
     P, the same in every request offering the tool, is compiled once like the arguments.
@@ -438,8 +439,7 @@ def _share_tails(
             parts = _TAIL_PARTS.get(shape.args) or _TAIL_PARTS.put(shape.args, {})
             part = parts.get((tail, shape.end))
             if part is None:
-                body = seq([Literal(tail), Embed(shape.args), Literal(shape.end)])
-                part = parts[(tail, shape.end)] = Grammar.from_rules([Rule("root", body)])
+                part = parts[(tail, shape.end)] = shape.args._around(tail, shape.end)
             head = Literal(shape.begin[: len(shape.begin) - len(tail)])
             piece = pieces.mark(Seq((head, Embed(part))))
             found = shape.split[tail] = (piece, pieces.info(piece))
