@@ -221,8 +221,21 @@ def _class_is_empty(e: Expr) -> bool:
 
 def _productive(e: Expr, known: Dict[str, bool]) -> bool:
     """Whether ``e`` derives some finite string, given which rules are known to."""
-    if isinstance(e, Literal):
+    t = type(e)  # exact types first: every rule of every grammar is checked, node by node
+    if t is Literal:
         return True
+    if t is Seq:
+        for x in e.items:  # type: ignore[union-attr]
+            if not _productive(x, known):
+                return False
+        return True
+    if t is Choice:
+        for x in e.items:  # type: ignore[union-attr]
+            if _productive(x, known):
+                return True
+        return False
+    if t is RuleRef:
+        return known[e.name]  # type: ignore[union-attr]
     if isinstance(e, (CharClass, ByteClass)):
         return not _class_is_empty(e)
     if isinstance(e, Seq):
@@ -279,22 +292,30 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
             if name not in by_name:
                 raise GrammarError(f"rule '{name}' is not defined (referenced in rule '{r.name}')")
 
-    # Keep only what the root can reach.
+    # Keep only what the root can reach; `after` lists them each after those it references
+    # (depth first, post-order), but where a cycle closes.
     reachable: Set[str] = {root}
-    todo = [root]
-    while todo:
-        for name in refs[todo.pop()]:
-            if name not in reachable:
-                reachable.add(name)
-                todo.append(name)
+    after: List[Rule] = []
+    stack = [(root, iter(refs[root]))]
+    while stack:
+        name, todo = stack[-1]
+        for ref in todo:
+            if ref not in reachable:
+                reachable.add(ref)
+                stack.append((ref, iter(refs[ref])))
+                break
+        else:
+            stack.pop()
+            after.append(by_name[name])
     kept = tuple(r for r in rules if r.name in reachable)
 
-    # Least fixed point: which rules derive some finite string.
+    # Least fixed point: which rules derive some finite string. In `after` order one pass
+    # settles a grammar without recursion, instead of a pass per level of references.
     known = {r.name: False for r in kept}
     changed = True
     while changed:
         changed = False
-        for r in kept:
+        for r in after:
             if not known[r.name] and _productive(r.body, known):
                 known[r.name] = True
                 changed = True
