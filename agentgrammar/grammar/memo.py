@@ -13,6 +13,8 @@ Example:
     >>> key = ["a"]
     >>> memo.get(key) is None, memo.put(key, 1), memo.get(key), memo.get(["a"])
     (True, 1, 1, None)
+    >>> memo.get_many([key, ["a"]])
+    [1, None]
     >>> memo.discard(key); memo.get(key) is None
     True
     >>> memo.cache_clear(); len(memo)
@@ -21,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, Generic, List, Optional, Tuple, TypeVar
+from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 __all__ = ["IdentityMemo", "clear_memos", "memo_entries"]
 
@@ -48,6 +50,11 @@ class IdentityMemo(Generic[V]):
         """The value kept for ``obj`` (this very object), or None."""
         found = self._entries.get(id(obj))
         return found[1] if found is not None and found[0] is obj else None
+
+    def get_many(self, objs: Sequence[Any]) -> List[Optional[V]]:
+        """``get`` of each object, in one pass (a request's hundreds of tags)."""
+        get = self._entries.get
+        return [None if (found := get(id(o))) is None or found[0] is not o else found[1] for o in objs]
 
     def put(self, obj: Any, value: V) -> V:
         """Keep ``value`` for ``obj`` (and ``obj`` itself); returns ``value``."""

@@ -265,6 +265,8 @@ class _Builder:
         """The tags each trigger opens; every tag must start with exactly one trigger."""
         if not triggers:
             raise StructuralTagError("triggered_tags needs at least one trigger", path=path + ".triggers")
+        if len(triggers) == 1 and triggers[0] and all([tag.begin.startswith(triggers[0]) for tag in tags]):
+            return {triggers[0]: list(range(len(tags)))}  # the usual case: hundreds of calls, one trigger
         groups: Dict[str, List[int]] = {t: [] for t in triggers}
         starts = tuple(t for t in groups if t)
         # When no trigger begins another, a begin starts with at most one of them, so the first
@@ -316,11 +318,31 @@ class _Builder:
     ) -> Dict[str, Optional[RuleRef]]:
         out: Dict[str, Optional[RuleRef]] = {}
         for t, idx in groups.items():
-            alts = [self.tag_after(f.tags[i], t, f"{path}.tags[{i}]") for i in idx]
-            shared, infos = _share_tails(alts)
-            body = _group(choice(shared), infos)  # with infos, every item is a split call, kept
+            alts, shapes = self.calls_after(f.tags, idx, t, path)
+            shared, infos = _share_tails(alts, shapes)
+            if infos is not None and len(shared) > 1:  # every item a split call: choice() would keep all
+                body: Optional[Expr] = pieces.group(Choice(tuple(shared)), infos)  # type: ignore[arg-type]
+            else:
+                body = _group(choice(shared), infos)
             out[t] = None if body is None else self.rule("tag", body)
         return out
+
+    def calls_after(
+        self, tags: Sequence[st.Tag], idx: Sequence[int], opened: str, path: str
+    ) -> Tuple[List[Optional[Expr]], List[Optional["_Split"]]]:
+        """``tag_after(tags[i], opened)`` for each i of ``idx``, and its ``_call_shape``: kept per
+        tag when the tag converts to a piece, so a request's hundreds of calls of known tools
+        are found in one pass."""
+        chosen = [tags[i] for i in idx]
+        found = [None if k is None else k.get(opened) for k in _TAG_CALLS.get_many(chosen)]
+        for j, hit in enumerate(found):
+            if hit is None:
+                tag = chosen[j]
+                e = self.tag_after(tag, opened, f"{path}.tags[{idx[j]}]")
+                hit = found[j] = (e, _call_shape(e))
+                if e is not None and pieces.info(e) is not None:  # made no rule: the same next time
+                    (_TAG_CALLS.get(tag) or _TAG_CALLS.put(tag, {}))[opened] = hit
+        return [h[0] for h in found], [h[1] for h in found]  # type: ignore[index]
 
     def fmt_tags_with_separator(self, f: st.TagsWithSeparator, path: str) -> Optional[Expr]:
         any_tag = _group(
@@ -371,6 +393,11 @@ def _check_any_text(f: st.AnyText, path: str) -> None:
 
 # The expressions of tags that made no rule (``_Builder.tag_after``): tag -> {opened -> IR}.
 _TAG_IR: "memo.IdentityMemo[Dict[str, Expr]]" = memo.IdentityMemo("tag IR", limit=16384)
+# ``_Builder.calls_after``: tag -> {opened -> (tag_after's IR, its ``_call_shape``)}, for tags
+# whose IR is a piece.
+_TAG_CALLS: "memo.IdentityMemo[Dict[str, Tuple[Optional[Expr], Optional[_Split]]]]" = memo.IdentityMemo(
+    "tag calls", limit=16384
+)
 # ``_share_tails``: a call's expression -> {tail -> the expression with its tail moved into a
 # part}, and an argument grammar -> {(tail, end) -> that part}.
 _SPLIT_IR: "memo.IdentityMemo[_Split]" = memo.IdentityMemo("split tag IR", limit=16384)
@@ -407,7 +434,7 @@ def _call_shape(e: Optional[Expr]) -> Optional[_Split]:
 
 
 def _share_tails(
-    alts: List[Optional[Expr]],
+    alts: List[Optional[Expr]], shapes: Optional[List[Optional[_Split]]] = None
 ) -> Tuple[List[Optional[Expr]], Optional[List[Optional[pieces.PieceInfo]]]]:
     """The alternatives of one trigger's tags, with what follows their distinct heads moved
     into a part per call: ``head tail Embed(args) end`` becomes ``head Embed(P)``, P the grammar
@@ -417,36 +444,38 @@ def _share_tails(
     automaton keeps only the heads (the tool names), which is what a request must build, and
     P, the same in every request offering the tool, is compiled once like the arguments.
     Also returns the piece information of each alternative when every one was split (None
-    otherwise), kept with the split form so that ``pieces.group`` need not look it up."""
-    shapes = [_call_shape(a) for a in alts]
+    otherwise), kept with the split form so that ``pieces.group`` need not look it up.
+    ``shapes``: the ``_call_shape`` of each alternative, when the caller has them."""
+    if shapes is None:
+        shapes = [_call_shape(a) for a in alts]
     calls = [s for s in shapes if s is not None]
     if len(calls) < 2:
         return alts, None
     tail = os.path.commonprefix([c.nigeb for c in calls])[::-1]  # noqa: RUF071 (bytes, byte by byte)
-    keep = min(len(tail), min(len(c.begin) for c in calls) - 1)  # every head keeps a byte
+    keep = min(len(tail), min([len(c.begin) for c in calls]) - 1)  # every head keeps a byte
     tail = tail[len(tail) - keep :] if keep > 0 else b""
     if not tail:
         return alts, None
-    out: List[Optional[Expr]] = []
-    infos: Optional[List[Optional[pieces.PieceInfo]]] = []
-    for a, shape in zip(alts, shapes):
-        if shape is None:
-            out.append(a)
-            infos = None
-            continue
-        found = shape.split.get(tail)
-        if found is None:
-            parts = _TAIL_PARTS.get(shape.args) or _TAIL_PARTS.put(shape.args, {})
-            part = parts.get((tail, shape.end))
-            if part is None:
-                part = parts[(tail, shape.end)] = shape.args._around(tail, shape.end)
-            head = Literal(shape.begin[: len(shape.begin) - len(tail)])
-            piece = pieces.mark(Seq((head, Embed(part))))
-            found = shape.split[tail] = (piece, pieces.info(piece))
-        out.append(found[0])
-        if infos is not None:
-            infos.append(found[1])
-    return out, infos
+    # The split forms made before, in one pass (a request's hundreds of calls of known tools).
+    found = [None if s is None else s.split.get(tail) for s in shapes]
+    for j, shape in enumerate(shapes):
+        if shape is not None and found[j] is None:
+            found[j] = _split(shape, tail)
+    if len(calls) < len(shapes):  # calls among other alternatives: those stay as they are
+        return [a if f is None else f[0] for a, f in zip(alts, found)], None
+    return [f[0] for f in found], [f[1] for f in found]  # type: ignore[index]
+
+
+def _split(shape: _Split, tail: bytes) -> Tuple[Expr, Optional[pieces.PieceInfo]]:
+    """``shape``'s call as its head then its tail part (``_share_tails``), kept per tail."""
+    parts = _TAIL_PARTS.get(shape.args) or _TAIL_PARTS.put(shape.args, {})
+    part = parts.get((tail, shape.end))
+    if part is None:
+        part = parts[(tail, shape.end)] = shape.args._around(tail, shape.end)
+    head = Literal(shape.begin[: len(shape.begin) - len(tail)])
+    piece = pieces.mark(Seq((head, Embed(part))))
+    found = shape.split[tail] = (piece, pieces.info(piece))
+    return found
 
 
 class _SchemaGrammars:

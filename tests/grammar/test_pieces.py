@@ -162,7 +162,7 @@ def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch)
     assert len(tail_parts) == len({json.dumps(t.parameters) for t in tools})  # one per schema
     for p in tail_parts:
         assert not p.parts and p.rules[0].name == p.root and p.rules[0].body.items[0] == tail
-    monkeypatch.setattr(stc, "_share_tails", lambda alts: (alts, None))
+    monkeypatch.setattr(stc, "_share_tails", lambda alts, shapes=None: (alts, None))
     whole = fmt.grammar(tools)
     assert [q.rules for q in whole.parts] == [p.rules[1:] for p in tail_parts]  # the arguments
     used = [t for t in tools if t.parameters is SCHEMA][:2] or tools[:1]

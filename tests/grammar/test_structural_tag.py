@@ -10,6 +10,7 @@ import pytest
 
 from agentgrammar import Grammar, StructuralTagError
 from agentgrammar import structural_tag as st
+from agentgrammar.grammar.ir import Literal
 
 xgr = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string as xgr_accepts  # noqa: E402
@@ -105,6 +106,28 @@ def test_models_dicts_and_json_text_are_the_same() -> None:
     for form in (model, as_dict, json.dumps(as_dict), as_dict["format"]):
         g = Grammar.from_structural_tag(form)
         assert g.accepts("a<t>X</t>b") and not g.accepts("a<t>Y</t>")
+
+
+def test_calls_among_other_tags_share_their_tail_and_the_others_stay() -> None:
+    """Two calls with JSON arguments and a free-text tag behind one trigger: the calls' shared
+    tail (">") moves into their parts, the free-text tag is kept as it is; converting the same
+    model again (the calls found per tag) gives the same grammar."""
+    model = st.StructuralTag(
+        format=st.TriggeredTags(
+            triggers=["<f="],
+            tags=[
+                st.Tag(begin="<f=a>", content=st.JSONSchema(json_schema={"type": "integer"}), end="</f>"),
+                st.Tag(begin="<f=b>", content=st.JSONSchema(json_schema={"type": "boolean"}), end="</f>"),
+                st.Tag(begin="<f=c>", content=st.AnyText(), end="</f>"),
+            ],
+        )
+    )
+    first, again = Grammar.from_structural_tag(model), Grammar.from_structural_tag(model)
+    assert first.to_bytes() == again.to_bytes() and len(first.parts) == 2
+    assert all(p.rules[0].body.items[0] == Literal(b">") for p in first.parts)
+    for g in (first, again):
+        assert g.accepts("x<f=a>12</f>y<f=c>hi there</f><f=b>true</f>")
+        assert not g.accepts("<f=a>true</f>") and not g.accepts("<f=d>1</f>") and not g.accepts("<f=b>1</f>")
 
 
 def test_grammar_text_may_hold_a_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
