@@ -2329,13 +2329,15 @@ MAX_SCHEMA_DEPTH = 256
 def _check_depth(doc: Any) -> None:
     """``SchemaError`` for a document nested deeper than ``MAX_SCHEMA_DEPTH`` (iteratively: a deep
     document must not exhaust the Python stack before the converter's own limits apply)."""
-    stack = [(doc, 1)]
-    while stack:
-        node, depth = stack.pop()
+    level, depth = [doc], 1  # level by level: no (node, depth) pair per node
+    while level:
         if depth > MAX_SCHEMA_DEPTH:
             raise SchemaError(f"the schema nests more than {MAX_SCHEMA_DEPTH} levels")
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+        below: List[Any] = []
+        for node in level:
+            children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+            below += [c for c in children if isinstance(c, (dict, list))]
+        level, depth = below, depth + 1
 
 
 def _load(schema: Any) -> Any:
