@@ -45,15 +45,12 @@ def cached_piece(tool: Tool, key: Tuple[Any, ...], build: Callable[[], Any]) -> 
 
 
 def cached_pieces(tools: Sequence[Tool], key: Tuple[Any, ...], build: Callable[[Tool], Any]) -> List[Any]:
-    """``cached_piece`` of each tool (one request's worth: the lookups are inlined)."""
-    get = _PIECES.get
-    out = []
-    for tool in tools:
-        pieces = get(tool)
-        found = pieces.get(key) if pieces is not None else None
+    """``cached_piece`` of each tool (one request's worth: found in one pass)."""
+    out = [None if p is None else p.get(key) for p in _PIECES.get_many(tools)]
+    for i, found in enumerate(out):
         if found is None:
-            found = cached_piece(tool, key, lambda: build(tool))  # noqa: B023 (called at once)
-        out.append(found)
+            tool = tools[i]
+            out[i] = cached_piece(tool, key, lambda: build(tool))  # noqa: B023 (called at once)
     return out
 
 

@@ -648,8 +648,8 @@ class Grammar:
         """Rule index of each part's root past this grammar's own rules, for ``serialize``."""
         base = len(self.normalized_rules)
         index: Dict[int, int] = {}
-        for part in self.parts:
-            n_rules, root = part._link_sizes()
+        for part in self.parts:  # a request's hundreds of parts: their sizes read in place
+            n_rules, root = part._link if part._link is not None else part._link_sizes()
             index[id(part)] = base + root
             base += n_rules
         return lambda g: index[id(g)]

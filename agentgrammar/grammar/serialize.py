@@ -145,7 +145,9 @@ class _Writer:
         when every item is a literal then an embedded grammar (a request's calls, one per
         tool), else its items one by one."""
         chunks = [_INT32.pack(KIND_SWITCH), _INT32.pack(len(items))]
-        embed, pack = self._embed, _INT32.pack
+        embed, pack = self.embed_index, _INT32.pack
+        if embed is None:
+            return self._expr(e)  # its embeds need the index: _embed says so
         for x, piece in zip(e.items, items):
             word = piece.word
             if word is None:

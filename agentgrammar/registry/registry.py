@@ -229,9 +229,11 @@ class ToolRegistry:
             return ToolRegistry(tool for tool in self._tools.values() if predicate(tool))
         names = [names_or_predicate] if isinstance(names_or_predicate, str) else list(names_or_predicate)
         selected = ToolRegistry()
-        for name in names:
-            if name not in selected._tools:
-                selected._tools[name] = self[name]
+        get = self._tools.get
+        found = dict(zip(names, map(get, names)))  # repeats ignored: the first place counts
+        if None in found.values():
+            raise self._unknown(next(n for n, t in found.items() if t is None))
+        selected._tools.update(found)
         return selected
 
     @property
