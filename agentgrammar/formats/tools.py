@@ -26,15 +26,31 @@ and OpenAI tool dicts."""
 
 # --------------------------------------------------------------------------- per-tool caches
 
-# Tool -> {layout key -> piece}, by identity, bounded (``Compiler.clear_cache`` empties it).
+# Tool -> {layout id (_layout_id) -> piece}, by identity, bounded (``Compiler.clear_cache`` empties it).
 _PIECES: "IdentityMemo[Dict[Tuple[Any, ...], Any]]" = IdentityMemo("tool pieces", limit=16384)
 # OpenAI tool dicts (as canonical JSON) -> Tool, so that dict tools hit the piece cache too.
 _OPENAI_TOOLS: Dict[str, Tool] = {}
 _OPENAI_TOOLS_LIMIT = 4096
 
 
+# Layout key -> a small number, so that a tool's pieces are found without hashing the
+# key's dozen fields again for each of a request's tools.
+_LAYOUT_IDS: Dict[Tuple[Any, ...], int] = {}
+
+
+def _layout_id(key: Tuple[Any, ...]) -> int:
+    found = _LAYOUT_IDS.get(key)
+    if found is None:
+        found = _LAYOUT_IDS.setdefault(key, len(_LAYOUT_IDS))
+    return found
+
+
 def cached_piece(tool: Tool, key: Tuple[Any, ...], build: Callable[[], Any]) -> Any:
     """The piece of ``tool`` for layout ``key``: built once by ``build``, then kept."""
+    return _cached_piece(tool, _layout_id(key), build)
+
+
+def _cached_piece(tool: Tool, key: int, build: Callable[[], Any]) -> Any:
     pieces = _PIECES.get(tool)
     if pieces is None:
         pieces = _PIECES.put(tool, {})
@@ -46,11 +62,12 @@ def cached_piece(tool: Tool, key: Tuple[Any, ...], build: Callable[[], Any]) -> 
 
 def cached_pieces(tools: Sequence[Tool], key: Tuple[Any, ...], build: Callable[[Tool], Any]) -> List[Any]:
     """``cached_piece`` of each tool (one request's worth: found in one pass)."""
-    out = [None if p is None else p.get(key) for p in _PIECES.get_many(tools)]
+    layout = _layout_id(key)
+    out = [None if p is None else p.get(layout) for p in _PIECES.get_many(tools)]
     for i, found in enumerate(out):
         if found is None:
             tool = tools[i]
-            out[i] = cached_piece(tool, key, lambda: build(tool))  # noqa: B023 (called at once)
+            out[i] = _cached_piece(tool, layout, lambda: build(tool))  # noqa: B023 (called at once)
     return out
 
 
