@@ -180,22 +180,44 @@ typedef struct ag_link_labels {
   ag_repeat_bounds *rule_repeat;
 } ag_link_labels;
 
+/* Which part IR rules own's rule edges name (labels n_ir .. n_ir + n_ext - 1):
+ * a request names the roots of its parts, a few of the thousands of rules. */
+static bool *ag_link_used_labels(const ag_grammar *own, int32_t n_ir, int32_t n_ext) {
+  bool *used = calloc((size_t)(n_ext ? n_ext : 1), sizeof *used);
+  if (!used) return NULL;
+  for (uint32_t e = 0; e < own->n_rule_edges; e++) {
+    int32_t label = own->rule_edges[e].rule;
+    if (label >= n_ir && label < n_ir + n_ext) used[label - n_ir] = true;
+  }
+  return used;
+}
+
 static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const *parts,
                                int32_t n_parts, int32_t n_ext, ag_link_labels *lab,
                                ag_error *err) {
   int32_t n_hidden = own->n_rules - n_ir;
   size_t n_labels = (size_t)n_ir + (size_t)n_ext + (size_t)n_hidden;
+  bool *used = ag_link_used_labels(own, n_ir, n_ext);
+  if (!used) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
+  /* The rules no own edge names share one bare stub (first), which nothing reaches. */
   size_t more_states = 0, more_bytes = 0;
-  bool nullable, productive;
-  for (int32_t k = 0; k < n_parts; k++)
-    for (int32_t r = 0; r < parts[k]->n_ir_rules; r++) {
+  bool nullable, productive, any_unused = false;
+  for (int32_t k = 0, label = 0; k < n_parts; k++)
+    for (int32_t r = 0; r < parts[k]->n_ir_rules; r++, label++) {
+      if (!used[label]) {
+        any_unused = true;
+        continue;
+      }
       int32_t n = ag_link_stub_states(parts[k], r, &nullable, &productive);
       more_states += (size_t)n;
       more_bytes += (size_t)(n - 1);
     }
-  if ((size_t)own->n_states + more_states > AG_MAX_STATES)
+  more_states += any_unused;
+  if ((size_t)own->n_states + more_states > AG_MAX_STATES) {
+    free(used);
     return ag_fail(err, AG_ERR_LIMIT, -1, "the linked grammar has too many states; the limit is %d",
                    AG_MAX_STATES);
+  }
   lab->rule_start = calloc(n_labels ? n_labels : 1, sizeof *lab->rule_start);
   lab->rule_nullable = calloc(n_labels ? n_labels : 1, sizeof *lab->rule_nullable);
   lab->rule_repeat = calloc(n_labels ? n_labels : 1, sizeof *lab->rule_repeat);
@@ -203,8 +225,10 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
       !ag_link_grow((void **)&own->states, (size_t)own->n_states, more_states, sizeof *own->states) ||
       !ag_link_grow((void **)&own->state_rule, (size_t)own->n_states, more_states,
                     sizeof *own->state_rule) ||
-      !ag_link_grow((void **)&own->byte_edges, own->n_byte_edges, more_bytes, sizeof *own->byte_edges))
+      !ag_link_grow((void **)&own->byte_edges, own->n_byte_edges, more_bytes, sizeof *own->byte_edges)) {
+    free(used);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
+  }
   for (int32_t r = 0; r < own->n_rules; r++) {
     int32_t label = r < n_ir ? r : r + n_ext;
     lab->rule_start[label] = own->rule_start[r];
@@ -212,10 +236,19 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
   }
   for (int32_t s = 0; s < own->n_states; s++)
     if (own->state_rule[s] >= n_ir) own->state_rule[s] += n_ext;
-  int32_t label = n_ir, s = own->n_states;
+  int32_t label = n_ir, s = own->n_states, unused = -1;
   uint32_t b = own->n_byte_edges, re = own->n_rule_edges;
   for (int32_t k = 0; k < n_parts; k++)
     for (int32_t r = 0; r < parts[k]->n_ir_rules; r++, label++) {
+      if (!used[label - n_ir]) {
+        if (unused < 0) { /* the shared bare stub: no edge, not accepting */
+          own->states[s] = (ag_state){b, b, re, re, false, false};
+          own->state_rule[s] = label;
+          unused = s++;
+        }
+        lab->rule_start[label] = unused;
+        continue;
+      }
       int32_t n = ag_link_stub_states(parts[k], r, &nullable, &productive);
       lab->rule_start[label] = s;
       if (n == 2) {
@@ -233,6 +266,7 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
     }
   own->n_states = s;
   own->n_byte_edges = b;
+  free(used);
   return AG_OK;
 }
 
@@ -240,12 +274,14 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
  * Analyses the own automaton alone (ag_grammar_analyze) before it is copied.
  * Parts are closed and already analysed and trimmed, so linking changes
  * nothing in them, and an own edge over a part's rule depends only on that
- * rule's productivity and nullability. Each part IR rule gets a stub rule with
- * the same two properties (an accepting start: nullable; a start with one byte
- * edge to an accepting state: productive only; a bare start: neither), so own
- * plus the stubs analyses to what the whole linked grammar did for own, in
- * time proportional to own rather than to all the parts. The stubs, last in
- * every array, are then dropped, and own goes back to its own rule numbering.
+ * rule's productivity and nullability. Each part IR rule that an own edge names
+ * gets a stub rule with the same two properties (an accepting start: nullable;
+ * a start with one byte edge to an accepting state: productive only; a bare
+ * start: neither), and the others share one bare start, so own plus the stubs
+ * analyses to what the whole linked grammar did for own, in time proportional
+ * to own rather than to all the parts (whose memory is not even read for the
+ * rules own does not name). The stubs, last in every array, are then dropped,
+ * and own goes back to its own rule numbering.
  */
 static ag_status ag_link_analyze_own(ag_grammar *own, const ag_ir *ir, ag_grammar *const *parts,
                                      int32_t n_parts, int32_t n_ext, ag_error *err) {
@@ -262,8 +298,11 @@ static ag_status ag_link_analyze_own(ag_grammar *own, const ag_ir *ir, ag_gramma
     own->n_rules = n_rules + n_ext;
     own->root = ir->root;
     st = ag_grammar_analyze(own, err);
-    /* Back to own numbering, whatever the outcome (own's arrays are freed with it). */
-    int32_t stubs = n_ext ? own->rule_start[n_ir] : own->n_states;
+    /* Back to own numbering, whatever the outcome (own's arrays are freed with it). The
+     * stubs come after own's states, the first of them the start of some part rule. */
+    int32_t stubs = own->n_states;
+    for (int32_t l = n_ir; l < n_ir + n_ext; l++)
+      if (own->rule_start[l] < stubs) stubs = own->rule_start[l];
     if (!st && stubs < own->n_states) {
       own->n_byte_edges = own->states[stubs].byte_begin;
       own->n_rule_edges = own->states[stubs].rule_begin;

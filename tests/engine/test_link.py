@@ -63,6 +63,31 @@ def test_linked_masks_equal_flattened(seed: int) -> None:
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
 
 
+# A part whose root is nullable, with rules the request never names (x is recursive: a rule of
+# its own, not inlined).
+OPTIONAL = Grammar.from_ebnf('root ::= (x ",")*\nx ::= y | "a" x\ny ::= "b"')
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_nullable_part_among_unnamed_part_rules(seed: int) -> None:
+    """Linking analyses the request with a stand-in for each part rule it names (the named
+    rules' nullability and productivity) and one shared stand-in for the rest: the empty
+    arguments stay allowed and the masks are those of the flattened grammar."""
+    grammar = Grammar.from_rules(
+        [Rule("root", Seq((Literal(b"<"), Embed(OPTIONAL), Literal(b">"), Embed(WORD))))]
+    )
+    assert len(OPTIONAL.normalized_rules) >= 2  # more part rules than the one the request names
+    for text, ok in (('<>""', True), ('<b,ab,>"a"', True), ('<b>""', False), ("<>", False)):
+        assert grammar.accepts(text) is ok, text
+    flat = Grammar.from_rules(flatten_embeds(grammar.rules))
+    v = vocab()
+    linked = masks_along(Compiler(v).compile(grammar), random.Random(seed))
+    plain = masks_along(Compiler(v).compile(flat), random.Random(seed))
+    assert len(linked) == len(plain)
+    for a, b in zip(linked, plain):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
 def test_language_of_embeds() -> None:
     g = request(PAIR)
     assert g.accepts('x<c>{"ab":12,1}y')
