@@ -26,8 +26,9 @@ and OpenAI tool dicts."""
 
 # --------------------------------------------------------------------------- per-tool caches
 
-# Tool -> {layout id (_layout_id) -> piece}, by identity, bounded (``Compiler.clear_cache`` empties it).
-_PIECES: "IdentityMemo[Dict[Tuple[Any, ...], Any]]" = IdentityMemo("tool pieces", limit=16384)
+# Tool -> {layout id (``_layout_id``) -> piece}, by identity, bounded (``Compiler.clear_cache``
+# empties it).
+_PIECES: "IdentityMemo[Dict[int, Any]]" = IdentityMemo("tool pieces", limit=16384)
 # OpenAI tool dicts (as canonical JSON) -> Tool, so that dict tools hit the piece cache too.
 _OPENAI_TOOLS: Dict[str, Tool] = {}
 _OPENAI_TOOLS_LIMIT = 4096
