@@ -235,6 +235,27 @@ def test_words_past_the_mask_are_zeroed():
     assert bm[0].tolist() == [1, 0, 0, 0]
 
 
+def test_a_dirty_bitmask_is_overwritten_at_every_step():
+    """A serving loop refills one bitmask: whatever the buffer held, each fill writes every
+    word (the cached path copies its first class over it), terminated or not."""
+    tokens = ["a", "b", "ab", "c", "</s>"] + [f"x{i}" for i in range(40)]
+    matcher, ref, vocab = build('root ::= "a" ("b" | "c")', tokens, stops=[4])
+    for step in ("a", "b", None):
+        dirty = np.full((1, 3), -1, dtype=np.int32)  # one word wider than needed, too
+        clean = np.zeros((1, 3), dtype=np.int32)
+        matcher.fill_next_token_bitmask(dirty)
+        matcher.fill_next_token_bitmask(clean)
+        np.testing.assert_array_equal(dirty, clean)
+        assert_same(matcher, ref, vocab)
+        if step is not None:
+            assert matcher.accept_string(step)
+            ref.accept_string(step)
+    assert matcher.accept_token(4) and matcher.is_terminated()
+    dirty = np.full((1, 3), -1, dtype=np.int32)
+    matcher.fill_next_token_bitmask(dirty)
+    assert dirty.tolist() == [[1 << 4, 0, 0]]  # after the end: the stop token alone
+
+
 def test_special_tokens_never_allowed():
     # "<x>" is special even though the grammar could match its bytes
     matcher, ref, vocab = build(
