@@ -167,24 +167,25 @@ class _Writer:
         return self.embed_index(grammar)
 
     def _expr(self, e: Expr) -> int:
-        if isinstance(e, Literal):
-            return self.node((KIND_LITERAL, len(e.value), *e.value))
-        if isinstance(e, ByteClass):
-            flat = [x for r in e.ranges for x in r]
-            return self.node((KIND_BYTES, len(e.ranges), *flat))
-        if isinstance(e, CharClass):
-            return self._char_class(e)
+        # the most frequent kinds first: every node of every grammar passes here
         if isinstance(e, Seq):
             kids = [self.expr(x) for x in e.items]
             return kids[0] if len(kids) == 1 else self.node((KIND_SEQ, len(kids), *kids))
+        if isinstance(e, Literal):
+            return self.node((KIND_LITERAL, len(e.value), *e.value))
+        if isinstance(e, RuleRef):
+            return self.node((KIND_RULEREF, self.rule_index[e.name]))
         if isinstance(e, Choice):
             kids = [self.expr(x) for x in e.items]
             return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
-        if isinstance(e, RuleRef):
-            return self.node((KIND_RULEREF, self.rule_index[e.name]))
+        if isinstance(e, CharClass):
+            return self._char_class(e)
         if isinstance(e, Repeat):
             child = self.expr(e.item)
             return self.node((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
+        if isinstance(e, ByteClass):
+            flat = [x for r in e.ranges for x in r]
+            return self.node((KIND_BYTES, len(e.ranges), *flat))
         if isinstance(e, TagDispatch):
             return self._dispatch(e)
         if isinstance(e, Embed):
