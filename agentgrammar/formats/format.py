@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import structural_tag as st
@@ -196,6 +197,9 @@ class AgentFormat:
         for label in ("think_begin", "think_end", "response_begin", "response_end"):
             if getattr(self, label) == "":
                 raise ValueError(f"{label} must not be empty (use None for no block)")
+        for label in ("name_key", "arguments_key"):
+            if not isinstance(getattr(self, label), str):
+                raise ValueError(f"{label} must be a string (a JSON key), got {getattr(self, label)!r}")
         if self.call_layout not in _LAYOUTS:
             raise ValueError(f"call_layout must be one of {_LAYOUTS}, got {self.call_layout!r}")
         if self.whitespace not in ("compact", "flexible"):
@@ -258,11 +262,11 @@ class AgentFormat:
             return (
                 self.call_begin
                 + "{"
-                + json.dumps(self.name_key)
+                + _json_str(self.name_key)
                 + key
-                + json.dumps(name)
+                + _json_str(name)
                 + item
-                + json.dumps(self.arguments_key)
+                + _json_str(self.arguments_key)
                 + key
             )
         return self.call_begin + name + self.name_end

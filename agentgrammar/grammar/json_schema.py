@@ -73,6 +73,7 @@ import re
 import warnings
 from decimal import Decimal
 from functools import lru_cache
+from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote
 
@@ -584,7 +585,8 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def _values_key(v: Any) -> str:
-    return json.dumps(v, sort_keys=True)
+    # a string (most enum values) as json.dumps spells it, without its Python wrapper
+    return _json_str(v) if type(v) is str else json.dumps(v, sort_keys=True)
 
 
 # --------------------------------------------------------------------------- layout
@@ -1582,8 +1584,9 @@ class _Converter:
                 except Exception as e:  # e.g. an unresolvable $ref
                     self.unsupported("enum", path, f"cannot be checked against its sibling keywords ({e})")
                     ok = True  # lenient: keep the value
-            if ok and _values_key(v) not in seen:
-                seen.add(_values_key(v))
+            key = _values_key(v) if ok else None
+            if key is not None and key not in seen:
+                seen.add(key)
                 kept.append(v)  # equal numbers spelled differently (1 and 1.0) are both kept
         return choice([self.value(v, depth) for v in kept])
 

@@ -414,6 +414,10 @@ def test_invalid_definitions() -> None:
         AgentFormat(whitespace="any")
     with pytest.raises(ValueError, match="calls_end needs calls_begin"):
         AgentFormat(calls_end="]")
+    with pytest.raises(ValueError, match="name_key must be a string"):
+        AgentFormat(name_key=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="arguments_key must be a string"):
+        AgentFormat(arguments_key=1)  # type: ignore[arg-type]
 
 
 def test_markers_and_templates() -> None:
