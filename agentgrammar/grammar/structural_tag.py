@@ -205,18 +205,19 @@ class _Builder:
     def tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
         """Tag ``f`` once the first ``len(opened)`` characters of its begin are written. A tag
         whose conversion makes no rule of its own (a call with JSON arguments) converts to the
-        same expression every time: kept per tag object, as a piece (``pieces.mark``)."""
+        same expression every time: kept per tag object, as a piece (``pieces.mark``), with its
+        ``_call_shape``."""
         known = _TAG_IR.get(f)
         if known is not None:
             found = known.get(opened)
             if found is not None:
-                return found
+                return found[0]
         n_rules = len(self.rules)
         out = self._tag_after(f, opened, path)
         if out is not None and len(self.rules) == n_rules and type(out) in (Seq, Choice):
             if known is None:
                 known = _TAG_IR.put(f, {})
-            known[opened] = pieces.mark(out)
+            known[opened] = (pieces.mark(out), _call_shape(out))
         return out
 
     def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
@@ -330,18 +331,15 @@ class _Builder:
     def calls_after(
         self, tags: Sequence[st.Tag], idx: Sequence[int], opened: str, path: str
     ) -> Tuple[List[Optional[Expr]], List[Optional["_Split"]]]:
-        """``tag_after(tags[i], opened)`` for each i of ``idx``, and its ``_call_shape``: kept per
-        tag when the tag converts to a piece, so a request's hundreds of calls of known tools
-        are found in one pass."""
+        """``tag_after(tags[i], opened)`` for each i of ``idx``, and its ``_call_shape`` (None for
+        a tag that made a rule): a request's hundreds of calls of known tools are found in one
+        pass over ``_TAG_IR``."""
         chosen = [tags[i] for i in idx]
-        found = [None if k is None else k.get(opened) for k in _TAG_CALLS.get_many(chosen)]
+        found = [None if k is None else k.get(opened) for k in _TAG_IR.get_many(chosen)]
         for j, hit in enumerate(found):
             if hit is None:
-                tag = chosen[j]
-                e = self.tag_after(tag, opened, f"{path}.tags[{idx[j]}]")
-                hit = found[j] = (e, _call_shape(e))
-                if e is not None and pieces.info(e) is not None:  # made no rule: the same next time
-                    (_TAG_CALLS.get(tag) or _TAG_CALLS.put(tag, {}))[opened] = hit
+                e = self.tag_after(chosen[j], opened, f"{path}.tags[{idx[j]}]")
+                found[j] = (_TAG_IR.get(chosen[j]) or {}).get(opened) or (e, None)
         return [h[0] for h in found], [h[1] for h in found]  # type: ignore[index]
 
     def fmt_tags_with_separator(self, f: st.TagsWithSeparator, path: str) -> Optional[Expr]:
@@ -391,16 +389,12 @@ def _check_any_text(f: st.AnyText, path: str) -> None:
             raise StructuralTagError(f"'{limit}' on any_text is not supported", path=f"{path}.{limit}")
 
 
-# The expressions of tags that made no rule (``_Builder.tag_after``): tag -> {opened -> IR}.
-_TAG_IR: "memo.IdentityMemo[Dict[str, Expr]]" = memo.IdentityMemo("tag IR", limit=16384)
-# ``_Builder.calls_after``: tag -> {opened -> (tag_after's IR, its ``_call_shape``)}, for tags
-# whose IR is a piece.
-_TAG_CALLS: "memo.IdentityMemo[Dict[str, Tuple[Optional[Expr], Optional[_Split]]]]" = memo.IdentityMemo(
-    "tag calls", limit=16384
+# The expressions of tags that made no rule (``_Builder.tag_after``), each with its
+# ``_call_shape`` (whose ``split`` keeps the call's split forms): tag -> {opened -> (IR, shape)}.
+_TAG_IR: "memo.IdentityMemo[Dict[str, Tuple[Expr, Optional[_Split]]]]" = memo.IdentityMemo(
+    "tag IR", limit=16384
 )
-# ``_share_tails``: a call's expression -> {tail -> the expression with its tail moved into a
-# part}, and an argument grammar -> {(tail, end) -> that part}.
-_SPLIT_IR: "memo.IdentityMemo[_Split]" = memo.IdentityMemo("split tag IR", limit=16384)
+# ``_share_tails``: an argument grammar -> {(tail, end) -> the part of a call's tail}.
 _TAIL_PARTS: "memo.IdentityMemo[Dict[Tuple[bytes, bytes], Grammar]]" = memo.IdentityMemo(
     "tail parts", limit=16384
 )
@@ -417,24 +411,20 @@ class _Split:
         self.split: Dict[bytes, Tuple[Expr, Optional[pieces.PieceInfo]]] = {}  # tail -> (piece, its info)
 
 
-def _call_shape(e: Optional[Expr]) -> Optional[_Split]:
-    """The ``_Split`` of a call piece ``begin Embed(arguments) end``, else None."""
-    if type(e) is not Seq:
-        return None
-    found = _SPLIT_IR.get(e)
-    if found is not None or pieces.info(e) is None:
-        return found
-    items = e.items  # type: ignore[union-attr]
+def _call_shape(e: Expr) -> Optional[_Split]:
+    """A new ``_Split`` of a call piece ``begin Embed(arguments) end``, else None (kept with
+    the tag's IR in ``_TAG_IR``)."""
+    items = e.items if type(e) is Seq else ()  # type: ignore[union-attr]
     if not 2 <= len(items) <= 3 or type(items[0]) is not Literal or type(items[1]) is not Embed:
         return None
     if len(items) == 3 and type(items[2]) is not Literal:
         return None
     end = items[2].value if len(items) == 3 else b""
-    return _SPLIT_IR.put(e, _Split(items[0].value, items[1].grammar, end))
+    return _Split(items[0].value, items[1].grammar, end)  # type: ignore[union-attr]
 
 
 def _share_tails(
-    alts: List[Optional[Expr]], shapes: Optional[List[Optional[_Split]]] = None
+    alts: List[Optional[Expr]], shapes: List[Optional[_Split]]
 ) -> Tuple[List[Optional[Expr]], Optional[List[Optional[pieces.PieceInfo]]]]:
     """The alternatives of one trigger's tags, with what follows their distinct heads moved
     into a part per call: ``head tail Embed(args) end`` becomes ``head Embed(P)``, P the grammar
@@ -445,9 +435,7 @@ def _share_tails(
     P, the same in every request offering the tool, is compiled once like the arguments.
     Also returns the piece information of each alternative when every one was split (None
     otherwise), kept with the split form so that ``pieces.group`` need not look it up.
-    ``shapes``: the ``_call_shape`` of each alternative, when the caller has them."""
-    if shapes is None:
-        shapes = [_call_shape(a) for a in alts]
+    ``shapes``: the ``_call_shape`` of each alternative (None where it is not a call)."""
     calls = [s for s in shapes if s is not None]
     if len(calls) < 2:
         return alts, None
