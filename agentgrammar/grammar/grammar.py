@@ -219,9 +219,15 @@ def _class_is_empty(e: Expr) -> bool:
     return not e.ranges
 
 
+# The IR node types, the most frequent first (``_productive`` dispatches on them).
+_KINDS = (Literal, Seq, RuleRef, Choice, CharClass, ByteClass, Repeat, Embed, TagDispatch)
+
+
 def _productive(e: Expr, known: Dict[str, bool]) -> bool:
     """Whether ``e`` derives some finite string, given which rules are known to."""
-    t = type(e)  # exact types first: every rule of every grammar is checked, node by node
+    t = type(e)  # exact types: every rule of every grammar is checked, node by node
+    if t not in _KINDS:  # a subclass of a node type: as that type
+        t = next((k for k in _KINDS if isinstance(e, k)), t)
     if t is Literal:
         return True
     if t is Seq:
@@ -229,30 +235,24 @@ def _productive(e: Expr, known: Dict[str, bool]) -> bool:
             if not _productive(x, known):
                 return False
         return True
+    if t is RuleRef:
+        return known[e.name]  # type: ignore[union-attr]
     if t is Choice:
         for x in e.items:  # type: ignore[union-attr]
             if _productive(x, known):
                 return True
         return False
-    if t is RuleRef:
-        return known[e.name]  # type: ignore[union-attr]
-    if isinstance(e, (CharClass, ByteClass)):
+    if t is CharClass or t is ByteClass:
         return not _class_is_empty(e)
-    if isinstance(e, Seq):
-        return all(_productive(x, known) for x in e.items)
-    if isinstance(e, Choice):
-        return any(_productive(x, known) for x in e.items)
-    if isinstance(e, RuleRef):
-        return known[e.name]
-    if isinstance(e, Repeat):
-        return e.min == 0 or _productive(e.item, known)
-    if isinstance(e, Embed):  # a validated grammar derives some string
+    if t is Repeat:
+        return e.min == 0 or _productive(e.item, known)  # type: ignore[union-attr]
+    if t is Embed:  # a validated grammar derives some string
         return True
-    if isinstance(e, TagDispatch):  # an over-approximation; the C core decides exactly
+    if t is TagDispatch:  # an over-approximation; the C core decides exactly
         return (
-            e.stop_eos
-            or bool(e.stop_str)
-            or (not e.loop_after_dispatch and any(known[name] for _, name in e.triggers))
+            e.stop_eos  # type: ignore[union-attr]
+            or bool(e.stop_str)  # type: ignore[union-attr]
+            or (not e.loop_after_dispatch and any(known[name] for _, name in e.triggers))  # type: ignore[union-attr]
         )
     raise TypeError(f"not a grammar expression: {e!r}")
 
