@@ -66,7 +66,8 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
   for (int32_t head = 0; ok && head < count; head++) {
     const ag_state *st = &g->states[queue[head]];
     uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
-    ok = !(bytes_only && (exits & 2)) && ag_key_push(key, &cap, exits) && ag_key_push(key, &cap, st->byte_end - st->byte_begin);
+    ok = !(bytes_only && (exits & 2)) && ag_key_push(key, &cap, exits) &&
+         ag_key_push(key, &cap, st->byte_end - st->byte_begin);
     for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
       int32_t order = ag_order_of(m, be->target, queue, &count);

@@ -146,7 +146,8 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
   if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
   if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_runs(v, err)) ||
-      (st = ag_vocab_index_lengths(v, err)) || (st = ag_plain_tokens_index(v, &v->plain, &v->plain_skip, err)) ||
+      (st = ag_vocab_index_lengths(v, err)) ||
+      (st = ag_plain_tokens_index(v, &v->plain, &v->plain_skip, err)) ||
       (st = ag_vocab_index_ids(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
