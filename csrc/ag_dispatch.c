@@ -163,13 +163,13 @@ static void ag_clear_prefixed(const ag_vocab *v, const uint8_t *s, uint32_t sl, 
   while (lo < hi) { /* the first token >= s */
     int32_t mid = lo + (hi - lo) / 2;
     uint32_t tl;
-    const uint8_t *t = ag_vocab_token(v, v->sorted_ids[mid], &tl);
+    const uint8_t *t = ag_vocab_sorted_token(v, mid, &tl);
     if (ag_cmp_prefix(t, tl, s, sl) < 0) lo = mid + 1;
     else hi = mid;
   }
   for (int32_t i = lo; i < v->n_sorted; i++) {
     uint32_t tl;
-    const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &tl);
+    const uint8_t *t = ag_vocab_sorted_token(v, i, &tl);
     if (tl < sl || memcmp(t, s, sl) != 0) break;
     ag_bit_clear(bits, i);
   }
@@ -302,7 +302,7 @@ static ag_status ag_clear_word_holders(const ag_ac *ac, const ag_vocab *v, uint8
   for (int32_t i = ag_next_bit(with_b, 0, v->n_sorted); i < v->n_sorted;
        i = ag_next_bit(with_b, i + 1, v->n_sorted)) {
     uint32_t len;
-    const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
+    const uint8_t *t = ag_vocab_sorted_token(v, i, &len);
     if (ag_ac_finds_word(ac, t, len)) ag_bit_clear(pos_bits, i);
   }
   free(owned);

@@ -215,6 +215,15 @@ struct ag_vocab {
   /* Normal, non-empty tokens sorted by their bytes, so a walk shares prefixes. */
   int32_t n_sorted;
   int32_t *sorted_ids;  /* [n_sorted] */
+  /* The sorted tokens' bytes again, in sorted order, at sorted_offsets[i]
+   * ([n_sorted + 1]): a mask walk reads tokens in that order, so its reads are
+   * sequential, not scattered over the id-ordered blob (a first visit after
+   * other work ran was mostly cache misses). */
+  uint8_t *sorted_blob;
+  uint32_t *sorted_offsets;
+  /* [257] the first sorted position of each first byte (and n_sorted): a walk
+   * skips a byte no token may start with without touching its tokens. */
+  int32_t *first_byte_pos;
   uint16_t *lcp;        /* [n_sorted] common prefix with the previous sorted token, capped */
   /* [n_sorted] the first later position whose lcp is smaller, or n_sorted: every
    * position between shares at least lcp[i] bytes with i - 1, so a run of tokens
@@ -288,8 +297,13 @@ static inline size_t ag_pos_words(const ag_vocab *v) { return ((size_t)v->n_sort
 
 /* The byte length of the token at sorted position i. */
 static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
-  int32_t id = v->sorted_ids[i];
-  return v->offsets[id + 1] - v->offsets[id];
+  return v->sorted_offsets[i + 1] - v->sorted_offsets[i];
+}
+
+/* The bytes of the token at sorted position i. */
+static inline const uint8_t *ag_vocab_sorted_token(const ag_vocab *v, int32_t i, uint32_t *len) {
+  *len = v->sorted_offsets[i + 1] - v->sorted_offsets[i];
+  return v->sorted_blob + v->sorted_offsets[i];
 }
 
 /* The bytes sorted tokens i < j have in common at their start (for neighbours,
@@ -297,7 +311,7 @@ static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
 static inline uint32_t ag_vocab_common_prefix(const ag_vocab *v, int32_t i, int32_t j) {
   if (j == i + 1) return v->lcp[j];
   uint32_t li, lj, n = 0;
-  const uint8_t *a = ag_vocab_token(v, v->sorted_ids[i], &li), *b = ag_vocab_token(v, v->sorted_ids[j], &lj);
+  const uint8_t *a = ag_vocab_sorted_token(v, i, &li), *b = ag_vocab_sorted_token(v, j, &lj);
   while (n < li && n < lj && a[n] == b[n]) n++;
   return n;
 }

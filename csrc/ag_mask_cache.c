@@ -327,7 +327,7 @@ static ag_status ag_cover_by_predicted(ag_classify *w, ag_mask_cache *c, const a
 static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t *depth,
                                    bool single, int32_t *next, bool *oom, ag_error *err) {
   uint32_t len;
-  const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+  const uint8_t *tok = ag_vocab_sorted_token(v, i, &len);
   bool ok = true;
   while (*depth < len && (ok = ag_walk_scan(w, *depth, tok[*depth]))) (*depth)++;
   if (ok) {
@@ -396,7 +396,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   bool oom = false;
   w->pshared = UINT32_MAX;
   ag_dead_first_bytes(w, dead);
-  int32_t last = -1, resume = 0, checked = 0;
+  int32_t last = -1, resume = 0, checked = 0, b = 0;
   for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !oom;
        i = ag_next_unsafe(safe, resume, v->n_sorted)) {
     if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
@@ -404,14 +404,13 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       if (st) return st;
       checked = i + 4096;
     }
-    uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
-    if (shared == 0) { /* a new first byte: its tokens may all be rejected at once */
-      uint32_t len;
-      if (ag_bit(dead, ag_vocab_token(v, v->sorted_ids[i], &len)[0])) {
-        resume = ag_vocab_prefix_end(v, i, 1);
-        continue;
-      }
+    while (v->first_byte_pos[b + 1] <= i) b++; /* the first byte of token i */
+    if (ag_bit(dead, (uint32_t)b)) { /* its tokens, and the next dead bytes', rejected at once */
+      while (b < 255 && ag_bit(dead, (uint32_t)b + 1)) b++;
+      resume = v->first_byte_pos[b + 1];
+      continue;
     }
+    uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
     if (shared < depth) depth = shared;
     if (shared < w->pshared) w->pshared = shared;
     ag_status st = ag_classify_token(w, v, i, &depth, false, &resume, &oom, err);

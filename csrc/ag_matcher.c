@@ -242,7 +242,7 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
       continue;
     }
     uint32_t len, l = prev < 0 ? 0 : ag_vocab_common_prefix(v, prev, i);
-    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+    const uint8_t *tok = ag_vocab_sorted_token(v, i, &len);
     if (l < depth) {
       ag_parser_truncate(p, base + l);
       depth = l;

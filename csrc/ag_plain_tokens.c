@@ -53,7 +53,7 @@ ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **plain, uint32_t **
   uint32_t *ids = bits + ag_pos_words(v);
   for (int32_t i = 0; i < v->n_sorted; i++) {
     uint32_t len, k = 0;
-    const uint8_t *tok = ag_vocab_token(v, v->sorted_ids[i], &len);
+    const uint8_t *tok = ag_vocab_sorted_token(v, i, &len);
     int u = 0;
     for (; k < len && u >= 0 && !(u == 0 && tok[k] < 0x20); k++) u = ag_plain_step(u, tok[k]);
     if (k == len && u >= 0) { /* whole characters, the last one possibly cut short */

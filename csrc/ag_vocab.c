@@ -82,6 +82,31 @@ static ag_status ag_vocab_index_runs(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
+/* sorted_blob, sorted_offsets and first_byte_pos (see ag_vocab). */
+static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
+  int32_t n = v->n_sorted;
+  size_t total = 0;
+  for (int32_t i = 0; i < n; i++) total += v->offsets[v->sorted_ids[i] + 1] - v->offsets[v->sorted_ids[i]];
+  v->sorted_blob = malloc(total ? total : 1);
+  v->sorted_offsets = malloc(sizeof *v->sorted_offsets * ((size_t)n + 1));
+  v->first_byte_pos = malloc(sizeof *v->first_byte_pos * 257);
+  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos)
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  uint32_t at = 0;
+  int b = 0;
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t len;
+    const uint8_t *t = ag_vocab_token(v, v->sorted_ids[i], &len);
+    memcpy(v->sorted_blob + at, t, len);
+    v->sorted_offsets[i] = at;
+    at += len;
+    for (; b <= t[0]; b++) v->first_byte_pos[b] = i; /* sorted tokens are non-empty */
+  }
+  v->sorted_offsets[n] = at;
+  for (; b <= 256; b++) v->first_byte_pos[b] = n;
+  return AG_OK;
+}
+
 /* sorted_by_id (see ag_vocab). */
 static ag_status ag_vocab_index_ids(ag_vocab *v, ag_error *err) {
   if (!(v->sorted_by_id = calloc(ag_mask_words(v), sizeof *v->sorted_by_id)))
@@ -145,7 +170,8 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   if (blob_len) memcpy(v->blob, blob, blob_len);
   memcpy(v->offsets, offsets, sizeof *v->offsets * ((size_t)n_tokens + 1));
   if (n_tokens) memcpy(v->kinds, kinds, (size_t)n_tokens);
-  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_runs(v, err)) ||
+  if ((st = ag_vocab_sort(v, err)) || (st = ag_vocab_index_sorted_bytes(v, err)) ||
+      (st = ag_vocab_index_runs(v, err)) ||
       (st = ag_vocab_index_lengths(v, err)) ||
       (st = ag_plain_tokens_index(v, &v->plain, &v->plain_skip, err)) ||
       (st = ag_vocab_index_ids(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
@@ -164,6 +190,9 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->offsets);
   free(v->kinds);
   free(v->sorted_ids);
+  free(v->sorted_blob);
+  free(v->sorted_offsets);
+  free(v->first_byte_pos);
   free(v->lcp);
   free(v->lcp_next);
   free(v->by_len);

@@ -176,3 +176,22 @@ def test_masks_of_random_rules_over_a_dense_vocabulary(first: int) -> None:
                 if not allowed:
                     break
                 assert matcher.accept_token(rng.choice(allowed))
+
+
+def test_first_bytes_no_token_may_start_with_are_skipped_together() -> None:
+    """A walk skips every token of a first byte the state has no edge for, and of the dead bytes
+    after it, through the vocabulary's index of first bytes (csrc/ag_vocab.c): here the only
+    live first bytes are 0x00, 0x7f and 0xc3, with dead runs between them and up to 0xff, the
+    last byte of the sorted order. The mask is checked against the language itself."""
+    tokens = [bytes([b]) for b in range(256)]
+    tokens += [b"\x00a", b"\x00\x00", b"\x00~", b"\x7fz", b"\x7f\x7f", b"\xc3\xbf", b"\xc3\xa9"]
+    tokens += [b"\xff\xfe", b"~x", b"ab", b"ba", b"\x01a"]
+    vocab = Vocabulary([*tokens, b"</s>"], stop_token_ids=[len(tokens)])
+    grammar = Grammar.from_ebnf('root ::= [\\u0000\\u007f] [a-z\\u0000]* | "\\u00ff"')
+    compiled = Compiler(vocab).compile(grammar)
+    for _ in range(2):  # the second matcher reads the cached classes
+        matcher = Matcher(compiled)
+        allowed = {vocab.token_bytes[i] for i in matcher.allowed_token_ids()}
+        assert allowed == {b"\x00", b"\x7f", b"\xc3", b"\x00a", b"\x00\x00", b"\x7fz", b"\xc3\xbf"}
+        cached, direct = cached_and_direct(matcher, vocab.vocab_size)
+        assert np.array_equal(cached, direct)
