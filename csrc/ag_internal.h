@@ -238,6 +238,12 @@ struct ag_vocab {
    * derived from an L-equivalent one re-walks only those (ag_depth_equiv.h). */
   int32_t *by_len;
   int32_t *n_longer;
+  /* The shallowest level past which at most an eighth of the vocabulary is
+   * longer (where classes are worth deriving), and the sorted positions of
+   * those longer tokens in sorted order: what a derivation walks again,
+   * without sorting them at each one. */
+  uint32_t long_level;
+  int32_t *long_sorted; /* [n_longer[long_level]] */
   /* The plain tokens (ag_plain_tokens.h), in the layout of a dispatch's safe tokens. */
   uint32_t *plain;
   uint32_t *plain_skip; /* [pos words] ag_plain_tokens_index's `skip` */

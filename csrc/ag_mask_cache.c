@@ -669,11 +669,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
 
 /* The shallowest level worth deriving at: past it at most an eighth of the
  * vocabulary is longer, and re-walked. */
-static uint32_t ag_derive_min_level(const ag_vocab *v) {
-  uint32_t l = 1;
-  while (l < v->max_token_len && v->n_longer[l] > v->n_sorted / 8) l++;
-  return l;
-}
+static uint32_t ag_derive_min_level(const ag_vocab *v) { return v->long_level; }
 
 /* The uncertain tokens of `from` no longer than `level` bytes, into w's list. */
 static void ag_keep_short_uncertain(ag_classify *w, const ag_vocab *v, const ag_state_masks *from,
@@ -701,22 +697,30 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
     ag_keep_short_uncertain(&w, v, from, level);
   }
   /* The long tokens in sorted order, so each shares the walk (and the parser's
-   * prefix) with the one before it. */
+   * prefix) with the one before it: the vocabulary's list at its level, or
+   * those longer than `level` in it (derivations start there). */
   int32_t *order = n_long ? malloc(sizeof *order * (size_t)n_long) : NULL;
   if (n_long && !order) oom = true;
-  if (order) {
+  if (order && level >= v->long_level) {
+    for (int32_t k = 0, j = 0; j < n_long; k++)
+      if (ag_vocab_sorted_len(v, v->long_sorted[k]) > level) order[j++] = v->long_sorted[k];
+  } else if (order) {
     memcpy(order, v->by_len, sizeof *order * (size_t)n_long);
     qsort(order, (size_t)n_long, sizeof *order, ag_cmp_int32);
   }
-  uint32_t depth = 0;
-  for (int32_t k = 0; !st && !oom && k < n_long; k++) {
+  uint32_t depth = 0, dead[8];
+  if (!st) ag_dead_first_bytes(&w, dead); /* their long tokens are rejected, not walked */
+  for (int32_t k = 0, last = -1; !st && !oom && k < n_long; k++) {
     int32_t i = order[k], next;
-    uint32_t shared = k ? ag_vocab_common_prefix(v, order[k - 1], i) : 0;
-    if (shared < depth) depth = shared;
-    if (shared < w.pshared) w.pshared = shared; /* what the parser's token shares: the least since */
     ag_bit_clear(w.entry->accepted, v->sorted_ids[i]);
     ag_bit_clear(w.entry->accepted_pos, i);
+    uint32_t len;
+    if (ag_bit(dead, ag_vocab_sorted_token(v, i, &len)[0])) continue;
+    uint32_t shared = last >= 0 ? ag_vocab_common_prefix(v, last, i) : 0;
+    if (shared < depth) depth = shared;
+    if (shared < w.pshared) w.pshared = shared; /* what the parser's token shares: the least since */
     st = ag_classify_token(&w, v, i, &depth, true, &next, &oom, err);
+    last = i;
   }
   free(order);
   if (!st && oom) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");

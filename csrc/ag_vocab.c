@@ -115,7 +115,8 @@ static ag_status ag_vocab_index_ids(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
-/* by_len and n_longer (see ag_vocab): a counting sort of sorted positions by length. */
+/* by_len and n_longer (see ag_vocab): a counting sort of sorted positions by length;
+ * then long_level and long_sorted. */
 static ag_status ag_vocab_index_lengths(ag_vocab *v, ag_error *err) {
   uint32_t max = v->max_token_len;
   int32_t *count = calloc((size_t)max + 2, sizeof *count); /* then: the next slot per length */
@@ -130,6 +131,14 @@ static ag_status ag_vocab_index_lengths(ag_vocab *v, ag_error *err) {
   for (uint32_t l = 1; l <= max; l++) count[l] = v->n_longer[l]; /* longer tokens come first */
   for (int32_t i = 0; i < v->n_sorted; i++) v->by_len[count[ag_vocab_sorted_len(v, i)]++] = i;
   free(count);
+  uint32_t l = 1;
+  while (l < max && v->n_longer[l] > v->n_sorted / 8) l++;
+  v->long_level = l;
+  int32_t n_long = l <= max ? v->n_longer[l] : 0;
+  if (!(v->long_sorted = malloc(sizeof *v->long_sorted * (size_t)(n_long ? n_long : 1))))
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  for (int32_t i = 0, k = 0; i < v->n_sorted; i++)
+    if (ag_vocab_sorted_len(v, i) > l) v->long_sorted[k++] = i;
   return AG_OK;
 }
 
@@ -197,6 +206,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->lcp_next);
   free(v->by_len);
   free(v->n_longer);
+  free(v->long_sorted);
   free(v->plain);
   free(v->plain_skip);
   free(v->sorted_by_id);
