@@ -99,6 +99,10 @@ from .utf8 import normalize_ranges
 
 __all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules"]
 
+# json.dumps(x, separators=(",", ":")) without building an encoder per call: sub() keys every
+# sub-schema by its compact JSON text, hundreds of times per tool registry
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
 
 def choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
     """``ir.choice`` (flattened, None dropped, equal leaves dropped), in linear time: an
@@ -911,7 +915,7 @@ class _Converter:
         if type(schema) is dict and not _ANNOTATIONS.isdisjoint(schema):
             keyed = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
         try:
-            key = (json.dumps(keyed, separators=(",", ":")), self.layout.key(depth))
+            key = (_compact_json(keyed), self.layout.key(depth))
         except (TypeError, ValueError) as e:
             raise self.fail(f"the schema is not JSON ({e})", path) from None
         if key in self.memo:
