@@ -224,6 +224,9 @@ struct ag_vocab {
   /* [257] the first sorted position of each first byte (and n_sorted): a walk
    * skips a byte no token may start with without touching its tokens. */
   int32_t *first_byte_pos;
+  /* [256 * 256] how many sorted tokens begin with each pair of bytes: what
+   * tells a narrow state's walk from a broad one (ag_mask_cache.c). */
+  int32_t *pair_count;
   uint16_t *lcp;        /* [n_sorted] common prefix with the previous sorted token, capped */
   /* [n_sorted] the first later position whose lcp is smaller, or n_sorted: every
    * position between shares at least lcp[i] bytes with i - 1, so a run of tokens

@@ -758,6 +758,58 @@ static ag_status ag_rule_equiv(ag_mask_cache *c, const ag_grammar *g, const ag_v
   return AG_OK;
 }
 
+/* The bytes that keep a walk going from state s: its edges', and those that may
+ * follow the rule's end where s is accepting; with `enter`, also those the
+ * start states of the rules its rule edges enter take (every byte where such a
+ * start may end at once or enter a rule itself: not looked into further);
+ * without, every byte when s has rule edges. */
+static void ag_live_bytes(const ag_grammar *g, int32_t s, const uint32_t *follow, bool enter,
+                          uint32_t live[8]) {
+  const ag_state *st = &g->states[s];
+  bool all = !enter && st->rule_begin != st->rule_end;
+  for (int k = 0; k < 8; k++)
+    live[k] = all ? ~0u : st->accepting ? (follow ? follow[k] : ~0u) : 0;
+  for (uint32_t e = st->byte_begin; !all && e < st->byte_end; e++)
+    for (int c = g->byte_edges[e].lo; c <= g->byte_edges[e].hi; c++) live[c >> 5] |= 1u << (c & 31);
+  for (uint32_t e = st->rule_begin; !all && e < st->rule_end; e++) {
+    uint32_t entered[8];
+    ag_live_bytes(g, g->rule_start[g->rule_edges[e].rule], NULL, false, entered);
+    for (int k = 0; k < 8; k++) live[k] |= entered[k];
+  }
+}
+
+/* Whether a walk of `state` passes the second byte of far fewer tokens (an
+ * eighth) than a derivation walks again (the tokens longer than the shallowest
+ * level, one at a time): a walk rejects a dead first or second byte's tokens a
+ * run at a time, so it costs about as much as the tokens whose first two bytes
+ * the state takes. A state expecting `"` or ` "` takes a few hundred; deriving
+ * it cost more than its walk (a find of its equivalent, a copy of the classes,
+ * the long tokens one by one: 100-340 us against 50 on Llama-3.2). Its
+ * equivalents agree on those bytes, so none of them is derived either. The
+ * eighth keeps the derivations of broader states, which MaskBench's schemas
+ * gain from as much as they lose. */
+static bool ag_walk_is_narrow(const ag_grammar *g, const ag_vocab *v, int32_t state,
+                              const uint32_t *follow) {
+  int32_t n = 0, bound = v->long_level <= v->max_token_len ? v->n_longer[v->long_level] : 0;
+  const ag_state *st = &g->states[state];
+  uint32_t first[8];
+  ag_live_bytes(g, state, follow, false, first);
+  for (int b = 0; b < 256 && n < bound / 8; b++) {
+    if (!ag_bit(first, (uint32_t)b)) continue;
+    int32_t t = ag_state_step(g, state, (uint8_t)b), all = v->first_byte_pos[b + 1] - v->first_byte_pos[b];
+    if (t < 0 || (st->accepting && (!follow || ag_bit(follow, (uint32_t)b)))) {
+      n += all; /* past the rule's end: each token of the byte is looked at */
+      continue;
+    }
+    uint32_t second[8];
+    ag_live_bytes(g, t, follow, true, second);
+    for (int c = 0; c < 256; c++)
+      if (ag_bit(second, (uint32_t)c)) n += v->pair_count[b * 256 + c];
+    n += 1; /* the byte's own one-byte token, if any */
+  }
+  return n < bound / 8;
+}
+
 /* A state's classes derived from an equivalent state's, when its rule has one
  * classified already; *out stays NULL when there is none. */
 static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
@@ -765,7 +817,9 @@ static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_v
                                ag_error *err) {
   *out = NULL;
   int32_t r = g->state_rule[state];
-  if (c->rule_walk[r] == AG_WALK_DISPATCH || atomic_load(&c->rule_classified[r]) == 0) return AG_OK;
+  if (c->rule_walk[r] == AG_WALK_DISPATCH || atomic_load(&c->rule_classified[r]) == 0 ||
+      ag_walk_is_narrow(g, v, state, follow))
+    return AG_OK;
   ag_depth_equiv *q;
   ag_status st = ag_rule_equiv(c, g, v, r, &q, err);
   if (st || !q) return st;
@@ -863,14 +917,15 @@ static void ag_share_any(const ag_vocab *v, ag_vcache_key *any_key, ag_state_mas
 }
 
 /* After `state`'s classes are published: counted for its rule, and noted in the
- * rule's equivalence levels when they exist. */
+ * rule's equivalence levels when they exist (not a narrow state's: no state
+ * derives from it, see ag_walk_is_narrow). */
 static void ag_note_classified(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                               int32_t state) {
+                               int32_t state, const uint32_t *follow) {
   int32_t r = g->state_rule[state];
   if (c->rule_walk[r] == AG_WALK_DISPATCH) return;
   atomic_fetch_add(&c->rule_classified[r], 1);
   ag_depth_equiv *q = atomic_load_explicit(&c->equiv[r], memory_order_acquire);
-  if (q) {
+  if (q && !ag_walk_is_narrow(g, v, state, follow)) {
     ag_depth_equiv_note(q, state);
     ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
   }
@@ -938,7 +993,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
                                               memory_order_acq_rel, memory_order_acquire)) {
     if (!e->shared) ag_cache_grow(c, v, e->bytes);
     atomic_fetch_add(origin, 1);
-    ag_note_classified(c, g, v, state);
+    ag_note_classified(c, g, v, state, follow);
     *out = e;
   } else {
     ag_state_masks_free(e);

@@ -82,7 +82,7 @@ static ag_status ag_vocab_index_runs(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
-/* sorted_blob, sorted_offsets and first_byte_pos (see ag_vocab). */
+/* sorted_blob, sorted_offsets, first_byte_pos and pair_count (see ag_vocab). */
 static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
   int32_t n = v->n_sorted;
   size_t total = 0;
@@ -90,7 +90,8 @@ static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
   v->sorted_blob = malloc(total ? total : 1);
   v->sorted_offsets = malloc(sizeof *v->sorted_offsets * ((size_t)n + 1));
   v->first_byte_pos = malloc(sizeof *v->first_byte_pos * 257);
-  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos)
+  v->pair_count = calloc(256 * 256, sizeof *v->pair_count);
+  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos || !v->pair_count)
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
   uint32_t at = 0;
   int b = 0;
@@ -101,6 +102,7 @@ static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
     v->sorted_offsets[i] = at;
     at += len;
     for (; b <= t[0]; b++) v->first_byte_pos[b] = i; /* sorted tokens are non-empty */
+    if (len >= 2) v->pair_count[t[0] * 256 + t[1]]++;
   }
   v->sorted_offsets[n] = at;
   for (; b <= 256; b++) v->first_byte_pos[b] = n;
@@ -202,6 +204,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->sorted_blob);
   free(v->sorted_offsets);
   free(v->first_byte_pos);
+  free(v->pair_count);
   free(v->lcp);
   free(v->lcp_next);
   free(v->by_len);
