@@ -1950,21 +1950,36 @@ class _Converter:
         sep = lay.sep(depth)
         # after[i]: the members from i on, when one was already written (each preceded by sep).
         # first(i - 1) and after[i - 1] both use after[i] for i <= first_req + 1 (the members up
-        # to the first required one); from 2 on those are rules, so the size stays linear.
+        # to the first required one). Up to there, after[i] is sep and then pick[i], the next
+        # member written (m_i, or any later one up to the first required, or an extra one),
+        # optional when no required member is ahead: the separator comes before the choice, so
+        # after a value only sep is expected, not a chain of nullable rules, one per optional
+        # member left, each predicted (and classified) at once. pick[i] from 2 on are rules,
+        # each referring to the next, so the size stays linear.
         n = len(members)
         tail: Expr = Repeat(seq([sep, add]), 0, None) if add is not None else EMPTY
         first_req = next((i for i, (_, r) in enumerate(members) if r), n)
         pieces = [seq([sep, m]) if r else _opt(seq([sep, m])) for m, r in members]
         after: List[Expr] = [EMPTY] * (n + 1)
         shared = min(first_req + 1, n)
-        for i in range(shared, 0, -1):
-            body = seq(pieces[i:] + [tail]) if i == shared else seq([pieces[i], after[i + 1]])
-            if i >= 2 and body != EMPTY and type(body) not in (RuleRef, Literal):
-                name = self.fresh(f"{hint}_rest_{i}")
+        after[shared] = seq(pieces[shared:] + [tail])
+        if shared >= 2 and type(after[shared]) not in (RuleRef, Literal) and after[shared] != EMPTY:
+            name = self.fresh(f"{hint}_rest_{shared}")  # used twice below: one rule
+            self.rules[name] = after[shared]
+            after[shared] = RuleRef(name)
+        # pick[shared]: an extra member, the only choice left once the declared ones are past
+        pick: Optional[Expr] = seq([add, tail]) if add is not None and shared == n else None
+        for i in range(shared - 1, 0, -1):
+            m, r = members[i]
+            here = seq([m, after[i + 1]])
+            body = here if r else choice([here, pick])
+            assert body is not None
+            if i >= 2 and type(body) not in (RuleRef, Literal):
+                name = self.fresh(f"{hint}_pick_{i}")
                 self.rules[name] = body
-                after[i] = RuleRef(name)
-            else:
-                after[i] = body
+                body = RuleRef(name)
+            pick = body
+            after[i] = seq([sep, pick]) if first_req < n else _opt(seq([sep, pick]))
         # first(i): nothing written yet; members from i on, at least one member in total.
         nonempty: Optional[Expr] = seq([add, tail]) if add is not None else None
         for i in range(min(first_req, n - 1) if n else -1, -1, -1):

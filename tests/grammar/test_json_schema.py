@@ -1257,3 +1257,26 @@ def test_key_tries_share_subtrees_across_sets_of_names() -> None:
             value = {outer: inner}
             assert checker.accepts(json.dumps(value)) == validator.is_valid(value), value
     assert Grammar.from_json_schema(schema) == Grammar.from_json_schema(schema)
+
+
+def test_after_a_member_the_next_optional_members_are_one_choice() -> None:
+    """After a value in an object of optional members, the grammar expects the separator and
+    then one choice of the next member written. It used to expect a chain of nullable rules,
+    one per optional member left, all predicted at once, so the first mask after each value
+    classified every one of them (a vocabulary walk each). The language is unchanged: every
+    subset of the members, in schema order, and nothing else."""
+    names = [f"p{i}" for i in range(12)]
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in names}}
+    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema, strict=True))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('{"p0": 1')
+    before = compiled.cache_stats
+    assert matcher.allowed_token_ids()
+    after = compiled.cache_stats
+    classified = sum(getattr(after, f) - getattr(before, f) for f in ("walked", "derived", "shared"))
+    assert classified <= 3, (before, after)
+    for picked in ([], ["p3"], ["p0", "p11"], names[5:], names):
+        text = json.dumps({k: 1 for k in picked})
+        assert Matcher(compiled).accept_string(text), text
+    assert not Matcher(compiled).accept_string('{"p3": 1, "p1": 1}')  # out of schema order
+    assert not Matcher(compiled).accept_string('{"p3": 1, "p3": 1}')
