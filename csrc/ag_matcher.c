@@ -13,6 +13,30 @@ typedef struct ag_step {
   bool stop;       /* the step accepted a stop token */
 } ag_step;
 
+/*
+ * The uncertain tokens a mask resolved with the parser, kept for the next masks
+ * of the same item. When one item (state, origin, count) of the current set is
+ * the only one whose state leaves tokens uncertain, whether the parser takes
+ * such a token depends on that item alone: on its state, and past the end of
+ * its rule on what waits in its origin set and earlier ones, which later input
+ * does not change (only rollback and reset pop them). Every other scannable
+ * item's classes decide the token exactly: a token they accept is marked before
+ * the parser runs, and one they reject has no path through them. So the kept
+ * verdicts hold for the same item among the same classes (which mark the same
+ * tokens first). The typical case is a JSON string: each token inside it is
+ * masked from the same string state and origin, and its uncertain tokens (those
+ * holding the closing quote and what may follow) were resolved at every token.
+ */
+#define AG_VERDICT_SLOTS 8
+#define AG_VERDICT_CLASSES 4 /* the most classes a kept verdict is compared on */
+typedef struct ag_verdicts {
+  int32_t state; /* -1: empty */
+  int32_t origin, count;
+  const ag_state_masks *classes[AG_VERDICT_CLASSES]; /* the current set's, in order */
+  size_t n_classes;
+  AG_VEC(int32_t) accepted; /* the token ids of the uncertain ones the parser took */
+} ag_verdicts;
+
 struct ag_matcher {
   ag_compiled *compiled;
   ag_parser parser;
@@ -29,6 +53,8 @@ struct ag_matcher {
   uint32_t *state_stamp; /* [n_states] */
   uint32_t stamp;
   AG_VEC(const ag_state_masks *) classes; /* the current set's scannable states' classes */
+  AG_VEC(int32_t) class_states;           /* the state of each */
+  ag_verdicts verdicts[AG_VERDICT_SLOTS];
 };
 
 static bool ag_is_stop(const ag_matcher *m, int32_t id) {
@@ -66,6 +92,7 @@ ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t
   m->terminate_without_stop = terminate_without_stop != 0;
   ag_status st = ag_copy_stops(m, stop_ids, n_stop, err);
   if (!st) st = ag_parser_init(&m->parser, compiled->grammar, err);
+  for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].state = -1;
   if (!st) {
     m->state_stamp = calloc((size_t)compiled->grammar->n_states + 1, sizeof *m->state_stamp);
     size_t pos_words = ((size_t)compiled->vocab->n_sorted + 31) / 32 + 1;
@@ -90,6 +117,8 @@ void ag_matcher_free(ag_matcher *m) {
   free(m->pos_bits);
   free(m->accepted_pos);
   ag_vec_free(&m->classes);
+  ag_vec_free(&m->class_states);
+  for (int k = 0; k < AG_VERDICT_SLOTS; k++) ag_vec_free(&m->verdicts[k].accepted);
   free(m->stop_ids);
   ag_compiled_free(m->compiled);
   free(m);
@@ -108,7 +137,13 @@ void ag_matcher_set_time_budget(ag_matcher *m, double seconds) {
   m->budget = seconds > 0 ? seconds : 0;
 }
 
+/* Forgets the kept verdicts: their origin sets may be popped. */
+static void ag_forget_verdicts(ag_matcher *m) {
+  for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].state = -1;
+}
+
 void ag_matcher_reset(ag_matcher *m) {
+  ag_forget_verdicts(m);
   ag_parser_truncate(&m->parser, 1);
   m->steps.len = 0;
   m->stopped = false;
@@ -197,6 +232,7 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err) {
   if (n == 0) return AG_OK;
   ag_step first = m->steps.data[m->steps.len - (size_t)n];
   m->steps.len -= (size_t)n;
+  ag_forget_verdicts(m);
   ag_parser_truncate(&m->parser, first.n_sets);
   m->stopped = false; /* only the last step can be a stop, and it is gone */
   return AG_OK;
@@ -228,7 +264,7 @@ static int32_t ag_next_position(ag_candidates *c, int32_t i, int32_t n) {
  * skipped (found with the vocabulary's LCP array).
  */
 static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32_t *mask,
-                                ag_error *err) {
+                                ag_verdicts *record, ag_error *err) {
   const ag_vocab *v = m->compiled->vocab;
   ag_parser *p = &m->parser;
   uint32_t base = ag_parser_num_sets(p), depth = 0;
@@ -255,7 +291,11 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
     }
     int32_t j = i + 1;
     if (ok) ag_bit_set(mask, v->sorted_ids[i]);
-    else /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
+    if (ok && record && !ag_vec_push(&record->accepted, v->sorted_ids[i])) {
+      st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+      goto done;
+    }
+    if (!ok) /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
       j = ag_vocab_prefix_end(v, i, depth + 1);
     i = ag_next_position(candidates, j, n);
   }
@@ -293,6 +333,7 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     m->stamp = 1;
   }
   m->classes.len = 0;
+  m->class_states.len = 0;
   *any_uncertain = false;
   /* Last items first: an item's predictions come after it, and a state's first
    * classification uses its predictions' classes when they are known. */
@@ -304,10 +345,43 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     const ag_state_masks *e;
     ag_status st = ag_compiled_state_masks(m->compiled, s, m->deadline, &e, err);
     if (st) return st;
-    if (!ag_vec_push(&m->classes, e)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+    if (!ag_vec_push(&m->classes, e) || !ag_vec_push(&m->class_states, s))
+      return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
     *any_uncertain = *any_uncertain || e->n_uncertain > 0;
   }
   return AG_OK;
+}
+
+/* The item of the current set in `state` when it is the only one, else state -1. */
+static ag_item ag_only_item(const ag_matcher *m, int32_t state) {
+  const ag_parser *p = &m->parser;
+  ag_item found = {-1, 0, 0};
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
+    if (p->items.data[it].state != state) continue;
+    if (found.state >= 0) return (ag_item){-1, 0, 0};
+    found = p->items.data[it];
+  }
+  return found;
+}
+
+/* The slot of the verdicts kept for the only item in `state` among the current
+ * classes: a filled one (state >= 0) to use, an emptied one to record into, or
+ * NULL when they are not kept (the state's item is not alone, or too many
+ * classes to compare). */
+static ag_verdicts *ag_kept_verdicts(ag_matcher *m, int32_t state) {
+  size_t n = m->classes.len;
+  ag_item item = ag_only_item(m, state);
+  if (item.state < 0 || n > AG_VERDICT_CLASSES) return NULL;
+  uint32_t h = ((uint32_t)item.state * 2654435761u ^ (uint32_t)item.origin * 40503u ^
+                (uint32_t)item.count) % AG_VERDICT_SLOTS;
+  ag_verdicts *slot = &m->verdicts[h];
+  if (slot->state == item.state && slot->origin == item.origin && slot->count == item.count &&
+      slot->n_classes == n && memcmp(slot->classes, m->classes.data, n * sizeof *slot->classes) == 0)
+    return slot;
+  slot->state = -1; /* replaced: recorded into next */
+  slot->n_classes = n;
+  memcpy(slot->classes, m->classes.data, n * sizeof *slot->classes);
+  return slot;
 }
 
 /* The union of the cached accepted sets of every scannable state in the current
@@ -328,15 +402,30 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
    * few hundred that close it): the list is walked as it is. The tokens other
    * states accept are marked already, and skipped. */
   const ag_state_masks *only = NULL;
-  size_t n_with = 0;
+  size_t n_with = 0, at = 0;
   for (size_t k = 0; k < m->classes.len; k++)
     if (m->classes.data[k]->n_uncertain > 0) {
       only = m->classes.data[k];
+      at = k;
       n_with++;
     }
   if (n_with == 1 && !only->uncertain_bits) { /* an ascending list (ag_mask_cache.h) */
+    ag_verdicts *kept = ag_kept_verdicts(m, m->class_states.data[at]);
+    if (kept && kept->state >= 0) {
+      for (size_t k = 0; k < kept->accepted.len; k++) ag_bit_set(mask, kept->accepted.data[k]);
+      return AG_OK;
+    }
     ag_candidates list = {NULL, only->uncertain, only->n_uncertain, 0};
-    return ag_walk_tokens(m, &list, mask, err);
+    if (!kept) return ag_walk_tokens(m, &list, mask, NULL, err);
+    ag_item item = ag_only_item(m, m->class_states.data[at]);
+    kept->accepted.len = 0;
+    ag_status st = ag_walk_tokens(m, &list, mask, kept, err);
+    if (!st) {
+      kept->state = item.state;
+      kept->origin = item.origin;
+      kept->count = item.count;
+    }
+    return st;
   }
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
   memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
@@ -349,7 +438,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   /* A token that some state accepts needs no check, however uncertain elsewhere. */
   for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
   ag_candidates bits = {m->pos_bits, NULL, 0, 0};
-  return ag_walk_tokens(m, &bits, mask, err);
+  return ag_walk_tokens(m, &bits, mask, NULL, err);
 }
 
 /* Whether the first n bits of mask are all set; stops at the first block with a gap. */
@@ -381,7 +470,8 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
   if (!terminated) {
     m->deadline = m->budget > 0 ? ag_now() + m->budget : 0;
     ag_candidates every = {NULL, NULL, 0, 0};
-    ag_status st = cached ? ag_cached_mask(m, mask, need, err) : ag_walk_tokens(m, &every, mask, err);
+    ag_status st =
+        cached ? ag_cached_mask(m, mask, need, err) : ag_walk_tokens(m, &every, mask, NULL, err);
     m->deadline = 0;
     if (st) return st;
   }

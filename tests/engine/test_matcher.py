@@ -24,6 +24,7 @@ from agentgrammar import (
     apply_token_bitmask_inplace,
 )
 from agentgrammar.errors import AgentGrammarError, BitmaskError, MatcherError, TokenIdError
+from tests.mask_oracle import cached_and_direct
 
 try:
     from tests.reference_matcher import ReferenceMatcher
@@ -703,3 +704,37 @@ def test_mask_time_budget_raises_and_keeps_the_matcher():
     assert m.num_accepted_steps == 0 and m.accept_token(ord("x"))  # unchanged, still usable
     with pytest.raises(ValueError, match="positive"):
         Matcher(compiled, mask_time_budget_s=0)
+
+
+def _verdict_case() -> Tuple[Vocabulary, Matcher]:
+    """A string rule shared by two contexts that differ only in what follows it. The rule is
+    recursive, so it stays a rule of its own: inside it the tokens that close the string are
+    uncertain, and the parser decides them from what waits after the string. They are few
+    against the vocabulary, so the state keeps them as a list (the kept verdicts' case)."""
+    tokens = [b'",', b'"}', b"xx", b'x",', b'x"}'] + [bytes([c]) for c in range(256)]
+    tokens += [bytes([c, d]) for c in b"klmnopq" for d in b"klmnopqrstuvwxyz"]  # filler: a list
+    vocab = Vocabulary([*tokens, b"</s>"], stop_token_ids=[len(tokens)])
+    source = 'root ::= "a" str "," | "b" str "}"\nstr ::= "\\"" [a-z]* "\\"" | "[" str "]"'
+    return vocab, Matcher(Compiler(vocab).compile(Grammar.from_ebnf(source)))
+
+
+def test_kept_verdicts_serve_the_same_item_and_are_forgotten_on_rollback_and_reset() -> None:
+    """Masks inside one string resolve the closing tokens once and keep the verdicts for the
+    same item (csrc/ag_matcher.c): along the string they stay right. Rollback and reset pop the
+    sets those verdicts depend on; the same item, at the same position, in the other context
+    must then be decided again, or the mask would still allow '",' where only '"}' may close."""
+    vocab, matcher = _verdict_case()
+
+    def masks_along(text: str, closing: bytes, other: bytes) -> None:
+        for ch in text:  # a mask at every position, the string's ones from the kept verdicts
+            assert matcher.accept_string(ch)
+            cached, direct = cached_and_direct(matcher, vocab.vocab_size)
+            assert np.array_equal(cached, direct), repr(ch)
+        allowed = {vocab.token_bytes[i] for i in matcher.allowed_token_ids()}
+        assert closing in allowed and b"x" + closing in allowed and other not in allowed
+
+    masks_along('a"xxx', b'",', b'"}')
+    matcher.rollback(5)
+    masks_along('b"xxx', b'"}', b'",')
+    matcher.reset()
+    masks_along('a"xxx', b'",', b'"}')
