@@ -360,16 +360,21 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
  * cannot end before them (else the verdict is uncertain, not a rejection).
  * Their tokens are rejected a whole first byte at a time, without a call per
  * run: most of a first visit to a state with a few edges (a literal's next
- * byte, say) went to the 200-odd first bytes it rejects. None when the state's
- * own rule edges may send a failed token to the parser. The cells are peeked,
- * not stepped: no row is built for a target. */
-static void ag_dead_first_bytes(ag_classify *w, uint32_t dead[8]) {
+ * byte, say) went to the 200-odd first bytes it rejects. Where the state's own
+ * rule edges may send a failed token to the parser, only when the cover by
+ * predicted states is known, and then not the first bytes of the tokens it
+ * leaves open (those go to the parser); without the cover, none. The cells are
+ * peeked, not stepped: no row is built for a target. */
+static void ag_dead_first_bytes(ag_classify *w, const ag_vocab *v, uint32_t dead[8]) {
   memset(dead, 0, 8 * sizeof *dead);
-  if (w->own_exit) return;
+  if (w->own_exit && !w->covered) return;
   uint32_t ends = AG_CELL_CAN_END | (w->record_any ? AG_CELL_ENDS : 0);
   for (int c = 0; c < 256; c++) {
     uint32_t cell = ag_walk_rows_peek(&w->rows, w->path[0].at, (uint8_t)c);
-    if ((cell & AG_CELL_NONE) && !(cell & ends)) dead[c >> 5] |= 1u << (c & 31);
+    if (!(cell & AG_CELL_NONE) || (cell & ends)) continue;
+    int32_t begin = v->first_byte_pos[c], end = v->first_byte_pos[c + 1];
+    if (w->own_exit && begin < end && ag_next_bit(w->kunc, begin, end) < end) continue;
+    dead[c >> 5] |= 1u << (c & 31);
   }
 }
 
@@ -395,7 +400,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   uint32_t depth = 0, dead[8];
   bool oom = false;
   w->pshared = UINT32_MAX;
-  ag_dead_first_bytes(w, dead);
+  ag_dead_first_bytes(w, v, dead);
   int32_t last = -1, resume = 0, checked = 0, b = 0;
   for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !oom;
        i = ag_next_unsafe(safe, resume, v->n_sorted)) {
@@ -709,7 +714,7 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
     qsort(order, (size_t)n_long, sizeof *order, ag_cmp_int32);
   }
   uint32_t depth = 0, dead[8];
-  if (!st) ag_dead_first_bytes(&w, dead); /* their long tokens are rejected, not walked */
+  if (!st) ag_dead_first_bytes(&w, v, dead); /* their long tokens are rejected, not walked */
   for (int32_t k = 0, last = -1; !st && !oom && k < n_long; k++) {
     int32_t i = order[k], next;
     ag_bit_clear(w.entry->accepted, v->sorted_ids[i]);
