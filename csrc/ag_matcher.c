@@ -261,7 +261,8 @@ static int32_t ag_next_position(ag_candidates *c, int32_t i, int32_t n) {
  * and marks the allowed ones; tokens already marked are skipped. A token reuses
  * the Earley sets of the prefix it shares with the previous one; once byte
  * `depth` fails, following tokens that share the first depth+1 bytes are
- * skipped (found with the vocabulary's LCP array).
+ * skipped (found with the vocabulary's LCP array). With `record`, the ids of
+ * the tokens the parser takes are also appended to its list (ag_verdicts).
  */
 static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32_t *mask,
                                 ag_verdicts *record, ag_error *err) {
@@ -364,13 +365,12 @@ static ag_item ag_only_item(const ag_matcher *m, int32_t state) {
   return found;
 }
 
-/* The slot of the verdicts kept for the only item in `state` among the current
+/* The slot of the verdicts kept for `item` (ag_only_item's) among the current
  * classes: a filled one (state >= 0) to use, an emptied one to record into, or
- * NULL when they are not kept (the state's item is not alone, or too many
- * classes to compare). */
-static ag_verdicts *ag_kept_verdicts(ag_matcher *m, int32_t state) {
+ * NULL when they are not kept (the item is not alone, or too many classes to
+ * compare). */
+static ag_verdicts *ag_kept_verdicts(ag_matcher *m, ag_item item) {
   size_t n = m->classes.len;
-  ag_item item = ag_only_item(m, state);
   if (item.state < 0 || n > AG_VERDICT_CLASSES) return NULL;
   uint32_t h = ((uint32_t)item.state * 2654435761u ^ (uint32_t)item.origin * 40503u ^
                 (uint32_t)item.count) % AG_VERDICT_SLOTS;
@@ -410,14 +410,14 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
       n_with++;
     }
   if (n_with == 1 && !only->uncertain_bits) { /* an ascending list (ag_mask_cache.h) */
-    ag_verdicts *kept = ag_kept_verdicts(m, m->class_states.data[at]);
+    ag_item item = ag_only_item(m, m->class_states.data[at]);
+    ag_verdicts *kept = ag_kept_verdicts(m, item);
     if (kept && kept->state >= 0) {
       for (size_t k = 0; k < kept->accepted.len; k++) ag_bit_set(mask, kept->accepted.data[k]);
       return AG_OK;
     }
     ag_candidates list = {NULL, only->uncertain, only->n_uncertain, 0};
     if (!kept) return ag_walk_tokens(m, &list, mask, NULL, err);
-    ag_item item = ag_only_item(m, m->class_states.data[at]);
     kept->accepted.len = 0;
     ag_status st = ag_walk_tokens(m, &list, mask, kept, err);
     if (!st) {
