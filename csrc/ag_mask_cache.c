@@ -815,15 +815,23 @@ static bool ag_walk_is_narrow(const ag_grammar *g, const ag_vocab *v, int32_t st
   return n < bound / 8;
 }
 
+/* ag_walk_is_narrow, asked at most once per classification (a derivation and
+ * the note after it both ask): *memo is -1 until then. */
+static bool ag_narrow(const ag_grammar *g, const ag_vocab *v, int32_t state, const uint32_t *follow,
+                      int8_t *memo) {
+  if (*memo < 0) *memo = ag_walk_is_narrow(g, v, state, follow);
+  return *memo;
+}
+
 /* A state's classes derived from an equivalent state's, when its rule has one
  * classified already; *out stays NULL when there is none. */
 static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                               int32_t state, const uint32_t *follow, ag_state_masks **out,
-                               ag_error *err) {
+                               int32_t state, const uint32_t *follow, int8_t *narrow,
+                               ag_state_masks **out, ag_error *err) {
   *out = NULL;
   int32_t r = g->state_rule[state];
   if (c->rule_walk[r] == AG_WALK_DISPATCH || atomic_load(&c->rule_classified[r]) == 0 ||
-      ag_walk_is_narrow(g, v, state, follow))
+      ag_narrow(g, v, state, follow, narrow))
     return AG_OK;
   ag_depth_equiv *q;
   ag_status st = ag_rule_equiv(c, g, v, r, &q, err);
@@ -925,12 +933,12 @@ static void ag_share_any(const ag_vocab *v, ag_vcache_key *any_key, ag_state_mas
  * rule's equivalence levels when they exist (not a narrow state's: no state
  * derives from it, see ag_walk_is_narrow). */
 static void ag_note_classified(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                               int32_t state, const uint32_t *follow) {
+                               int32_t state, const uint32_t *follow, int8_t *narrow) {
   int32_t r = g->state_rule[state];
   if (c->rule_walk[r] == AG_WALK_DISPATCH) return;
   atomic_fetch_add(&c->rule_classified[r], 1);
   ag_depth_equiv *q = atomic_load_explicit(&c->equiv[r], memory_order_acquire);
-  if (q && !ag_walk_is_narrow(g, v, state, follow)) {
+  if (q && !ag_narrow(g, v, state, follow, narrow)) {
     ag_depth_equiv_note(q, state);
     ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
   }
@@ -952,6 +960,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   int32_t rule = g->state_rule[state];
   const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
   const uint32_t *follow; /* also part of a BYTES state's key */
+  int8_t narrow = -1;      /* ag_narrow's, once asked */
   ag_status fst = ag_state_follow(c, g, v, rule, &follow, err);
   if (fst) return fst;
   /* A HYBRID state whose walk can pass no rule edge (what follows a JSON object's
@@ -972,7 +981,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
     bool any_found = false;
     ag_status st =
         by_follow ? ag_by_any_follow(c, g, v, state, follow, &any_key, &any_found, &e, err) : AG_OK;
-    if (!st && !e) st = ag_try_derive(c, g, v, state, follow, &e, err);
+    if (!st && !e) st = ag_try_derive(c, g, v, state, follow, &narrow, &e, err);
     origin = &c->n_derived;
     if (!st && !e) {
       ag_state_masks *any = NULL; /* the walk also gives the "any follow" entry, when missing */
@@ -998,7 +1007,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
                                               memory_order_acq_rel, memory_order_acquire)) {
     if (!e->shared) ag_cache_grow(c, v, e->bytes);
     atomic_fetch_add(origin, 1);
-    ag_note_classified(c, g, v, state, follow);
+    ag_note_classified(c, g, v, state, follow, &narrow);
     *out = e;
   } else {
     ag_state_masks_free(e);
