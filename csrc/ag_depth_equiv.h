@@ -9,7 +9,7 @@
  * must be identical, targets included), and the rule's FOLLOW set is the
  * same. So the classes of a state can be derived from those of an L-equivalent
  * state classified before, re-walking only the tokens longer than L
- * (ag_vocab.by_len): a few hundred of a 128k vocabulary for L = 32.
+ * (ag_vocab.long_sorted): a few hundred of a 128k vocabulary for L = 32.
  *
  * Why: the positions of a length-bounded JSON string ("maxLength": 255) are a
  * chain of distinct automaton states, each equivalent to the next up to its

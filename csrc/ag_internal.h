@@ -237,8 +237,8 @@ struct ag_vocab {
   uint32_t max_token_len;
   /* Sorted positions by token length, longest first, and n_longer[L] (L in
    * 0 .. max_token_len): how many have more than L bytes, so by_len[0 ..
-   * n_longer[L]) are exactly the tokens longer than L. A state whose classes are
-   * derived from an L-equivalent one re-walks only those (ag_depth_equiv.h). */
+   * n_longer[L]) are exactly the tokens longer than L: the plain tokens that do
+   * not fit a bound leave the safe set this way (ag_plain_tokens.h). */
   int32_t *by_len;
   int32_t *n_longer;
   /* The shallowest level past which at most an eighth of the vocabulary is

@@ -702,17 +702,13 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
     ag_keep_short_uncertain(&w, v, from, level);
   }
   /* The long tokens in sorted order, so each shares the walk (and the parser's
-   * prefix) with the one before it: the vocabulary's list at its level, or
-   * those longer than `level` in it (derivations start there). */
+   * prefix) with the one before it: those of the vocabulary's long tokens (in
+   * sorted order already) longer than `level`, which is at least their level
+   * (ag_try_derive), so they are all among them. */
   int32_t *order = n_long ? malloc(sizeof *order * (size_t)n_long) : NULL;
   if (n_long && !order) oom = true;
-  if (order && level >= v->long_level) {
-    for (int32_t k = 0, j = 0; j < n_long; k++)
-      if (ag_vocab_sorted_len(v, v->long_sorted[k]) > level) order[j++] = v->long_sorted[k];
-  } else if (order) {
-    memcpy(order, v->by_len, sizeof *order * (size_t)n_long);
-    qsort(order, (size_t)n_long, sizeof *order, ag_cmp_int32);
-  }
+  for (int32_t k = 0, j = 0; order && j < n_long; k++)
+    if (ag_vocab_sorted_len(v, v->long_sorted[k]) > level) order[j++] = v->long_sorted[k];
   uint32_t depth = 0, dead[8];
   if (!st) ag_dead_first_bytes(&w, v, dead); /* their long tokens are rejected, not walked */
   for (int32_t k = 0, last = -1; !st && !oom && k < n_long; k++) {
@@ -839,7 +835,7 @@ static ag_status ag_try_derive(ag_mask_cache *c, const ag_grammar *g, const ag_v
   int32_t rep;
   uint32_t level;
   ag_depth_equiv_find(q, state, ag_derive_min_level(v), &rep, &level);
-  if (rep < 0) return AG_OK;
+  if (rep < 0 || level < ag_derive_min_level(v)) return AG_OK; /* finds look no shallower */
   const ag_state_masks *from = ag_entry(c, rep);
   if (from) st = ag_derive(c, g, v, state, follow, from, level, out, err);
   ag_cache_grow(c, v, ag_depth_equiv_take_growth(q));
