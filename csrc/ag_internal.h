@@ -190,8 +190,10 @@ static inline int32_t ag_state_step(const ag_grammar *g, int32_t s, uint8_t c) {
  * on the vocabulary and a key of words (a dispatch's words, the canonical form
  * of a byte automaton) are kept with the vocabulary, so every grammar compiled
  * for it (one Compiler) shares them. Thread-safe; values live as long as the
- * vocabulary. */
-#define AG_VCACHE_BUCKETS 256
+ * vocabulary. Buckets: one Compiler's shared classes grow with every tool and
+ * schema it compiles, and a lookup follows one chain: with 256 buckets, every
+ * thousand entries made each chain four longer for every first visit. */
+#define AG_VCACHE_BUCKETS (1 << 16)
 typedef enum ag_vcache_kind {
   AG_VCACHE_SAFE = 0,    /* a dispatch's safe tokens (ag_dispatch.h) */
   AG_VCACHE_CLASSES = 1, /* the token classes of a byte automaton (ag_mask_cache.c) */
