@@ -7,24 +7,34 @@
 #define AG_CLASS_KEY_MAX_STATES 1024
 #define AG_CLASS_KEY_MAX_WORDS (1 << 16)
 
-/* A small open-addressing map from state id to breadth-first order. */
+/* An open-addressing map from state id to breadth-first order, of `cap` states
+ * (2 * cap slots). Most automata keyed are a literal's or a key's few states:
+ * a map of AG_CLASS_KEY_SMALL lives on the stack, and only an automaton that
+ * outgrows it is keyed again with one of AG_CLASS_KEY_MAX_STATES. The large
+ * one (24 KiB, and 16 KiB cleared) cost a malloc and a memset per first visit
+ * of every state. */
+#define AG_CLASS_KEY_SMALL 64
 typedef struct ag_order_map {
-  int32_t state[2 * AG_CLASS_KEY_MAX_STATES];
-  int32_t order[2 * AG_CLASS_KEY_MAX_STATES];
+  int32_t *state, *order, *queue; /* [2 * cap], [2 * cap], [cap] */
+  int32_t cap, count;
+  bool full; /* a state did not fit */
 } ag_order_map;
 
-/* The order of state s, giving it the next one (*count) when new; -1 when full. */
-static int32_t ag_order_of(ag_order_map *m, int32_t s, int32_t *queue, int32_t *count) {
-  uint32_t mask = 2 * AG_CLASS_KEY_MAX_STATES - 1, i = ((uint32_t)s * 2654435761u) & mask;
+/* The order of state s, giving it the next one when new; -1 when full. */
+static int32_t ag_order_of(ag_order_map *m, int32_t s) {
+  uint32_t mask = 2 * (uint32_t)m->cap - 1, i = ((uint32_t)s * 2654435761u) & mask;
   while (m->state[i] >= 0) {
     if (m->state[i] == s) return m->order[i];
     i = (i + 1) & mask;
   }
-  if (*count >= AG_CLASS_KEY_MAX_STATES) return -1;
+  if (m->count >= m->cap) {
+    m->full = true;
+    return -1;
+  }
   m->state[i] = s;
-  m->order[i] = *count;
-  queue[*count] = s;
-  return (*count)++;
+  m->order[i] = m->count;
+  m->queue[m->count] = s;
+  return m->count++;
 }
 
 /* Appends w, growing the words to at most AG_CLASS_KEY_MAX_WORDS: most keys
@@ -52,34 +62,51 @@ static bool ag_key_push_words(ag_vcache_key *key, size_t *cap, const ag_dispatch
   return ok;
 }
 
-bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
-                       const uint32_t *follow, bool bytes_only, ag_vcache_key *key) {
-  memset(key, 0, sizeof *key);
-  ag_order_map *m = malloc(sizeof *m);
-  int32_t *queue = malloc(sizeof *queue * AG_CLASS_KEY_MAX_STATES);
+/* The key's words with map m; false when it failed (m->full: the map was too small). */
+static bool ag_class_key_fill(const ag_grammar *g, int32_t state, const ag_dispatch *d,
+                              const uint32_t *follow, bool bytes_only, ag_order_map *m,
+                              ag_vcache_key *key) {
   size_t cap = 256;
-  key->words = malloc(sizeof *key->words * cap);
-  bool ok = m && queue && key->words;
-  if (ok) memset(m->state, 0xff, sizeof m->state); /* every slot -1: empty */
-  int32_t count = 0;
-  ok = ok && ag_order_of(m, state, queue, &count) == 0;
-  for (int32_t head = 0; ok && head < count; head++) {
-    const ag_state *st = &g->states[queue[head]];
+  key->n = 0;
+  if (!key->words && !(key->words = malloc(sizeof *key->words * cap))) return false;
+  memset(m->state, 0xff, sizeof *m->state * 2 * (size_t)m->cap); /* every slot -1: empty */
+  m->count = 0;
+  m->full = false;
+  bool ok = ag_order_of(m, state) == 0;
+  for (int32_t head = 0; ok && head < m->count; head++) {
+    const ag_state *st = &g->states[m->queue[head]];
     uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
     ok = !(bytes_only && (exits & 2)) && ag_key_push(key, &cap, exits) &&
          ag_key_push(key, &cap, st->byte_end - st->byte_begin);
     for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
-      int32_t order = ag_order_of(m, be->target, queue, &count);
+      int32_t order = ag_order_of(m, be->target);
       ok = order >= 0 && ag_key_push(key, &cap, be->lo) && ag_key_push(key, &cap, be->hi) &&
            ag_key_push(key, &cap, (uint32_t)order);
     }
   }
-  ok = ok && ag_key_push(key, &cap, (uint32_t)count);
+  ok = ok && ag_key_push(key, &cap, (uint32_t)m->count);
   ok = ok && (!d || ag_key_push_words(key, &cap, d));
   for (int k = 0; ok && follow && k < 8; k++) ok = ag_key_push(key, &cap, follow[k]);
-  free(m);
-  free(queue);
+  return ok;
+}
+
+bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
+                       const uint32_t *follow, bool bytes_only, ag_vcache_key *key) {
+  memset(key, 0, sizeof *key);
+  int32_t small_state[2 * AG_CLASS_KEY_SMALL], small_order[2 * AG_CLASS_KEY_SMALL],
+      small_queue[AG_CLASS_KEY_SMALL];
+  ag_order_map m = {small_state, small_order, small_queue, AG_CLASS_KEY_SMALL, 0, false};
+  bool ok = ag_class_key_fill(g, state, d, follow, bytes_only, &m, key);
+  if (!ok && m.full) {
+    int32_t big = AG_CLASS_KEY_MAX_STATES;
+    m = (ag_order_map){malloc(sizeof(int32_t) * 2 * big), malloc(sizeof(int32_t) * 2 * big),
+                       malloc(sizeof(int32_t) * big), big, 0, false};
+    ok = m.state && m.order && m.queue && ag_class_key_fill(g, state, d, follow, bytes_only, &m, key);
+    free(m.state);
+    free(m.order);
+    free(m.queue);
+  }
   if (!ok) {
     ag_vcache_key_free(key);
     return false;

@@ -85,3 +85,29 @@ def test_masks_equal_the_direct_walk_along_random_paths(seed: int) -> None:
             if not allowed or m.is_terminated():
                 break
             assert m.accept_token(rnd.choice(allowed))
+
+
+@pytest.mark.parametrize("states", [50, 70, 300])
+def test_automata_past_the_small_order_map_are_keyed_too(states: int) -> None:
+    """A key orders the automaton's states in a map of 64 on the stack, and again in one of
+    1,024 when it has more. A literal of 50, 70 or 300 bytes and the tail's 8, in a second
+    grammar, finds every state the first grammar's walk classified, whichever map it took."""
+    rng = random.Random(states)
+    text = "".join(rng.choice("abc01") for _ in range(states))
+    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    first = compiler.compile(Grammar.from_ebnf(f'root ::= "{text}" {TAIL}'))
+    _walk(first, text + "}\n</end>")
+    assert first.cache_stats.shared == 0, first.cache_stats
+    second = compiler.compile(Grammar.from_ebnf(f'root ::= "x" | "{text}" {TAIL}'))
+    m = Matcher(second)
+    assert m.accept_string(text[0])
+    _walk_from(m, text[1:] + "}\n</end>")
+    walked = len(text) + 7  # every state after the first byte, up to the end of the tail
+    assert second.cache_stats.shared == walked, second.cache_stats
+
+
+def _walk_from(m: Matcher, text: str) -> None:
+    for ch in text:
+        cached, direct = cached_and_direct(m, m.compiled_grammar.vocabulary.vocab_size)
+        np.testing.assert_array_equal(cached, direct)
+        assert m.accept_string(ch), ch
