@@ -132,6 +132,7 @@ void ag_state_masks_destroy(ag_state_masks *e) {
   if (!e) return;
   free(e->accepted);
   free(e->accepted_pos);
+  free(e->accepted_list);
   free(e->uncertain);
   free(e->uncertain_bits);
   free(e);
@@ -214,12 +215,36 @@ typedef struct ag_classify {
   int32_t state;
   double deadline; /* 0: none */
   AG_VEC(int32_t) uncertain;
+  /* The accepted positions while there are at most AG_ACCEPTED_LIST_MAX and the
+   * entry has no bitsets yet (ag_state_masks). */
+  AG_VEC(int32_t) accepted;
   ag_state_masks *entry;
 } ag_classify;
 
-static inline void ag_mark_accepted(ag_state_masks *e, const ag_vocab *v, int32_t i) {
+/* Gives w's entry its accepted bitsets, holding the listed tokens; false when
+ * memory ran out. */
+static bool ag_accepted_bitsets(ag_classify *w, const ag_vocab *v) {
+  ag_state_masks *e = w->entry;
+  if (e->accepted) return true;
+  if (!(e->accepted = calloc(ag_mask_words(v), sizeof(uint32_t))) ||
+      !(e->accepted_pos = calloc(ag_pos_words(v), sizeof(uint32_t))))
+    return false;
+  for (size_t k = 0; k < w->accepted.len; k++) {
+    ag_bit_set(e->accepted, v->sorted_ids[w->accepted.data[k]]);
+    ag_bit_set(e->accepted_pos, w->accepted.data[k]);
+  }
+  ag_vec_free(&w->accepted);
+  return true;
+}
+
+/* Marks sorted token i accepted; false when memory ran out. */
+static inline bool ag_mark_accepted(ag_classify *w, const ag_vocab *v, int32_t i) {
+  ag_state_masks *e = w->entry;
+  if (!e->accepted && w->accepted.len < AG_ACCEPTED_LIST_MAX) return ag_vec_push(&w->accepted, i);
+  if (!ag_accepted_bitsets(w, v)) return false;
   ag_bit_set(e->accepted, v->sorted_ids[i]);
   ag_bit_set(e->accepted_pos, i);
+  return true;
 }
 
 /* Classifies sorted token i, which failed at byte `depth`, and (unless `single`)
@@ -331,7 +356,7 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
   bool ok = true;
   while (*depth < len && (ok = ag_walk_scan(w, *depth, tok[*depth]))) (*depth)++;
   if (ok) {
-    ag_mark_accepted(w->entry, v, i);
+    if (!ag_mark_accepted(w, v, i)) *oom = true;
     *next = i + 1;
   } else if ((w->path[*depth].reach & AG_CELL_EXITED) ||
              (w->own_exit && (!w->covered || ag_bit(w->kunc, i)))) {
@@ -339,7 +364,7 @@ static ag_status ag_classify_token(ag_classify *w, const ag_vocab *v, int32_t i,
     ag_status st = ag_earley_resolve(w, tok, len, &at, err);
     if (st) return st;
     if (at == len) {
-      ag_mark_accepted(w->entry, v, i);
+      if (!ag_mark_accepted(w, v, i)) *oom = true;
       *next = i + 1;
     } else {
       *next = ag_classify_failed(w, v, i, at, w->ecan_end[at], false, single, oom);
@@ -425,10 +450,22 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   return oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
 
-/* Copies from's accepted tokens, both forms, into e (whose arrays are allocated). */
-static void ag_copy_accepted(ag_state_masks *e, const ag_state_masks *from, const ag_vocab *v) {
-  memcpy(e->accepted, from->accepted, ag_mask_words(v) * sizeof(uint32_t));
-  memcpy(e->accepted_pos, from->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+/* Copies from's accepted tokens of at most `level` bytes into w's entry (all of
+ * them with level UINT32_MAX), in from's form; false when memory ran out. From
+ * bitsets, the longer ones are copied too: the caller clears them. */
+static bool ag_copy_accepted(ag_classify *w, const ag_state_masks *from, const ag_vocab *v,
+                             uint32_t level) {
+  if (!from->accepted) {
+    for (int32_t k = 0; k < from->n_accepted_list; k++)
+      if (ag_vocab_sorted_len(v, from->accepted_list[k]) <= level &&
+          !ag_vec_push(&w->accepted, from->accepted_list[k]))
+        return false;
+    return true;
+  }
+  if (!ag_accepted_bitsets(w, v)) return false;
+  memcpy(w->entry->accepted, from->accepted, ag_mask_words(v) * sizeof(uint32_t));
+  memcpy(w->entry->accepted_pos, from->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+  return true;
 }
 
 /* Whether list[0..n) is in ascending order. */
@@ -546,15 +583,25 @@ static ag_status ag_classify_begin(ag_classify *w, ag_mask_cache *c, const ag_gr
                         : w->mode == AG_WALK_HYBRID ? AG_CELL_EXITED
                                                     : 0;
   ag_walk_rows_init(&w->rows, g, follow, exit_flags);
-  if (!w->entry || !w->ecan_end || !w->path ||
-      !(w->entry->accepted = calloc(ag_mask_words(v), sizeof(uint32_t))) ||
-      !(w->entry->accepted_pos = calloc(ag_pos_words(v), sizeof(uint32_t))))
+  if (!w->entry || !w->ecan_end || !w->path)
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   /* reach is empty at 0: an end before byte d counts when d may follow */
   w->path[0] = (ag_walk_depth){ag_walk_rows_at(&w->rows, state), 0};
   const ag_state *s0 = &g->states[state];
   w->own_exit = w->mode == AG_WALK_HYBRID && s0->rule_begin != s0->rule_end; /* see AG_WALK_* */
   return w->own_exit ? ag_cover_by_predicted(w, c, v, err) : AG_OK;
+}
+
+/* Moves the accepted list, ascending, into the entry when it has no bitsets
+ * (a derivation appends its long tokens after the copied ones). */
+static void ag_store_accepted(ag_classify *w) {
+  ag_state_masks *e = w->entry;
+  if (e->accepted || !w->accepted.len) return;
+  if (!ag_ascending(w->accepted.data, w->accepted.len))
+    qsort(w->accepted.data, w->accepted.len, sizeof *w->accepted.data, ag_cmp_int32);
+  e->accepted_list = w->accepted.data; /* ownership moves to the entry */
+  e->n_accepted_list = (int32_t)w->accepted.len;
+  memset(&w->accepted, 0, sizeof w->accepted);
 }
 
 /* Releases the walk; after a successful one, stores its uncertain tokens and
@@ -569,12 +616,16 @@ static ag_status ag_classify_end(ag_classify *w, const ag_vocab *v, ag_status st
   ag_vec_free(&w->any_extra);
   if (!st) st = ag_store_uncertain(w->entry, v, &w->uncertain, err); /* it frees the list on failure */
   else ag_vec_free(&w->uncertain);
+  if (!st) ag_store_accepted(w);
+  ag_vec_free(&w->accepted);
   if (st) {
     ag_state_masks_free(w->entry);
     return st;
   }
-  w->entry->bytes += sizeof *w->entry + (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t);
-  *out = w->entry;
+  ag_state_masks *e = w->entry;
+  e->bytes += sizeof *e + (e->accepted ? (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t)
+                                       : (size_t)e->n_accepted_list * sizeof(int32_t));
+  *out = e;
   return AG_OK;
 }
 
@@ -587,8 +638,19 @@ static ag_status ag_any_entry(const ag_classify *w, const ag_vocab *v, ag_state_
   size_t na = w->uncertain.len, total = na + w->n_any_extra, bit_words = ag_pos_words(v);
   const int32_t *runs = w->any_extra.data;
   ag_state_masks *e = calloc(1, sizeof *e);
-  bool ok = e && (e->accepted = malloc(ag_mask_words(v) * sizeof(uint32_t))) &&
-            (e->accepted_pos = malloc(ag_pos_words(v) * sizeof(uint32_t)));
+  bool ok = e != NULL;
+  if (ok && w->entry->accepted) { /* the same accepted tokens, in the walk's form */
+    ok = (e->accepted = malloc(ag_mask_words(v) * sizeof(uint32_t))) &&
+         (e->accepted_pos = malloc(ag_pos_words(v) * sizeof(uint32_t)));
+    if (ok) {
+      memcpy(e->accepted, w->entry->accepted, ag_mask_words(v) * sizeof(uint32_t));
+      memcpy(e->accepted_pos, w->entry->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+    }
+  } else if (ok && w->accepted.len) {
+    ok = (e->accepted_list = malloc(w->accepted.len * sizeof *e->accepted_list)) != NULL;
+    if (ok) memcpy(e->accepted_list, w->accepted.data, w->accepted.len * sizeof *e->accepted_list);
+    e->n_accepted_list = (int32_t)w->accepted.len; /* ascending: a walk's, not a derivation's */
+  }
   if (ok && total <= bit_words) { /* a sorted list: the uncertain tokens and the runs, merged */
     ok = (e->uncertain = malloc((total ? total : 1) * sizeof *e->uncertain)) != NULL;
     for (size_t i = 0, r = 0, n = 0; ok && (i < na || r < w->any_extra.len);) {
@@ -615,9 +677,9 @@ static ag_status ag_any_entry(const ag_classify *w, const ag_vocab *v, ag_state_
     ag_state_masks_destroy(e);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   }
-  ag_copy_accepted(e, w->entry, v);
   e->n_uncertain = (int32_t)total;
-  e->bytes += sizeof *e + (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t);
+  e->bytes += sizeof *e + (e->accepted ? (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t)
+                                       : (size_t)e->n_accepted_list * sizeof(int32_t));
   *out = e;
   return AG_OK;
 }
@@ -655,6 +717,8 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
   w.record_any = any != NULL;
+  if (!st && safe && !ag_accepted_bitsets(&w, v))
+    st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
     memcpy(w.entry->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
     memcpy(w.entry->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
@@ -698,7 +762,7 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, 0, err);
   bool oom = !st && !ag_vec_reserve(&w.uncertain, (size_t)from->n_uncertain + (size_t)n_long);
   if (!st && !oom) {
-    ag_copy_accepted(w.entry, from, v);
+    oom = !ag_copy_accepted(&w, from, v, level);
     ag_keep_short_uncertain(&w, v, from, level);
   }
   /* The long tokens in sorted order, so each shares the walk (and the parser's
@@ -713,8 +777,10 @@ static ag_status ag_derive(ag_mask_cache *c, const ag_grammar *g, const ag_vocab
   if (!st) ag_dead_first_bytes(&w, v, dead); /* their long tokens are rejected, not walked */
   for (int32_t k = 0, last = -1; !st && !oom && k < n_long; k++) {
     int32_t i = order[k], next;
-    ag_bit_clear(w.entry->accepted, v->sorted_ids[i]);
-    ag_bit_clear(w.entry->accepted_pos, i);
+    if (w.entry->accepted) { /* copied from bitsets: walked again below */
+      ag_bit_clear(w.entry->accepted, v->sorted_ids[i]);
+      ag_bit_clear(w.entry->accepted_pos, i);
+    }
     uint32_t len;
     if (ag_bit(dead, ag_vocab_sorted_token(v, i, &len)[0])) continue;
     uint32_t shared = last >= 0 ? ag_vocab_common_prefix(v, last, i) : 0;
@@ -879,9 +945,7 @@ static ag_status ag_follow_derive(ag_mask_cache *c, const ag_grammar *g, const a
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, 0, err);
   bool oom = !st && !ag_vec_reserve(&w.uncertain, (size_t)any->n_uncertain);
-  if (!st && !oom) {
-    ag_copy_accepted(w.entry, any, v);
-  }
+  if (!st && !oom) oom = !ag_copy_accepted(&w, any, v, UINT32_MAX);
   uint32_t depth = 0;
   int32_t last = -1, k = 0, next = 0;
   while (!st && !oom) {

@@ -18,10 +18,21 @@
 
 #include "ag_internal.h"
 
+/* A state that accepts at most this many tokens keeps them as a list: most
+ * states a first visit walks (a literal's next byte, a key's letter) accept a
+ * handful, and two bitsets of a 128k vocabulary (32 KiB, cleared) cost more
+ * than the walk's own work, in page faults and cache misses. */
+#define AG_ACCEPTED_LIST_MAX 256
+
 typedef struct ag_state_masks {
-  uint32_t *accepted;     /* bitset over token ids, ceil(mask_size / 32) words */
-  uint32_t *accepted_pos; /* the same set over sorted positions, ceil(n_sorted / 32) words,
-                           * so other states' uncertain sets can drop it word by word */
+  /* The accepted tokens in one of two forms. Many: a bitset over token ids,
+   * ceil(mask_size / 32) words, and the same set over sorted positions,
+   * ceil(n_sorted / 32) words, so other states' uncertain sets can drop it word
+   * by word. Few (accepted NULL): their sorted positions, ascending. */
+  uint32_t *accepted;
+  uint32_t *accepted_pos;
+  int32_t *accepted_list;
+  int32_t n_accepted_list;
   /* The uncertain tokens as positions in the vocabulary's sorted order, in the
    * smaller of two forms: an ascending list, or (when dense) a position bitset. */
   int32_t *uncertain;

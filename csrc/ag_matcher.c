@@ -391,11 +391,18 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   bool any_uncertain;
   ag_status st = ag_collect_classes(m, &any_uncertain, err);
   if (st) return st;
+  /* The mask is clear (ag_fill): the first class's bitset is copied over it,
+   * the others ORed in, and listed tokens set one by one (ag_state_masks). */
+  const int32_t *ids = m->compiled->vocab->sorted_ids;
   for (size_t k = 0; k < m->classes.len; k++) {
-    const uint32_t *accepted = m->classes.data[k]->accepted;
-    if (k == 0) memcpy(mask, accepted, words * sizeof *mask);
-    else
-      ag_or_words(mask, accepted, words);
+    const ag_state_masks *e = m->classes.data[k];
+    if (!e->accepted) {
+      for (int32_t j = 0; j < e->n_accepted_list; j++) ag_bit_set(mask, ids[e->accepted_list[j]]);
+    } else if (k == 0) {
+      memcpy(mask, e->accepted, words * sizeof *mask);
+    } else {
+      ag_or_words(mask, e->accepted, words);
+    }
   }
   if (!any_uncertain) return AG_OK;
   /* One state with uncertain tokens, kept as a list (inside a JSON string: the
@@ -432,7 +439,11 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
   for (size_t k = 0; k < m->classes.len; k++) {
     const ag_state_masks *e = m->classes.data[k];
-    for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
+    if (e->accepted) {
+      for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
+    } else {
+      for (int32_t j = 0; j < e->n_accepted_list; j++) ag_bit_set(m->accepted_pos, e->accepted_list[j]);
+    }
     ag_mark_uncertain(m, e);
   }
   /* A token that some state accepts needs no check, however uncertain elsewhere. */
