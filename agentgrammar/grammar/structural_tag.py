@@ -233,6 +233,8 @@ class _Builder:
                 loop_after_dispatch=False,
                 excludes=_words(f.content.excludes),
             )
+            if not opened:  # a think block, say: the same in every request (_text_tag)
+                return Embed(_text_tag(begin.value, text))
             return seq([begin, self.dispatch("tag_text", text)])
         content = self.convert(f.content, path + ".content")
         if content is None:
@@ -520,6 +522,19 @@ def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
 @lru_cache(maxsize=4096)
 def _ebnf_grammar(text: str) -> Grammar:
     return Grammar.from_ebnf(text)
+
+
+@lru_cache(maxsize=256)
+def _text_tag(begin: bytes, text: TagDispatch) -> Grammar:
+    """A tag around free text that no trigger opens (a think block) as a grammar of its own,
+    which a request embeds: its begin, then ``text`` up to the first end. Every request of a
+    format has the same one, so the Compiler compiles it once (a part), and the token classes
+    of its states, the first masks of every output, are computed by the first request only:
+    in the request's own rules they were walked again each time, as a token from them may
+    reach rules (the tools) that differ between requests."""
+    return Grammar.from_rules(
+        [Rule("root", seq([Literal(begin), RuleRef("tag_text")])), Rule("tag_text", text)]
+    )
 
 
 def _words(texts: Sequence[str]) -> Tuple[bytes, ...]:

@@ -158,13 +158,16 @@ def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch)
     fmt = get("qwen3")
     split = fmt.grammar(tools)
     tail = Literal(b'", "arguments": ')
-    tail_parts = split.parts  # each: the arguments' rules, and a root: tail, arguments, end
-    assert len(tail_parts) == len({json.dumps(t.parameters) for t in tools})  # one per schema
-    for p in tail_parts:
+    think, *tail_parts = split.parts  # the think block's, then one per schema
+    assert think.accepts("<think>ok</think>") and len(tail_parts) == len(
+        {json.dumps(t.parameters) for t in tools}
+    )
+    for p in tail_parts:  # each: the arguments' rules, and a root: tail, arguments, end
         assert not p.parts and p.rules[0].name == p.root and p.rules[0].body.items[0] == tail
     monkeypatch.setattr(stc, "_share_tails", lambda alts, shapes=None: (alts, None))
     whole = fmt.grammar(tools)
-    assert [q.rules for q in whole.parts] == [p.rules[1:] for p in tail_parts]  # the arguments
+    assert whole.parts[0] is think
+    assert [q.rules for q in whole.parts[1:]] == [p.rules[1:] for p in tail_parts]  # the arguments
     used = [t for t in tools if t.parameters is SCHEMA][:2] or tools[:1]
     calls = [ToolCall(t.name, {"city": "Oslo"} if t.parameters is SCHEMA else {}) for t in used]
     ids = tokenize(fmt.render(AgentOutput(think="ok", tool_calls=calls), tools=tools))

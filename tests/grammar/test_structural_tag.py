@@ -130,6 +130,42 @@ def test_calls_among_other_tags_share_their_tail_and_the_others_stay() -> None:
         assert not g.accepts("<f=a>true</f>") and not g.accepts("<f=d>1</f>") and not g.accepts("<f=b>1</f>")
 
 
+def test_a_text_tag_no_trigger_opens_is_a_part_every_request_shares() -> None:
+    """A think block before the calls is the same in every request: it converts to one part,
+    so the second request's matcher finds the classes of the think block's states that the
+    first request's walked, and walks only what comes after it."""
+    from agentgrammar import Compiler, Matcher, Vocabulary
+
+    think = st.Tag(begin="<think>", content=st.AnyText(), end="</think>")
+
+    def request(name: str) -> Grammar:
+        call = st.Tag(begin="<call>", content=st.ConstString(value=name), end="</call>")
+        return Grammar.from_structural_tag(
+            st.StructuralTag(
+                format=st.Sequence(elements=[think, st.TriggeredTags(triggers=["<call>"], tags=[call])])
+            )
+        )
+
+    first, second = request("alpha"), request("beta")
+    shared = [p for p in first.parts if p in second.parts]
+    assert len(shared) == 1 and shared[0].accepts("<think>why not</think>")
+    assert not shared[0].accepts("<think>a</think>b") and not shared[0].accepts("<thin")
+    pieces = ["<", "think", ">", "</", "think>", "why", " not", "<call>", "alpha", "beta", "</call>", "\n"]
+    compiler = Compiler(Vocabulary([*pieces, "</s>"], stop_token_ids=[len(pieces)]))
+    before = {}
+    for grammar, name in ((first, "alpha"), (second, "beta")):
+        compiled = compiler.compile(grammar)
+        matcher = Matcher(compiled)
+        before[name] = compiled.cache_stats.walked
+        for text in ("<", "think", ">", "why", " not", "</", "think>"):
+            matcher.allowed_token_ids()
+            assert matcher.accept_string(text), text
+        before[name] = compiled.cache_stats.walked - before[name]
+        assert matcher.accept_string(f"<call>{name}</call>") and matcher.is_completed()
+        assert not Matcher(compiled).accept_string("<think>a</think>b<call>gamma</call>")
+    assert before["alpha"] > 0 and before["beta"] == 0, before
+
+
 def test_grammar_text_may_hold_a_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
     """A GrammarText holding a Grammar converts to that very grammar (no printing, no parsing)
     and dumps as its EBNF text, which converts to the same language."""
