@@ -391,8 +391,10 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   bool any_uncertain;
   ag_status st = ag_collect_classes(m, &any_uncertain, err);
   if (st) return st;
-  /* The mask is clear (ag_fill): the first class's bitset is copied over it,
-   * the others ORed in, and listed tokens set one by one (ag_state_masks). */
+  /* The first class's bitset is copied over the mask, the others ORed in, and
+   * listed tokens set one by one (ag_state_masks); without a first bitset to
+   * copy, the mask is cleared first. */
+  if (!m->classes.len || !m->classes.data[0]->accepted) memset(mask, 0, words * sizeof *mask);
   const int32_t *ids = m->compiled->vocab->sorted_ids;
   for (size_t k = 0; k < m->classes.len; k++) {
     const ag_state_masks *e = m->classes.data[k];
@@ -476,8 +478,11 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
   *all_allowed = 0;
   if (!mask || n_words < need)
     return ag_fail(err, AG_ERR_INVALID, -1, "bitmask has %zu words; %zu are needed", n_words, need);
-  memset(mask, 0, n_words * sizeof *mask);
+  /* The words past the vocabulary's are cleared here, the rest by the path that
+   * fills them: a cached mask copies its first state's bitset over them. */
+  memset(mask + need, 0, (n_words - need) * sizeof *mask);
   bool terminated = ag_matcher_is_terminated(m);
+  if (terminated || !cached) memset(mask, 0, need * sizeof *mask);
   if (!terminated) {
     m->deadline = m->budget > 0 ? ag_now() + m->budget : 0;
     ag_candidates every = {NULL, NULL, 0, 0};

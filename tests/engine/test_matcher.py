@@ -257,6 +257,26 @@ def test_a_dirty_bitmask_is_overwritten_at_every_step():
     assert dirty.tolist() == [[1 << 4, 0, 0]]  # after the end: the stop token alone
 
 
+def test_a_dirty_bitmask_is_overwritten_where_a_bitset_is_copied_over_it():
+    """A state that accepts more than 256 tokens keeps them as a bitset, which the cached path
+    copies over the mask without clearing it first; the words past the vocabulary's are
+    cleared all the same, and a second state's tokens are added to the copy."""
+    tokens = [f"x{i}" for i in range(600)] + ["y", "</s>"]
+    matcher, ref, vocab = build('root ::= ("x" [0-9]+)* "y"?', tokens, stops=[601])
+    words = (len(tokens) + 31) // 32
+    for step in ("x12", "x3", None):
+        dirty = np.full((1, words + 2), -1, dtype=np.int32)
+        clean = np.zeros((1, words + 2), dtype=np.int32)
+        matcher.fill_next_token_bitmask(dirty)
+        matcher.fill_next_token_bitmask(clean)
+        np.testing.assert_array_equal(dirty, clean)
+        assert not dirty[0, words:].any() and set(ids(matcher)) >= {0, 599, 600, 601}
+        assert_same(matcher, ref, vocab)
+        if step is not None:
+            assert matcher.accept_string(step)
+            ref.accept_string(step)
+
+
 def test_special_tokens_never_allowed():
     # "<x>" is special even though the grammar could match its bytes
     matcher, ref, vocab = build(
