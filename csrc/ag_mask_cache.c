@@ -601,6 +601,7 @@ static void ag_store_accepted(ag_classify *w) {
     qsort(w->accepted.data, w->accepted.len, sizeof *w->accepted.data, ag_cmp_int32);
   e->accepted_list = w->accepted.data; /* ownership moves to the entry */
   e->n_accepted_list = (int32_t)w->accepted.len;
+  e->bytes += w->accepted.cap * sizeof *w->accepted.data;
   memset(&w->accepted, 0, sizeof w->accepted);
 }
 
@@ -622,9 +623,8 @@ static ag_status ag_classify_end(ag_classify *w, const ag_vocab *v, ag_status st
     ag_state_masks_free(w->entry);
     return st;
   }
-  ag_state_masks *e = w->entry;
-  e->bytes += sizeof *e + (e->accepted ? (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t)
-                                       : (size_t)e->n_accepted_list * sizeof(int32_t));
+  ag_state_masks *e = w->entry; /* a list's bytes are counted by ag_store_accepted */
+  e->bytes += sizeof *e + (e->accepted ? (ag_mask_words(v) + ag_pos_words(v)) * sizeof(uint32_t) : 0);
   *out = e;
   return AG_OK;
 }
