@@ -390,7 +390,10 @@ static ag_verdicts *ag_kept_verdicts(ag_matcher *m, ag_item item) {
 static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
   bool any_uncertain;
   ag_status st = ag_collect_classes(m, &any_uncertain, err);
-  if (st) return st;
+  if (st) { /* a first visit timed out, say: no token allowed, not the last mask's */
+    memset(mask, 0, words * sizeof *mask);
+    return st;
+  }
   /* The first class's bitset is copied over the mask, the others ORed in, and
    * listed tokens set one by one (ag_state_masks); without a first bitset to
    * copy, the mask is cleared first. */

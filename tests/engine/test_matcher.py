@@ -721,6 +721,10 @@ def test_mask_time_budget_raises_and_keeps_the_matcher():
     m = Matcher(compiled, mask_time_budget_s=1e-6)
     with pytest.raises(MaskTimeoutError, match="time budget"):
         m.allowed_token_ids()
+    dirty = np.full((1, 9), -1, dtype=np.int32)  # a serving buffer holding the last step's mask
+    with pytest.raises(MaskTimeoutError, match="time budget"):
+        m.fill_next_token_bitmask(dirty)
+    assert not dirty.any()  # a failed row allows no token, whatever the buffer held
     assert m.num_accepted_steps == 0 and m.accept_token(ord("x"))  # unchanged, still usable
     with pytest.raises(ValueError, match="positive"):
         Matcher(compiled, mask_time_budget_s=0)
