@@ -62,13 +62,12 @@ static bool ag_key_push_words(ag_vcache_key *key, size_t *cap, const ag_dispatch
   return ok;
 }
 
-/* The key's words with map m; false when it failed (m->full: the map was too small). */
+/* The key's words with map m, into key->words of room *cap (kept from a first
+ * try); false when it failed (m->full: the map was too small). */
 static bool ag_class_key_fill(const ag_grammar *g, int32_t state, const ag_dispatch *d,
                               const uint32_t *follow, bool bytes_only, ag_order_map *m,
-                              ag_vcache_key *key) {
-  size_t cap = 256;
+                              ag_vcache_key *key, size_t *cap) {
   key->n = 0;
-  if (!key->words && !(key->words = malloc(sizeof *key->words * cap))) return false;
   memset(m->state, 0xff, sizeof *m->state * 2 * (size_t)m->cap); /* every slot -1: empty */
   m->count = 0;
   m->full = false;
@@ -76,33 +75,36 @@ static bool ag_class_key_fill(const ag_grammar *g, int32_t state, const ag_dispa
   for (int32_t head = 0; ok && head < m->count; head++) {
     const ag_state *st = &g->states[m->queue[head]];
     uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
-    ok = !(bytes_only && (exits & 2)) && ag_key_push(key, &cap, exits) &&
-         ag_key_push(key, &cap, st->byte_end - st->byte_begin);
+    ok = !(bytes_only && (exits & 2)) && ag_key_push(key, cap, exits) &&
+         ag_key_push(key, cap, st->byte_end - st->byte_begin);
     for (uint32_t e = st->byte_begin; ok && e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
       int32_t order = ag_order_of(m, be->target);
-      ok = order >= 0 && ag_key_push(key, &cap, be->lo) && ag_key_push(key, &cap, be->hi) &&
-           ag_key_push(key, &cap, (uint32_t)order);
+      ok = order >= 0 && ag_key_push(key, cap, be->lo) && ag_key_push(key, cap, be->hi) &&
+           ag_key_push(key, cap, (uint32_t)order);
     }
   }
-  ok = ok && ag_key_push(key, &cap, (uint32_t)m->count);
-  ok = ok && (!d || ag_key_push_words(key, &cap, d));
-  for (int k = 0; ok && follow && k < 8; k++) ok = ag_key_push(key, &cap, follow[k]);
+  ok = ok && ag_key_push(key, cap, (uint32_t)m->count);
+  ok = ok && (!d || ag_key_push_words(key, cap, d));
+  for (int k = 0; ok && follow && k < 8; k++) ok = ag_key_push(key, cap, follow[k]);
   return ok;
 }
 
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
                        const uint32_t *follow, bool bytes_only, ag_vcache_key *key) {
   memset(key, 0, sizeof *key);
+  size_t cap = 256;
+  if (!(key->words = malloc(sizeof *key->words * cap))) return false;
   int32_t small_state[2 * AG_CLASS_KEY_SMALL], small_order[2 * AG_CLASS_KEY_SMALL],
       small_queue[AG_CLASS_KEY_SMALL];
   ag_order_map m = {small_state, small_order, small_queue, AG_CLASS_KEY_SMALL, 0, false};
-  bool ok = ag_class_key_fill(g, state, d, follow, bytes_only, &m, key);
+  bool ok = ag_class_key_fill(g, state, d, follow, bytes_only, &m, key, &cap);
   if (!ok && m.full) {
     int32_t big = AG_CLASS_KEY_MAX_STATES;
     m = (ag_order_map){malloc(sizeof(int32_t) * 2 * big), malloc(sizeof(int32_t) * 2 * big),
                        malloc(sizeof(int32_t) * big), big, 0, false};
-    ok = m.state && m.order && m.queue && ag_class_key_fill(g, state, d, follow, bytes_only, &m, key);
+    ok = m.state && m.order && m.queue &&
+         ag_class_key_fill(g, state, d, follow, bytes_only, &m, key, &cap);
     free(m.state);
     free(m.order);
     free(m.queue);
