@@ -198,7 +198,8 @@ typedef enum ag_vcache_kind {
   AG_VCACHE_SAFE = 0,    /* a dispatch's safe tokens (ag_dispatch.h) */
   AG_VCACHE_CLASSES = 1, /* the token classes of a byte automaton (ag_mask_cache.c) */
   AG_VCACHE_BYTE = 2,    /* the tokens that contain one byte (ag_dispatch.c) */
-  AG_VCACHE_KINDS = 3
+  AG_VCACHE_CLASS_TOKENS = 3, /* the tokens made of a byte class (ag_class_tokens.h) */
+  AG_VCACHE_KINDS = 4
 } ag_vcache_kind;
 
 typedef struct ag_vcache_key {

@@ -1,6 +1,7 @@
 /* ag_mask_cache.c - computing and publishing per-state token classes (see the header). */
 #include "ag_mask_cache.h"
 
+#include "ag_class_tokens.h"
 #include "ag_depth_equiv.h"
 #include "ag_dispatch.h"
 #include "ag_earley.h"
@@ -47,6 +48,7 @@ struct ag_mask_cache {
   atomic_bool *equiv_none; /* [n_rules] the rule is not compared (ag_depth_equiv_build) */
   atomic_llong n_walked, n_derived, n_shared; /* published entries, by origin */
   atomic_llong n_plain; /* walks that took the plain tokens at once (ag_plain_tokens.h) */
+  atomic_llong n_classed; /* walks that took their loop class's tokens at once (ag_class_tokens.h) */
   atomic_size_t bytes;
 };
 
@@ -105,6 +107,7 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   atomic_init(&c->n_derived, 0);
   atomic_init(&c->n_shared, 0);
   atomic_init(&c->n_plain, 0);
+  atomic_init(&c->n_classed, 0);
   for (int32_t r = 0; r < c->n_rules; r++) {
     atomic_init(&c->rule_classified[r], 0);
     atomic_init(&c->equiv[r], NULL);
@@ -164,6 +167,7 @@ void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out) {
   out->derived += atomic_load(&c->n_derived);
   out->shared += atomic_load(&c->n_shared);
   out->plain += atomic_load(&c->n_plain);
+  out->classed += atomic_load(&c->n_classed);
 }
 
 /* An entry of n bytes joins the cache: counted here and in the vocabulary's total. */
@@ -713,6 +717,12 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
       safe = owned = ag_plain_tokens_upto(v, d); /* out of memory: a walk of all */
     }
     if (safe) atomic_fetch_add(&c->n_plain, 1);
+    uint32_t cls[8], cd = safe ? 0 : ag_class_depth(g, v, state, v->max_token_len, cls);
+    if (cd) { /* a narrower loop: the tokens made of its class */
+      ag_status st = ag_vocab_class_tokens(v, cls, cd, &safe, &owned, err);
+      if (st) return st;
+      atomic_fetch_add(&c->n_classed, 1);
+    }
   }
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);

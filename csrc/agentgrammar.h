@@ -126,6 +126,7 @@ typedef struct ag_cache_stats {
   int64_t derived; /* copied from an equivalent state, only the longer tokens walked */
   int64_t shared;  /* found in the vocabulary's shared cache */
   int64_t plain;   /* of the walked, those that took the plain tokens without a walk */
+  int64_t classed; /* of the walked, those that took their loop class's tokens without a walk */
 } ag_cache_stats;
 void ag_compiled_cache_stats(const ag_compiled *compiled, ag_cache_stats *out);
 

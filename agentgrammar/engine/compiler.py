@@ -87,13 +87,16 @@ class MaskCacheStats(NamedTuple):
     computed for another grammar of the same ``Compiler``. ``plain`` counts the walks that
     took every plain token (whole characters, no quote, backslash or control byte) at once,
     in states that accept any of them (inside a JSON string, say), or near a length bound
-    every plain token short enough to fit.
+    every plain token short enough to fit. ``classed`` counts the walks that took at once the
+    tokens made only of the bytes their state loops on (an email's local part, a hostname's
+    label, a pattern's ``[a-z0-9-]+``), and walked only the others.
     """
 
     walked: int
     derived: int
     shared: int
     plain: int
+    classed: int = 0
 
 
 class CompiledGrammar:
@@ -137,11 +140,13 @@ class CompiledGrammar:
         >>> Matcher(compiled).allowed_token_ids()
         [0, 2]
         >>> compiled.cache_stats
-        MaskCacheStats(walked=1, derived=0, shared=0, plain=0)
+        MaskCacheStats(walked=1, derived=0, shared=0, plain=0, classed=0)
         """
         out = ffi.new("ag_cache_stats *")
         lib.ag_compiled_cache_stats(self._handle, out)
-        return MaskCacheStats(int(out.walked), int(out.derived), int(out.shared), int(out.plain))
+        return MaskCacheStats(
+            int(out.walked), int(out.derived), int(out.shared), int(out.plain), int(out.classed)
+        )
 
     def __repr__(self) -> str:
         return f"<CompiledGrammar root={self._grammar.root!r} rules={len(self._grammar.rules)}>"

@@ -1,0 +1,212 @@
+/* ag_class_tokens.c - a state's loop class and the tokens made of it (see the header). */
+#include "ag_class_tokens.h"
+
+#include "ag_dispatch.h"
+
+/* The bytes of state s's byte edges into cls; with self_only, of those back to s. */
+static void ag_edge_bytes(const ag_grammar *g, int32_t s, bool self_only, uint32_t cls[8]) {
+  memset(cls, 0, 8 * sizeof *cls);
+  const ag_state *st = &g->states[s];
+  for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
+    const ag_byte_edge *be = &g->byte_edges[e];
+    if (self_only && be->target != s) continue;
+    for (unsigned c = be->lo; c <= be->hi; c++) ag_bit_set(cls, (int32_t)c);
+  }
+}
+
+/* How many sorted tokens start with a byte of cls. */
+static int32_t ag_class_first_tokens(const ag_vocab *v, const uint32_t cls[8]) {
+  int32_t n = 0;
+  for (int c = 0; c < 256; c++)
+    if (ag_bit(cls, c)) n += v->first_byte_pos[c + 1] - v->first_byte_pos[c];
+  return n;
+}
+
+static bool ag_class_empty(const uint32_t cls[8]) {
+  uint32_t any = 0;
+  for (int k = 0; k < 8; k++) any |= cls[k];
+  return any == 0;
+}
+
+/* The closure's visited states, each with the depth it was first reached at
+ * (breadth first: the least) and the bytes of the class that lead into it
+ * from the states expanded so far, and a set of them by open addressing. */
+typedef struct ag_class_sim {
+  int32_t queue[AG_CLASS_MAX_STATES];
+  uint32_t depth[AG_CLASS_MAX_STATES];
+  uint32_t enter[AG_CLASS_MAX_STATES][8];
+  int32_t n;
+  int32_t seen[2 * AG_CLASS_MAX_STATES]; /* queue index + 1; 0: empty */
+} ag_class_sim;
+
+/* Queues s at depth d unless seen, and adds bytes lo..hi of cls to the bytes
+ * that enter it; false when the bound is passed. */
+static bool ag_class_push(ag_class_sim *x, int32_t s, uint32_t d, const uint32_t cls[8],
+                          unsigned lo, unsigned hi) {
+  uint32_t i = ((uint32_t)s * 2654435761u) & (2 * AG_CLASS_MAX_STATES - 1);
+  while (x->seen[i] && x->queue[x->seen[i] - 1] != s) i = (i + 1) & (2 * AG_CLASS_MAX_STATES - 1);
+  int32_t k = x->seen[i] - 1;
+  if (k < 0) {
+    if (x->n >= AG_CLASS_MAX_STATES) return false;
+    k = x->n++;
+    x->seen[i] = k + 1;
+    x->queue[k] = s;
+    x->depth[k] = d;
+    memset(x->enter[k], 0, sizeof x->enter[k]);
+  }
+  for (unsigned c = lo; c <= hi && c < 256; c++)
+    if (ag_bit(cls, (int32_t)c)) ag_bit_set(x->enter[k], (int32_t)c);
+  return true;
+}
+
+static int ag_class_count(const uint32_t cls[8]) {
+  int n = 0;
+  for (int k = 0; k < 8; k++) n += __builtin_popcount(cls[k]);
+  return n;
+}
+
+/* One breadth-first pass from `state` over the bytes of cls, to states first
+ * reached within *depth bytes. At the first such state that lacks an edge on
+ * some bytes of cls, the pass stops (*narrowed says so, to run it again) and
+ * gives up the least: the fewer of the missing bytes and the bytes that lead
+ * into the state, where that is at most a quarter of the class (an escape's
+ * backslash; a quote that only the state's own loop leaves out), else the
+ * depth from that state on (the end of a counted label). False when the bound
+ * on states is passed. */
+static bool ag_class_pass(const ag_grammar *g, ag_class_sim *x, int32_t state, uint32_t *depth,
+                          uint32_t cls[8], bool *narrowed) {
+  memset(x->seen, 0, sizeof x->seen);
+  x->n = 0;
+  *narrowed = false;
+  if (!ag_class_push(x, state, 0, cls, 1, 0)) return false;
+  for (int32_t head = 0; head < x->n; head++) {
+    int32_t s = x->queue[head];
+    if (x->depth[head] >= *depth) continue;
+    uint32_t have[8], missing[8];
+    ag_edge_bytes(g, s, false, have);
+    for (int k = 0; k < 8; k++) missing[k] = cls[k] & ~have[k];
+    if (!ag_class_empty(missing)) {
+      *narrowed = true;
+      int n_cls = ag_class_count(cls), n_missing = ag_class_count(missing);
+      int n_enter = head > 0 ? ag_class_count(x->enter[head]) : n_cls;
+      bool by_enter = n_enter < n_missing;
+      const uint32_t *drop = by_enter ? x->enter[head] : missing;
+      if (4 * (by_enter ? n_enter : n_missing) <= n_cls || head == 0) {
+        for (int k = 0; k < 8; k++) cls[k] &= ~drop[k];
+      } else {
+        *depth = x->depth[head];
+      }
+      return true;
+    }
+    const ag_state *st = &g->states[s];
+    for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
+      const ag_byte_edge *be = &g->byte_edges[e];
+      bool in = false;
+      for (unsigned c = be->lo; c <= be->hi && !in; c++) in = ag_bit(cls, (int32_t)c);
+      if (in && !ag_class_push(x, be->target, x->depth[head] + 1, cls, be->lo, be->hi)) return false;
+    }
+  }
+  return true;
+}
+
+/* The largest class the state's byte edges keep closed, narrowed from all of
+ * the state's bytes, and the depth within which they do (at most *depth, the
+ * longest token); false when none is left of at least AG_CLASS_MIN_DEPTH
+ * bytes, or the bounds are passed. */
+static bool ag_closed_class(const ag_grammar *g, int32_t state, uint32_t *depth, uint32_t cls[8]) {
+  ag_class_sim *x = malloc(sizeof *x);
+  if (!x) return false; /* out of memory: the ordinary walk is always right */
+  ag_edge_bytes(g, state, false, cls);
+  bool narrowed = true, ok = true;
+  for (int round = 0; ok && narrowed && round < 32; round++) {
+    ok = !ag_class_empty(cls) && *depth >= AG_CLASS_MIN_DEPTH;
+    if (ok) ok = ag_class_pass(g, x, state, depth, cls, &narrowed);
+  }
+  free(x);
+  return ok && !narrowed;
+}
+
+uint32_t ag_class_depth(const ag_grammar *g, const ag_vocab *v, int32_t state, uint32_t max_len,
+                        uint32_t cls[8]) {
+  const ag_state *st = &g->states[state];
+  if (st->counted || st->byte_begin == st->byte_end || max_len == 0) return 0;
+  uint32_t self[8], closed[8];
+  ag_edge_bytes(g, state, true, self); /* a loop on itself: any length */
+  int32_t n_self = ag_class_first_tokens(v, self), n_closed = 0;
+  uint32_t closed_depth = max_len;
+  ag_edge_bytes(g, state, false, closed); /* the closed class is within them: worth a look? */
+  if (ag_class_first_tokens(v, closed) < AG_CLASS_MIN_TOKENS) closed_depth = 0;
+  else if (ag_closed_class(g, state, &closed_depth, closed)) n_closed = ag_class_first_tokens(v, closed);
+  else closed_depth = 0;
+  if (n_self >= n_closed && n_self >= AG_CLASS_MIN_TOKENS) {
+    memcpy(cls, self, sizeof self);
+    return max_len;
+  }
+  if (closed_depth && n_closed >= AG_CLASS_MIN_TOKENS) {
+    memcpy(cls, closed, sizeof closed);
+    return closed_depth;
+  }
+  return 0;
+}
+
+/* Sets in bits (positions, then ids) the tokens of at most len bytes, all in
+ * cls, among those that start with byte c. Each token scans only the bytes past
+ * the prefix it shares with the last one scanned and known to be in cls; a
+ * byte out of the class rejects every token that shares the prefix up to it. */
+static void ag_class_scan(const ag_vocab *v, const uint32_t cls[8], uint32_t len, int c,
+                          uint32_t *bits) {
+  uint32_t *ids = bits + ag_pos_words(v);
+  int32_t end = v->first_byte_pos[c + 1], last = -1;
+  uint32_t good = 0; /* leading bytes of token `last` in cls */
+  for (int32_t i = v->first_byte_pos[c]; i < end;) {
+    uint32_t n, shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
+    const uint8_t *tok = ag_vocab_sorted_token(v, i, &n);
+    uint32_t d = shared < good ? shared : good;
+    while (d < n && ag_bit(cls, tok[d])) d++;
+    last = i;
+    good = d;
+    if (d == n) {
+      if (n <= len) {
+        ag_bit_set(bits, i);
+        ag_bit_set(ids, v->sorted_ids[i]);
+      }
+      i++;
+    } else {
+      i = ag_vocab_prefix_end(v, i, d + 1);
+    }
+  }
+}
+
+/* The vocabulary's shared-cache key of (cls, len). */
+static bool ag_class_key(const uint32_t cls[8], uint32_t len, ag_vcache_key *key) {
+  key->n = 9;
+  if (!(key->words = malloc(key->n * sizeof *key->words))) return false;
+  memcpy(key->words, cls, 8 * sizeof *cls);
+  key->words[8] = len;
+  ag_vcache_key_seal(key);
+  return true;
+}
+
+ag_status ag_vocab_class_tokens(const ag_vocab *v, const uint32_t cls[8], uint32_t len,
+                                const uint32_t **out, uint32_t **owned, ag_error *err) {
+  ag_vcache_key key;
+  *owned = NULL;
+  if (!ag_class_key(cls, len, &key))
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a class's tokens");
+  if ((*out = ag_vcache_find(v, AG_VCACHE_CLASS_TOKENS, &key))) {
+    ag_vcache_key_free(&key);
+    return AG_OK;
+  }
+  uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
+  if (!bits) {
+    ag_vcache_key_free(&key);
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a class's tokens");
+  }
+  for (int c = 0; c < 256; c++)
+    if (ag_bit(cls, c)) ag_class_scan(v, cls, len, c, bits);
+  if (!ag_vcache_add(v, AG_VCACHE_CLASS_TOKENS, &key, bits, ag_safe_words(v) * sizeof *bits, free))
+    *owned = bits;
+  ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
+  *out = bits;
+  return AG_OK;
+}
