@@ -3,22 +3,49 @@
 
 #include "ag_dispatch.h"
 
+/* Sets bytes lo..hi in cls. */
+static void ag_set_range(uint32_t cls[8], unsigned lo, unsigned hi) {
+  for (unsigned c = lo; c <= hi;) {
+    if ((c & 31) == 0 && c + 31 <= hi) { /* a whole word */
+      cls[c >> 5] = ~0u;
+      c += 32;
+    } else {
+      ag_bit_set(cls, (int32_t)c++);
+    }
+  }
+}
+
 /* The bytes of state s's byte edges into cls; with self_only, of those back to s. */
 static void ag_edge_bytes(const ag_grammar *g, int32_t s, bool self_only, uint32_t cls[8]) {
   memset(cls, 0, 8 * sizeof *cls);
   const ag_state *st = &g->states[s];
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &g->byte_edges[e];
-    if (self_only && be->target != s) continue;
-    for (unsigned c = be->lo; c <= be->hi; c++) ag_bit_set(cls, (int32_t)c);
+    if (!self_only || be->target == s) ag_set_range(cls, be->lo, be->hi);
   }
+}
+
+/* How many sorted tokens start with a byte of state s's edges (with
+ * self_only, of those back to s): the first test, before any set is made. */
+static int32_t ag_edge_first_tokens(const ag_grammar *g, const ag_vocab *v, int32_t s,
+                                    bool self_only) {
+  const ag_state *st = &g->states[s];
+  int32_t n = 0;
+  for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
+    const ag_byte_edge *be = &g->byte_edges[e];
+    if (!self_only || be->target == s) n += v->first_byte_pos[be->hi + 1] - v->first_byte_pos[be->lo];
+  }
+  return n;
 }
 
 /* How many sorted tokens start with a byte of cls. */
 static int32_t ag_class_first_tokens(const ag_vocab *v, const uint32_t cls[8]) {
   int32_t n = 0;
-  for (int c = 0; c < 256; c++)
-    if (ag_bit(cls, c)) n += v->first_byte_pos[c + 1] - v->first_byte_pos[c];
+  for (int k = 0; k < 8; k++)
+    for (uint32_t word = cls[k]; word; word &= word - 1) {
+      int c = k * 32 + __builtin_ctz(word);
+      n += v->first_byte_pos[c + 1] - v->first_byte_pos[c];
+    }
   return n;
 }
 
@@ -131,13 +158,19 @@ uint32_t ag_class_depth(const ag_grammar *g, const ag_vocab *v, int32_t state, u
   const ag_state *st = &g->states[state];
   if (st->counted || st->byte_begin == st->byte_end || max_len == 0) return 0;
   uint32_t self[8], closed[8];
-  ag_edge_bytes(g, state, true, self); /* a loop on itself: any length */
-  int32_t n_self = ag_class_first_tokens(v, self), n_closed = 0;
+  int32_t n_self = 0, n_closed = 0;
+  if (ag_edge_first_tokens(g, v, state, true) >= AG_CLASS_MIN_TOKENS) { /* a loop on itself */
+    ag_edge_bytes(g, state, true, self);
+    n_self = ag_class_first_tokens(v, self);
+  }
+  /* The closed class is within the state's bytes: a state with a few edges
+   * (a literal's next byte, most of an agent's grammar) stops here. */
   uint32_t closed_depth = max_len;
-  ag_edge_bytes(g, state, false, closed); /* the closed class is within them: worth a look? */
-  if (ag_class_first_tokens(v, closed) < AG_CLASS_MIN_TOKENS) closed_depth = 0;
-  else if (ag_closed_class(g, state, &closed_depth, closed)) n_closed = ag_class_first_tokens(v, closed);
-  else closed_depth = 0;
+  if (ag_edge_first_tokens(g, v, state, false) < AG_CLASS_MIN_TOKENS ||
+      !ag_closed_class(g, state, &closed_depth, closed))
+    closed_depth = 0;
+  else
+    n_closed = ag_class_first_tokens(v, closed);
   if (n_self >= n_closed && n_self >= AG_CLASS_MIN_TOKENS) {
     memcpy(cls, self, sizeof self);
     return max_len;
