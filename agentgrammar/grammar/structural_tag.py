@@ -265,11 +265,12 @@ class _Builder:
     def trigger_groups(
         self, triggers: Sequence[str], tags: Sequence[st.Tag], path: str
     ) -> Dict[str, List[int]]:
-        """The tags each trigger opens; every tag must start with exactly one trigger."""
+        """The tags each trigger opens, in the order of their begins (``_in_begin_order``);
+        every tag must start with exactly one trigger."""
         if not triggers:
             raise StructuralTagError("triggered_tags needs at least one trigger", path=path + ".triggers")
         if len(triggers) == 1 and triggers[0] and all([tag.begin.startswith(triggers[0]) for tag in tags]):
-            return {triggers[0]: list(range(len(tags)))}  # the usual case: hundreds of calls, one trigger
+            return {triggers[0]: _in_begin_order(tags)}  # the usual case: hundreds of calls, one trigger
         groups: Dict[str, List[int]] = {t: [] for t in triggers}
         starts = tuple(t for t in groups if t)
         # When no trigger begins another, a begin starts with at most one of them, so the first
@@ -297,6 +298,7 @@ class _Builder:
                 raise StructuralTagError(
                     f"the trigger {t!r} begins none of the tags", path=f"{path}.triggers[{j}]"
                 )
+            groups[t].sort(key=lambda i: tags[i].begin)
         return groups
 
     def fmt_triggered_tags(self, f: st.TriggeredTags, path: str) -> Optional[Expr]:
@@ -305,7 +307,7 @@ class _Builder:
         groups = self.trigger_groups(f.triggers, f.tags, path)
         if f.at_least_one:
             any_tag = _group(
-                choice([self.tag_after(tag, "", f"{path}.tags[{i}]") for i, tag in enumerate(f.tags)])
+                choice([self.tag_after(f.tags[i], "", f"{path}.tags[{i}]") for i in _in_begin_order(f.tags)])
             )
             if any_tag is None:
                 return None
@@ -375,6 +377,14 @@ def _group(e: Optional[Expr], infos: Optional[List[Optional[pieces.PieceInfo]]] 
     """A choice of tags, as a ``pieces.group`` when its items are pieces (calls of known tools);
     ``infos``: the items' piece information, when at hand."""
     return pieces.group(e, infos) if type(e) is Choice else e
+
+
+def _in_begin_order(tags: Sequence[st.Tag]) -> List[int]:
+    """The indices of ``tags`` by their begins (stable): the order of a choice's alternatives
+    changes nothing it accepts, so the same tools offered in another order (a registry's
+    subset, tools listed from a set) make the same grammar, and the Compiler hands back the
+    one it compiled, token-mask caches warm."""
+    return sorted(range(len(tags)), key=lambda i: tags[i].begin)
 
 
 def _first_start(text: str, starts: Sequence[str]) -> Optional[str]:

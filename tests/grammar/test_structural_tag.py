@@ -166,6 +166,32 @@ def test_a_text_tag_no_trigger_opens_is_a_part_every_request_shares() -> None:
     assert before["alpha"] > 0 and before["beta"] == 0, before
 
 
+@pytest.mark.parametrize("at_least_one", [False, True])
+def test_the_same_tags_in_another_order_make_the_same_grammar(at_least_one: bool) -> None:
+    """A choice's alternatives are put in the order of their begins, so the same calls
+    offered in another order convert to the same grammar (the same bytes), which a Compiler
+    hands back compiled, its token-mask cache warm; the language is the one given."""
+    from agentgrammar import Compiler, Matcher, Vocabulary
+
+    names = ["zeta", "alpha", "mid", "beta"]
+
+    def request(order: List[str]) -> Grammar:
+        calls = [st.Tag(begin=f"<call={n}>", content=st.ConstString(value=n), end="</call>") for n in order]
+        tags = st.TriggeredTags(triggers=["<call="], tags=calls, at_least_one=at_least_one)
+        return Grammar.from_structural_tag(st.StructuralTag(format=tags))
+
+    grammars = [request(names), request(names[::-1]), request(sorted(names))]
+    assert grammars[0].to_bytes() == grammars[1].to_bytes() == grammars[2].to_bytes()
+    for g in grammars:
+        assert all(g.accepts(f"<call={n}>{n}</call>") for n in names)
+        assert not g.accepts("<call=zeta>alpha</call>")
+    pieces = ["<call=", *names, "</call>", ">"]
+    compiler = Compiler(Vocabulary([*pieces, "</s>"], stop_token_ids=[len(pieces)]))
+    first = compiler.compile(grammars[0])
+    assert compiler.compile(grammars[1]) is first
+    assert Matcher(first).accept_string("<call=mid>mid</call>")
+
+
 def test_grammar_text_may_hold_a_grammar(monkeypatch: pytest.MonkeyPatch) -> None:
     """A GrammarText holding a Grammar converts to that very grammar (no printing, no parsing)
     and dumps as its EBNF text, which converts to the same language."""
