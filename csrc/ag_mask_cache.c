@@ -241,6 +241,19 @@ static bool ag_accepted_bitsets(ag_classify *w, const ag_vocab *v) {
   return true;
 }
 
+/* Gives the entry, before its walk, bitsets that are copies of a safe set
+ * (ag_dispatch.h's layout: positions, then ids): the safe tokens are accepted.
+ * Copied over uncleared memory, as both cover every word. */
+static bool ag_accepted_copy(ag_classify *w, const ag_vocab *v, const uint32_t *safe) {
+  ag_state_masks *e = w->entry;
+  if (!(e->accepted = malloc(ag_mask_words(v) * sizeof(uint32_t))) ||
+      !(e->accepted_pos = malloc(ag_pos_words(v) * sizeof(uint32_t))))
+    return false;
+  memcpy(e->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
+  memcpy(e->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
+  return true;
+}
+
 /* Marks sorted token i accepted; false when memory ran out. */
 static inline bool ag_mark_accepted(ag_classify *w, const ag_vocab *v, int32_t i) {
   ag_state_masks *e = w->entry;
@@ -742,12 +755,8 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
   w.record_any = any != NULL;
-  if (!st && safe && !ag_accepted_bitsets(&w, v))
+  if (!st && safe && !ag_accepted_copy(&w, v, safe))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
-  if (!st && safe) { /* the safe tokens are accepted: both forms of the set, copied */
-    memcpy(w.entry->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
-    memcpy(w.entry->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
-  }
   if (!st) st = ag_classify_all(&w, v, skip ? skip : safe, err);
   if (!st && any) st = ag_any_entry(&w, v, any, err);
   free(owned);
