@@ -230,31 +230,25 @@ static bool ag_ac_finds_word(const ag_ac *ac, const uint8_t *t, uint32_t len) {
 }
 
 /* Sets in bits (over sorted positions) the tokens that contain byte b. One
- * memchr over all token bytes (they lie in id order) finds the tokens by id,
- * each hit skipping the rest of its token; then one pass over the sorted ids
- * moves them to positions. A memchr per token cost 128k calls on Llama-3.2,
- * most of a dispatch's first visit. False out of memory. */
-static bool ag_scan_byte(const ag_vocab *v, uint8_t b, uint32_t *bits) {
-  uint32_t *by_id = calloc(ag_mask_words(v), sizeof *by_id);
-  if (!by_id) return false;
-  const uint8_t *blob = v->blob, *end = blob + v->offsets[v->n_tokens];
-  int32_t id = 0;
+ * memchr over the sorted tokens' bytes finds them, each hit skipping the rest
+ * of its token. A memchr per token cost 128k calls on Llama-3.2, most of a
+ * dispatch's first visit; a scan of the id-ordered bytes then needed a pass
+ * over every sorted id to move the hits to positions (half of what was left). */
+static void ag_scan_byte(const ag_vocab *v, uint8_t b, uint32_t *bits) {
+  const uint8_t *blob = v->sorted_blob, *end = blob + v->sorted_offsets[v->n_sorted];
+  int32_t i = 0;
   for (const uint8_t *p = blob; p < end && (p = memchr(p, b, (size_t)(end - p)));) {
     uint32_t at = (uint32_t)(p - blob);
-    int32_t lo = id, hi = v->n_tokens - 1; /* the last token starting at or before `at` */
+    int32_t lo = i, hi = v->n_sorted - 1; /* the last token starting at or before `at` */
     while (lo < hi) {
       int32_t mid = lo + (hi - lo + 1) / 2;
-      if (v->offsets[mid] <= at) lo = mid;
+      if (v->sorted_offsets[mid] <= at) lo = mid;
       else hi = mid - 1;
     }
-    id = lo;
-    ag_bit_set(by_id, id);
-    p = blob + v->offsets[id + 1];
+    i = lo;
+    ag_bit_set(bits, i);
+    p = blob + v->sorted_offsets[i + 1];
   }
-  for (int32_t i = 0; i < v->n_sorted; i++)
-    if (ag_bit(by_id, v->sorted_ids[i])) ag_bit_set(bits, i);
-  free(by_id);
-  return true;
 }
 
 /*
@@ -279,11 +273,7 @@ static ag_status ag_tokens_with_byte(const ag_vocab *v, uint8_t b, const uint32_
     ag_vcache_key_free(&key);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
   }
-  if (!ag_scan_byte(v, b, bits)) {
-    free(bits);
-    ag_vcache_key_free(&key);
-    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
-  }
+  ag_scan_byte(v, b, bits);
   if (!ag_vcache_add(v, AG_VCACHE_BYTE, &key, bits, ag_pos_words(v) * sizeof *bits, free)) {
     *owned = bits;
     ag_vcache_key_free(&key);
