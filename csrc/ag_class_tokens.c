@@ -220,26 +220,28 @@ static bool ag_class_key(const uint32_t cls[8], uint32_t len, ag_vcache_key *key
   return true;
 }
 
+/* A class and a length: what ag_make_class fills a set with. */
+typedef struct ag_class_ask {
+  const uint32_t *cls;
+  uint32_t len;
+} ag_class_ask;
+
+/* The tokens of ctx's class and length, positions then ids (ag_vcache_make). */
+static ag_status ag_make_class(const ag_vocab *v, const void *ctx, uint32_t *bits, ag_error *err) {
+  (void)err;
+  const ag_class_ask *ask = ctx;
+  for (int c = 0; c < 256; c++)
+    if (ag_bit(ask->cls, c)) ag_class_scan(v, ask->cls, ask->len, c, bits);
+  return AG_OK;
+}
+
 ag_status ag_vocab_class_tokens(const ag_vocab *v, const uint32_t cls[8], uint32_t len,
                                 const uint32_t **out, uint32_t **owned, ag_error *err) {
   ag_vcache_key key;
+  ag_class_ask ask = {cls, len};
   *owned = NULL;
   if (!ag_class_key(cls, len, &key))
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a class's tokens");
-  if ((*out = ag_vcache_find(v, AG_VCACHE_CLASS_TOKENS, &key))) {
-    ag_vcache_key_free(&key);
-    return AG_OK;
-  }
-  uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
-  if (!bits) {
-    ag_vcache_key_free(&key);
-    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a class's tokens");
-  }
-  for (int c = 0; c < 256; c++)
-    if (ag_bit(cls, c)) ag_class_scan(v, cls, len, c, bits);
-  if (!ag_vcache_add(v, AG_VCACHE_CLASS_TOKENS, &key, bits, ag_safe_words(v) * sizeof *bits, free))
-    *owned = bits;
-  ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
-  *out = bits;
-  return AG_OK;
+  return ag_vcache_bits(v, AG_VCACHE_CLASS_TOKENS, &key, ag_safe_words(v), ag_make_class, &ask, out,
+                        owned, err);
 }

@@ -187,36 +187,27 @@ static bool ag_safe_key(const ag_dispatch *d, ag_vcache_key *key) {
   return true;
 }
 
+/* The safe tokens of dispatch ctx, by position then by id (ag_vcache_make). */
+static ag_status ag_make_safe(const ag_vocab *v, const void *ctx, uint32_t *bits, ag_error *err) {
+  ag_status st = ag_dispatch_safe_tokens(ctx, v, bits, err);
+  if (st) return st;
+  /* the same set by token id, after the positions: all sorted tokens but the few unsafe */
+  uint32_t *ids = bits + ag_pos_words(v);
+  memcpy(ids, v->sorted_by_id, ag_mask_words(v) * sizeof *ids);
+  for (int32_t k = 0; (size_t)k * 32 < (size_t)v->n_sorted; k++)
+    for (uint32_t word = ~bits[k]; word; word &= word - 1) {
+      int32_t i = k * 32 + __builtin_ctz(word);
+      if (i < v->n_sorted) ag_bit_clear(ids, v->sorted_ids[i]);
+    }
+  return AG_OK;
+}
+
 ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const uint32_t **out,
                                uint32_t **owned, ag_error *err) {
   ag_vcache_key key;
-  if (!ag_safe_key(d, &key)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
   *owned = NULL;
-  if ((*out = ag_vcache_find(v, AG_VCACHE_SAFE, &key))) {
-    ag_vcache_key_free(&key);
-    return AG_OK;
-  }
-  uint32_t *bits = calloc(ag_safe_words(v), sizeof *bits);
-  ag_status st = bits ? ag_dispatch_safe_tokens(d, v, bits, err)
-                      : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
-  if (!st) { /* the same set by token id, after the positions: all sorted tokens but the few unsafe */
-    uint32_t *ids = bits + ag_pos_words(v);
-    memcpy(ids, v->sorted_by_id, ag_mask_words(v) * sizeof *ids);
-    for (int32_t k = 0; (size_t)k * 32 < (size_t)v->n_sorted; k++)
-      for (uint32_t word = ~bits[k]; word; word &= word - 1) {
-        int32_t i = k * 32 + __builtin_ctz(word);
-        if (i < v->n_sorted) ag_bit_clear(ids, v->sorted_ids[i]);
-      }
-  }
-  if (!st && !ag_vcache_add(v, AG_VCACHE_SAFE, &key, bits, ag_safe_words(v) * sizeof *bits, free))
-    *owned = bits;
-  ag_vcache_key_free(&key); /* when the cache took it, nothing is left to free */
-  if (st) {
-    free(bits);
-    return st;
-  }
-  *out = bits;
-  return AG_OK;
+  if (!ag_safe_key(d, &key)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
+  return ag_vcache_bits(v, AG_VCACHE_SAFE, &key, ag_safe_words(v), ag_make_safe, d, out, owned, err);
 }
 
 /* Whether some word occurs in t (the automaton run from its start over t). */
@@ -229,12 +220,14 @@ static bool ag_ac_finds_word(const ag_ac *ac, const uint8_t *t, uint32_t len) {
   return false;
 }
 
-/* Sets in bits (over sorted positions) the tokens that contain byte b. One
+/* Sets in bits (over sorted positions) the tokens that contain byte *ctx. One
  * memchr over the sorted tokens' bytes finds them, each hit skipping the rest
  * of its token. A memchr per token cost 128k calls on Llama-3.2, most of a
  * dispatch's first visit; a scan of the id-ordered bytes then needed a pass
  * over every sorted id to move the hits to positions (half of what was left). */
-static void ag_scan_byte(const ag_vocab *v, uint8_t b, uint32_t *bits) {
+static ag_status ag_make_byte(const ag_vocab *v, const void *ctx, uint32_t *bits, ag_error *err) {
+  (void)err;
+  uint8_t b = *(const uint8_t *)ctx;
   const uint8_t *blob = v->sorted_blob, *end = blob + v->sorted_offsets[v->n_sorted];
   int32_t i = 0;
   for (const uint8_t *p = blob; p < end && (p = memchr(p, b, (size_t)(end - p)));) {
@@ -249,6 +242,7 @@ static void ag_scan_byte(const ag_vocab *v, uint8_t b, uint32_t *bits) {
     ag_bit_set(bits, i);
     p = blob + v->sorted_offsets[i + 1];
   }
+  return AG_OK;
 }
 
 /*
@@ -260,26 +254,11 @@ static void ag_scan_byte(const ag_vocab *v, uint8_t b, uint32_t *bits) {
 static ag_status ag_tokens_with_byte(const ag_vocab *v, uint8_t b, const uint32_t **out,
                                      uint32_t **owned, ag_error *err) {
   ag_vcache_key key = {calloc(1, sizeof(uint32_t)), 1, 0};
+  *owned = NULL;
   if (!key.words) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
   key.words[0] = b;
   ag_vcache_key_seal(&key);
-  *owned = NULL;
-  if ((*out = ag_vcache_find(v, AG_VCACHE_BYTE, &key))) {
-    ag_vcache_key_free(&key);
-    return AG_OK;
-  }
-  uint32_t *bits = calloc(ag_pos_words(v), sizeof *bits);
-  if (!bits) {
-    ag_vcache_key_free(&key);
-    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
-  }
-  ag_scan_byte(v, b, bits);
-  if (!ag_vcache_add(v, AG_VCACHE_BYTE, &key, bits, ag_pos_words(v) * sizeof *bits, free)) {
-    *owned = bits;
-    ag_vcache_key_free(&key);
-  }
-  *out = bits;
-  return AG_OK;
+  return ag_vcache_bits(v, AG_VCACHE_BYTE, &key, ag_pos_words(v), ag_make_byte, &b, out, owned, err);
 }
 
 /* Clears in pos_bits the tokens that contain byte b and some word. */

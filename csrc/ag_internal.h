@@ -284,6 +284,17 @@ bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, v
                    size_t bytes, void (*destroy)(void *));
 void ag_vcache_free(ag_vocab *v);
 
+/* Fills bits (zeroed) with a set over the vocabulary; ctx is the maker's own. */
+typedef ag_status (*ag_vcache_make)(const ag_vocab *v, const void *ctx, uint32_t *bits,
+                                    ag_error *err);
+
+/* The set of `kind` under key (which this frees), from the vocabulary's shared
+ * cache, or made now (`words` words, by make) and added to it. When the cache
+ * is full the set is the caller's to free: *owned is set to it (else NULL). */
+ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, size_t words,
+                         ag_vcache_make make, const void *ctx, const uint32_t **out,
+                         uint32_t **owned, ag_error *err);
+
 /*
  * The first sorted position after i whose token does not begin with the first
  * `len` bytes of token i (which has at least len bytes): the end of the run of
