@@ -3,25 +3,13 @@
 
 #include "ag_dispatch.h"
 
-/* Sets bytes lo..hi in cls. */
-static void ag_set_range(uint32_t cls[8], unsigned lo, unsigned hi) {
-  for (unsigned c = lo; c <= hi;) {
-    if ((c & 31) == 0 && c + 31 <= hi) { /* a whole word */
-      cls[c >> 5] = ~0u;
-      c += 32;
-    } else {
-      ag_bit_set(cls, (int32_t)c++);
-    }
-  }
-}
-
 /* The bytes of state s's byte edges into cls; with self_only, of those back to s. */
 static void ag_edge_bytes(const ag_grammar *g, int32_t s, bool self_only, uint32_t cls[8]) {
   memset(cls, 0, 8 * sizeof *cls);
   const ag_state *st = &g->states[s];
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &g->byte_edges[e];
-    if (!self_only || be->target == s) ag_set_range(cls, be->lo, be->hi);
+    if (!self_only || be->target == s) ag_byteset_add_range(cls, be->lo, be->hi);
   }
 }
 
@@ -66,10 +54,9 @@ typedef struct ag_class_sim {
   int32_t seen[2 * AG_CLASS_MAX_STATES]; /* queue index + 1; 0: empty */
 } ag_class_sim;
 
-/* Queues s at depth d unless seen, and adds bytes lo..hi of cls to the bytes
+/* Queues s at depth d unless seen, and adds `bytes` (of the class) to those
  * that enter it; false when the bound is passed. */
-static bool ag_class_push(ag_class_sim *x, int32_t s, uint32_t d, const uint32_t cls[8],
-                          unsigned lo, unsigned hi) {
+static bool ag_class_push(ag_class_sim *x, int32_t s, uint32_t d, const uint32_t bytes[8]) {
   uint32_t i = ((uint32_t)s * 2654435761u) & (2 * AG_CLASS_MAX_STATES - 1);
   while (x->seen[i] && x->queue[x->seen[i] - 1] != s) i = (i + 1) & (2 * AG_CLASS_MAX_STATES - 1);
   int32_t k = x->seen[i] - 1;
@@ -81,8 +68,7 @@ static bool ag_class_push(ag_class_sim *x, int32_t s, uint32_t d, const uint32_t
     x->depth[k] = d;
     memset(x->enter[k], 0, sizeof x->enter[k]);
   }
-  for (unsigned c = lo; c <= hi && c < 256; c++)
-    if (ag_bit(cls, (int32_t)c)) ag_bit_set(x->enter[k], (int32_t)c);
+  for (int w = 0; w < 8; w++) x->enter[k][w] |= bytes[w];
   return true;
 }
 
@@ -105,7 +91,8 @@ static bool ag_class_pass(const ag_grammar *g, ag_class_sim *x, int32_t state, u
   memset(x->seen, 0, sizeof x->seen);
   x->n = 0;
   *narrowed = false;
-  if (!ag_class_push(x, state, 0, cls, 1, 0)) return false;
+  static const uint32_t none[8] = {0};
+  if (!ag_class_push(x, state, 0, none)) return false;
   for (int32_t head = 0; head < x->n; head++) {
     int32_t s = x->queue[head];
     if (x->depth[head] >= *depth) continue;
@@ -128,9 +115,10 @@ static bool ag_class_pass(const ag_grammar *g, ag_class_sim *x, int32_t state, u
     const ag_state *st = &g->states[s];
     for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
       const ag_byte_edge *be = &g->byte_edges[e];
-      bool in = false;
-      for (unsigned c = be->lo; c <= be->hi && !in; c++) in = ag_bit(cls, (int32_t)c);
-      if (in && !ag_class_push(x, be->target, x->depth[head] + 1, cls, be->lo, be->hi)) return false;
+      uint32_t in[8] = {0}; /* the edge's bytes of the class */
+      ag_byteset_add_range(in, be->lo, be->hi);
+      for (int k = 0; k < 8; k++) in[k] &= cls[k];
+      if (!ag_class_empty(in) && !ag_class_push(x, be->target, x->depth[head] + 1, in)) return false;
     }
   }
   return true;

@@ -285,8 +285,7 @@ int ag_parser_next_bytes(const ag_parser *p, uint32_t set_bits[8]) {
   for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
     const ag_state *s = &g->states[p->items.data[i].state];
     for (uint32_t e = s->byte_begin; e < s->byte_end; e++)
-      for (int b = g->byte_edges[e].lo; b <= g->byte_edges[e].hi; b++)
-        ag_bit_set(set_bits, b);
+      ag_byteset_add_range(set_bits, g->byte_edges[e].lo, g->byte_edges[e].hi);
   }
   int n = 0;
   for (int w = 0; w < 8; w++) n += __builtin_popcount(set_bits[w]);

@@ -20,15 +20,6 @@
 
 static void ag_set_all(uint32_t *s) { memset(s, 0xff, 8 * sizeof *s); }
 
-/* Sets bits lo..hi of a 256-bit set, a word at a time. */
-static void ag_set_range(uint32_t *s, unsigned lo, unsigned hi) {
-  for (unsigned w = lo >> 5; w <= hi >> 5; w++) {
-    unsigned a = w == lo >> 5 ? lo & 31 : 0, b = w == hi >> 5 ? hi & 31 : 31;
-    uint32_t bits = b == 31 ? ~0u : (1u << (b + 1)) - 1;
-    s[w] |= bits & ~((1u << a) - 1);
-  }
-}
-
 static bool ag_or_into(uint32_t *dst, const uint32_t *src) {
   bool changed = false;
   for (int k = 0; k < 8; k++) {
@@ -54,7 +45,7 @@ static void ag_state_first(const ag_follow_ctx *x, int32_t t, int depth, uint32_
     return;
   }
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++)
-    ag_set_range(out, g->byte_edges[e].lo, g->byte_edges[e].hi);
+    ag_byteset_add_range(out, g->byte_edges[e].lo, g->byte_edges[e].hi);
   for (uint32_t e = st->rule_begin; e < st->rule_end; e++) {
     int32_t r = g->rule_edges[e].rule;
     if (r < x->part_rules) {

@@ -50,6 +50,15 @@ static inline int32_t ag_next_bit(const uint32_t *bits, int32_t i, int32_t n) {
   return n;
 }
 
+/* Sets bytes lo..hi of a 256-bit byte set (8 words), a word at a time. */
+static inline void ag_byteset_add_range(uint32_t *s, unsigned lo, unsigned hi) {
+  for (unsigned w = lo >> 5; w <= hi >> 5; w++) {
+    unsigned a = w == lo >> 5 ? lo & 31 : 0, b = w == hi >> 5 ? hi & 31 : 31;
+    uint32_t bits = b == 31 ? ~0u : (1u << (b + 1)) - 1;
+    s[w] |= bits & ~((1u << a) - 1);
+  }
+}
+
 /* Seconds on a wall clock, for time budgets. */
 double ag_now(void);
 /* AG_ERR_TIMEOUT when a deadline (0: none) has passed. */

@@ -871,7 +871,7 @@ static void ag_live_bytes(const ag_grammar *g, int32_t s, const uint32_t *follow
   for (int k = 0; k < 8; k++)
     live[k] = all ? ~0u : st->accepting ? (follow ? follow[k] : ~0u) : 0;
   for (uint32_t e = st->byte_begin; !all && e < st->byte_end; e++)
-    for (int c = g->byte_edges[e].lo; c <= g->byte_edges[e].hi; c++) live[c >> 5] |= 1u << (c & 31);
+    ag_byteset_add_range(live, g->byte_edges[e].lo, g->byte_edges[e].hi);
   for (uint32_t e = st->rule_begin; !all && e < st->rule_end; e++) {
     uint32_t entered[8];
     ag_live_bytes(g, g->rule_start[g->rule_edges[e].rule], NULL, false, entered);
