@@ -241,16 +241,17 @@ static bool ag_accepted_bitsets(ag_classify *w, const ag_vocab *v) {
   return true;
 }
 
-/* Gives the entry, before its walk, bitsets that are copies of a safe set
- * (ag_dispatch.h's layout: positions, then ids): the safe tokens are accepted.
- * Copied over uncleared memory, as both cover every word. */
-static bool ag_accepted_copy(ag_classify *w, const ag_vocab *v, const uint32_t *safe) {
-  ag_state_masks *e = w->entry;
+/* Gives e (which has no accepted tokens yet) bitsets that are copies of `ids`
+ * and `pos`: another entry's, or a safe set's (ag_dispatch.h's layout:
+ * positions, then ids). Copied over uncleared memory, as both cover every word;
+ * false when memory ran out. */
+static bool ag_accepted_copy(ag_state_masks *e, const ag_vocab *v, const uint32_t *ids,
+                             const uint32_t *pos) {
   if (!(e->accepted = malloc(ag_mask_words(v) * sizeof(uint32_t))) ||
       !(e->accepted_pos = malloc(ag_pos_words(v) * sizeof(uint32_t))))
     return false;
-  memcpy(e->accepted_pos, safe, ag_pos_words(v) * sizeof *safe);
-  memcpy(e->accepted, safe + ag_pos_words(v), ag_mask_words(v) * sizeof *safe);
+  memcpy(e->accepted, ids, ag_mask_words(v) * sizeof *ids);
+  memcpy(e->accepted_pos, pos, ag_pos_words(v) * sizeof *pos);
   return true;
 }
 
@@ -468,20 +469,16 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
 }
 
 /* Copies from's accepted tokens of at most `level` bytes into w's entry (all of
- * them with level UINT32_MAX), in from's form; false when memory ran out. From
- * bitsets, the longer ones are copied too: the caller clears them. */
+ * them with level UINT32_MAX), which has none yet, in from's form; false when
+ * memory ran out. From bitsets, the longer ones are copied too: the caller
+ * clears them. */
 static bool ag_copy_accepted(ag_classify *w, const ag_state_masks *from, const ag_vocab *v,
                              uint32_t level) {
-  if (!from->accepted) {
-    for (int32_t k = 0; k < from->n_accepted_list; k++)
-      if (ag_vocab_sorted_len(v, from->accepted_list[k]) <= level &&
-          !ag_vec_push(&w->accepted, from->accepted_list[k]))
-        return false;
-    return true;
-  }
-  if (!ag_accepted_bitsets(w, v)) return false;
-  memcpy(w->entry->accepted, from->accepted, ag_mask_words(v) * sizeof(uint32_t));
-  memcpy(w->entry->accepted_pos, from->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
+  if (from->accepted) return ag_accepted_copy(w->entry, v, from->accepted, from->accepted_pos);
+  for (int32_t k = 0; k < from->n_accepted_list; k++)
+    if (ag_vocab_sorted_len(v, from->accepted_list[k]) <= level &&
+        !ag_vec_push(&w->accepted, from->accepted_list[k]))
+      return false;
   return true;
 }
 
@@ -657,12 +654,7 @@ static ag_status ag_any_entry(const ag_classify *w, const ag_vocab *v, ag_state_
   ag_state_masks *e = calloc(1, sizeof *e);
   bool ok = e != NULL;
   if (ok && w->entry->accepted) { /* the same accepted tokens, in the walk's form */
-    ok = (e->accepted = malloc(ag_mask_words(v) * sizeof(uint32_t))) &&
-         (e->accepted_pos = malloc(ag_pos_words(v) * sizeof(uint32_t)));
-    if (ok) {
-      memcpy(e->accepted, w->entry->accepted, ag_mask_words(v) * sizeof(uint32_t));
-      memcpy(e->accepted_pos, w->entry->accepted_pos, ag_pos_words(v) * sizeof(uint32_t));
-    }
+    ok = ag_accepted_copy(e, v, w->entry->accepted, w->entry->accepted_pos);
   } else if (ok && w->accepted.len) {
     ok = (e->accepted_list = malloc(w->accepted.len * sizeof *e->accepted_list)) != NULL;
     if (ok) memcpy(e->accepted_list, w->accepted.data, w->accepted.len * sizeof *e->accepted_list);
@@ -755,7 +747,7 @@ static ag_status ag_compute(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   ag_classify w;
   ag_status st = ag_classify_begin(&w, c, g, v, state, follow, deadline, err);
   w.record_any = any != NULL;
-  if (!st && safe && !ag_accepted_copy(&w, v, safe))
+  if (!st && safe && !ag_accepted_copy(w.entry, v, safe + ag_pos_words(v), safe))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask");
   if (!st) st = ag_classify_all(&w, v, skip ? skip : safe, err);
   if (!st && any) st = ag_any_entry(&w, v, any, err);
