@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Tuple
+from typing import Set, Tuple
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -25,3 +25,11 @@ def cached_and_direct(matcher: Matcher, vocab_size: int) -> Tuple[np.ndarray, np
     direct = allocate_token_bitmask(1, vocab_size, backend="numpy")
     matcher._fill_next_token_bitmask_direct(direct)
     return cached.copy(), direct.copy()
+
+
+def allowed_checked(matcher: Matcher, vocab_size: int) -> Set[int]:
+    """The token ids the cached mask allows, after asserting it equals the direct walk's."""
+    cached, direct = cached_and_direct(matcher, vocab_size)
+    np.testing.assert_array_equal(cached, direct)
+    bits = np.unpackbits(cached.view(np.uint8), bitorder="little")[:vocab_size]
+    return set(np.flatnonzero(bits).tolist())

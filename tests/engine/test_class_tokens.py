@@ -15,11 +15,10 @@ import random
 import re
 from typing import List, Set
 
-import numpy as np
 import pytest
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
-from tests.mask_oracle import cached_and_direct
+from tests.mask_oracle import allowed_checked
 
 _RNG = random.Random(5)
 _CLASS = "abcdefghijklmnopqrstuvwxyz0123456789-"
@@ -40,10 +39,7 @@ VOCAB = Vocabulary(TOKENS + [b"</s>"], stop_token_ids=[len(TOKENS)])
 
 
 def allowed(matcher: Matcher) -> Set[int]:
-    cached, direct = cached_and_direct(matcher, VOCAB.vocab_size)
-    np.testing.assert_array_equal(cached, direct)
-    bits = np.unpackbits(cached.view(np.uint8), bitorder="little")[: VOCAB.vocab_size]
-    return set(np.flatnonzero(bits).tolist())
+    return allowed_checked(matcher, VOCAB.vocab_size)
 
 
 def walk_text(grammar: Grammar, text: str) -> Compiler:

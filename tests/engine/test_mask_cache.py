@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
-from tests.mask_oracle import cached_and_direct
+from tests.mask_oracle import allowed_checked
 
 _RNG = random.Random(11)
 # 6,000 distinct words of 4 to 7 letters: the vocabulary's bitsets are 750 bytes each.
@@ -35,10 +35,7 @@ TOKENS = [bytes([b]) for b in range(256)] + [w.encode() for w in WORDS]
 
 
 def allowed(matcher: Matcher) -> Set[int]:
-    cached, direct = cached_and_direct(matcher, VOCAB.vocab_size)
-    np.testing.assert_array_equal(cached, direct)
-    bits = np.unpackbits(cached.view(np.uint8), bitorder="little")[: VOCAB.vocab_size]
-    return set(np.flatnonzero(bits).tolist())
+    return allowed_checked(matcher, VOCAB.vocab_size)
 
 
 def expected(rests: List[str]) -> Set[int]:
