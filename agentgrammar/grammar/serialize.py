@@ -33,11 +33,11 @@ from __future__ import annotations
 import struct
 from array import array
 from functools import lru_cache
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import pieces
 from .ir import ByteClass, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
-from .utf8 import class_to_sequences
+from .utf8 import class_to_sequences, complement_ranges, normalize_ranges
 
 MAGIC = 0x52494741  # "AGIR"
 VERSION = 1
@@ -73,7 +73,9 @@ class _Writer:
         self._memo: Dict[Tuple[int, ...], int] = {}
         self._by_id: Dict[int, int] = {}  # the rules keep every node alive while they are written
         self._class_chunks = class_chunks  # character classes copied from their chunk (_class_chunk)
-        self._copied: Dict[int, int] = {}  # a chunk copied already (by identity) -> its root
+        # a class split or chunk written already, by identity -> (it, kept alive so that its
+        # identity is not reused while this writer runs; its root)
+        self._copied: Dict[int, Tuple[Any, int]] = {}
         self._use_pieces = use_pieces
 
     def node(self, words: Sequence[int]) -> int:
@@ -192,6 +194,30 @@ class _Writer:
             return self.node((KIND_RULEREF, self._embed(e.grammar)))
         raise TypeError(f"not a grammar expression: {e!r}")
 
+    def _split_class(self, split: "_SplitClass") -> int:
+        """A class as one byte set for its ASCII characters and, beside it, the nodes of its
+        wider characters: lowering those to UTF-8 is the costliest part of writing, and the
+        classes of one grammar mostly differ in ASCII only (the keys a JSON object's other
+        keys must not spell), so the wide part is lowered once and copied once per grammar."""
+        done = self._copied.get(id(split))
+        if done is not None:
+            return done[1]
+        kids: List[int] = []
+        if split.ascii:
+            kids.append(self.node((KIND_BYTES, len(split.ascii), *(x for r in split.ascii for x in r))))
+        if split.wide:
+            chunk = _class_chunk(split.wide, False)
+            copied = self._copied.get(id(chunk))
+            if copied is None:
+                copied = self._copied[id(chunk)] = (chunk, self._copy(chunk))
+            kids.append(copied[1])
+        if not kids:  # an empty class matches nothing: an empty byte set
+            found = self.node((KIND_BYTES, 0))
+        else:
+            found = kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, 2, *kids))
+        self._copied[id(split)] = (split, found)
+        return found
+
     def _dispatch(self, e: TagDispatch) -> int:
         flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)
         words = [(w, self.rule_index[r]) for w, r in e.triggers]
@@ -202,12 +228,8 @@ class _Writer:
         return self.node(payload)
 
     def _char_class(self, e: CharClass) -> int:
-        if self._class_chunks:  # written once per class, then copied: the costliest node to write
-            chunk = _class_chunk(e.ranges, e.negated)
-            found = self._copied.get(id(chunk))
-            if found is None:
-                found = self._copied[id(chunk)] = self._copy(chunk)
-            return found
+        if self._class_chunks:
+            return self._split_class(_class_split(e.ranges, e.negated))
         seqs = _class_sequences(e.ranges, e.negated)
         singles = [s[0] for s in seqs if len(s) == 1]
         kids: List[int] = []
@@ -289,6 +311,23 @@ class _Chunk:
                     at += 2 + data[at + 1]
         self.child_pos = tuple(child_pos)
         self.symbol_pos = tuple(symbol_pos)
+
+
+class _SplitClass(NamedTuple):
+    """A character class's code points: ``ascii`` (ranges below 0x80, one byte each) and
+    ``wide`` (the ranges above, two to four bytes each)."""
+
+    ascii: Tuple[Tuple[int, int], ...]
+    wide: Tuple[Tuple[int, int], ...]
+
+
+@lru_cache(maxsize=8192)
+def _class_split(ranges: Tuple[Tuple[int, int], ...], negated: bool) -> _SplitClass:
+    """The code points of a class (negation applied), cut at 0x80."""
+    cps = complement_ranges(ranges) if negated else normalize_ranges(ranges)
+    ascii = tuple((lo, min(hi, 0x7F)) for lo, hi in cps if lo <= 0x7F)
+    wide = tuple((max(lo, 0x80), hi) for lo, hi in cps if hi >= 0x80)
+    return _SplitClass(ascii, wide)
 
 
 @lru_cache(maxsize=4096)
