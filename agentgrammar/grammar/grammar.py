@@ -179,21 +179,26 @@ def _checked_refs(body: Expr, rule: str) -> List[str]:
     return list(refs)
 
 
-def _refs_of(body: Expr, rule: str) -> List[str]:
+def _refs_of(body: Expr, rule: str) -> Tuple[List[str], bool]:
     """The rule names ``body`` references, its nodes not checked: IR that a converter of this
     package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
     any other type is checked in full. A body that is a piece (a converter's shared helper
-    rule, in every grammar it builds) is walked once, then looked up."""
+    rule, in every grammar it builds) is walked once, then looked up. Also whether
+    ``normalize_rules`` leaves the body as it is (``_normal_already``), found on the same walk."""
     piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
     if piece is not None:
         if piece.refs is None:
-            piece.refs = tuple(_walk_refs(body, rule))
-        return list(piece.refs)
+            refs, normal = _walk_refs(body, rule)
+            piece.refs = tuple(refs)
+            if piece.unchanged is None:
+                piece.unchanged = normal
+        return list(piece.refs), _piece_unchanged(piece, body)
     return _walk_refs(body, rule)
 
 
-def _walk_refs(body: Expr, rule: str) -> List[str]:
+def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool]:
     refs: List[str] = []
+    normal = True  # no counted repeat copies an item of more than one edge
     stack, seen = [body], set()
     while stack:
         e = stack.pop()
@@ -205,10 +210,14 @@ def _walk_refs(body: Expr, rule: str) -> List[str]:
         elif t is RuleRef:
             refs.append(e.name)  # type: ignore[union-attr]
         elif t is Repeat:
-            stack.append(e.item)  # type: ignore[union-attr]
+            item = e.item  # type: ignore[union-attr]
+            if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
+                normal = _is_single_edge(item)
+            stack.append(item)
         elif t is not Literal and t is not CharClass and t is not ByteClass:
             _check_expr(e, rule, refs)
-    return refs
+            normal = normal and _normal_already(e)
+    return refs, normal
 
 
 def _class_is_empty(e: Expr) -> bool:
@@ -269,6 +278,13 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
         >>> [r.name for r in validate_rules([Rule("root", Literal(b"a")), Rule("unused", RuleRef("root"))])]
         ['root']
     """
+    return _validate(rules, root, check_nodes)[0]
+
+
+def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tuple[Rule, ...], bool]:
+    """``validate_rules``, and whether ``normalize_rules`` would leave every kept rule as it
+    is (known only with ``check_nodes=False``, where the walk that finds the references tells;
+    else False)."""
     rules = tuple(rules)
     if not isinstance(root, str):
         raise GrammarError(f"the root rule name must be a str, not {type(root).__name__}")
@@ -276,6 +292,7 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
         raise GrammarError("the grammar is empty: it has no rules")
     by_name: Dict[str, Rule] = {}
     refs: Dict[str, List[str]] = {}
+    normal: Dict[str, bool] = {}
     for r in rules:
         if not isinstance(r, Rule):
             raise GrammarError(f"expected a Rule, got {r!r}")
@@ -284,7 +301,10 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
         if r.name in by_name:
             raise GrammarError(f"rule '{r.name}' is defined twice")
         by_name[r.name] = r
-        refs[r.name] = _checked_refs(r.body, r.name) if check_nodes else _refs_of(r.body, r.name)
+        if check_nodes:
+            refs[r.name], normal[r.name] = _checked_refs(r.body, r.name), False
+        else:
+            refs[r.name], normal[r.name] = _refs_of(r.body, r.name)
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
     for r in rules:
@@ -337,7 +357,7 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
         others = [n for n in dead if n != root and n not in needed]
         extra = f" (rules that derive no finite string: {quote_names(dead)})" if others else ""
         raise GrammarError(f"rule '{root}' can never finish: {why}{extra}")
-    return kept
+    return kept, all(normal[r.name] for r in kept)
 
 
 # --------------------------------------------------------------------------- normalization
@@ -469,10 +489,11 @@ class Grammar:
     def __init__(self, rules: Iterable[Rule], root: str = "root", *, _converted: bool = False) -> None:
         # ``_converted``: rules from this package's EBNF, regex or JSON Schema converters, whose
         # nodes have the right types by construction and never embed a grammar.
-        object.__setattr__(self, "rules", validate_rules(rules, root, check_nodes=not _converted))
+        kept, normal = _validate(rules, root, check_nodes=not _converted)
+        object.__setattr__(self, "rules", kept)
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
-        object.__setattr__(self, "_normalized", None)
+        object.__setattr__(self, "_normalized", kept if normal else None)  # normalize_rules: no change
         object.__setattr__(self, "_compiled_bytes", None)
         object.__setattr__(self, "_parts", () if _converted else None)
         object.__setattr__(self, "_link", None)

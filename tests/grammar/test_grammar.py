@@ -214,29 +214,41 @@ def test_hoists_repeated_subtrees():
     ]
 
 
-@pytest.mark.parametrize(
-    "item, lo, hi, hoisted",
-    [
-        (L(b"ab"), 5, 5, False),
-        (CharClass(((0, 0x10FFFF),)), 3, None, False),
-        (ByteClass(((0, 5),)), 3, 4, False),
-        (RuleRef("x"), 2, 2, False),
-        (Seq((L(b"a"), L(b"b"))), 0, None, False),  # a loop copies nothing
-        (Seq((L(b"a"), L(b"b"))), 1, None, False),
-        (Seq((L(b"a"), L(b"b"))), 0, 1, False),
-        (Seq((L(b"a"), L(b"b"))), 0, 2, True),
-        (Seq((L(b"a"), L(b"b"))), 2, None, True),
-        (Choice((L(b"a"), L(b"b"))), 3, 3, True),
-        (Repeat(L(b"a"), 0, None), 2, 2, True),
-        (EMPTY, 2, 2, True),
-    ],
-)
+HOISTING_CASES = [
+    (L(b"ab"), 5, 5, False),
+    (CharClass(((0, 0x10FFFF),)), 3, None, False),
+    (ByteClass(((0, 5),)), 3, 4, False),
+    (RuleRef("x"), 2, 2, False),
+    (Seq((L(b"a"), L(b"b"))), 0, None, False),  # a loop copies nothing
+    (Seq((L(b"a"), L(b"b"))), 1, None, False),
+    (Seq((L(b"a"), L(b"b"))), 0, 1, False),
+    (Seq((L(b"a"), L(b"b"))), 0, 2, True),
+    (Seq((L(b"a"), L(b"b"))), 2, None, True),
+    (Choice((L(b"a"), L(b"b"))), 3, 3, True),
+    (Repeat(L(b"a"), 0, None), 2, 2, True),
+    (EMPTY, 2, 2, True),
+]
+
+
+@pytest.mark.parametrize("item, lo, hi, hoisted", HOISTING_CASES)
 def test_hoisting_rule(item, lo, hi, hoisted):
     out = normalize_rules([Rule("root", Repeat(item, lo, hi)), Rule("x", L(b"x"))])
     assert (len(out) == 3) == hoisted
     if hoisted:
         assert out[0].body == Repeat(RuleRef("root_repeat_1"), lo, hi)
         assert out[2] == Rule("root_repeat_1", item)
+
+
+@pytest.mark.parametrize("item, lo, hi, hoisted", HOISTING_CASES)
+def test_converted_grammars_know_at_build_whether_normalization_changes_anything(item, lo, hi, hoisted):
+    # The walk that finds a converted grammar's references also tells whether normalization
+    # has work; when it has none the rules are the normalized rules at once.
+    shared = Seq((L(b"c"), Repeat(item, lo, hi)))
+    rules = [Rule("root", Choice((shared, Seq((shared, L(b"d")))))), Rule("x", L(b"x"))]
+    g = Grammar(rules, _converted=True)
+    assert (g._normalized is not None) == (not hoisted)
+    assert g.normalized_rules == tuple(normalize_rules(g.rules))
+    assert Grammar(rules, _converted=True).to_bytes() == Grammar.from_rules(rules).to_bytes()
 
 
 def test_hoisting_nested_and_name_collisions():
