@@ -688,9 +688,11 @@ class _Layout:
 
 # --------------------------------------------------------------------------- converter
 
-#: Base rule bodies (``json_string``, ``json_value_3``, ...) and the names they reference, by
-#: (layout signature, name): they depend on nothing else, so conversions share them.
-_BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...]]] = {}
+#: Base rule bodies (``json_string``, ``json_value_3``, ...), the names they reference and their
+#: piece information (``pieces.PieceInfo``), by (layout signature, name): they depend on nothing
+#: else, so conversions share them, and what the stages derived from them (their checks and
+#: serialized nodes) is kept with them, as constants, across ``memo.clear_memos``.
+_BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...], pieces.PieceInfo]] = {}
 
 
 class _Converter:
@@ -764,9 +766,9 @@ class _Converter:
         found = _BASE_CACHE.get((self.layout.sig, name))
         if found is None:
             return False
-        body, deps = found
+        body, deps, info = found
         self.taken.add(name)
-        self.base_rules[name] = pieces.mark(body)  # marked again after clear_memos()
+        self.base_rules[name] = pieces.mark(body, info)  # marked again after clear_memos()
         for dep in deps:
             if dep not in self.base_rules:
                 if dep.startswith("json_value"):
@@ -780,7 +782,8 @@ class _Converter:
         if len(_BASE_CACHE) < 4096:
             # a piece: every grammar that installs it from the cache has the same body object,
             # so its checks, normalization and serialized nodes are derived once
-            _BASE_CACHE[(self.layout.sig, name)] = (pieces.mark(body), tuple(deps))
+            body = pieces.mark(body)
+            _BASE_CACHE[(self.layout.sig, name)] = (body, tuple(deps), pieces.info(body))
 
     def base(self, name: str) -> RuleRef:
         """Shared helper rules (created on first use)."""

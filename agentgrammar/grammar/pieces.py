@@ -59,10 +59,12 @@ _PIECES: "IdentityMemo[PieceInfo]" = IdentityMemo("IR pieces", limit=32768)
 info = _PIECES.get
 
 
-def mark(e: Any) -> Any:
-    """Mark expression ``e`` as a piece (it must never change: IR is immutable); returns it."""
+def mark(e: Any, found: Optional[PieceInfo] = None) -> Any:
+    """Mark expression ``e`` as a piece (it must never change: IR is immutable); returns it.
+    ``found``: its information from before (a constant piece that its owner keeps, marked
+    again after ``memo.clear_memos``), so that no stage works it out again."""
     if _PIECES.get(e) is None:
-        _PIECES.put(e, PieceInfo())
+        _PIECES.put(e, found if found is not None else PieceInfo())
     return e
 
 

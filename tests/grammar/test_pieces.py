@@ -147,6 +147,25 @@ def test_clear_cache_empties_the_memos() -> None:
     assert not any(memo.memo_entries().values())
 
 
+def test_a_converters_helper_rules_keep_their_serialized_nodes_across_clear_cache() -> None:
+    """The JSON Schema converter's helper rules (``json_string``, ``ws``, ...) depend on no
+    schema: after the memos are emptied, the next schema gets them back with what the stages
+    derived from them, not to be serialized again, and writes the same bytes."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    Grammar.from_json_schema(schema)  # the helpers made (a first conversion orders them otherwise)
+    first = Grammar.from_json_schema(schema)
+    data = first.to_bytes()
+    helper = next(r.body for r in first.rules if r.name == "json_string")
+    chunk = pieces.info(helper).chunk
+    assert chunk is not None
+    Compiler(vocab()).clear_cache()
+    assert pieces.info(helper) is None
+    again = Grammar.from_json_schema({"type": "object", "properties": {"b": {"type": "number"}}})
+    assert next(r.body for r in again.rules if r.name == "json_string") is helper
+    assert pieces.info(helper).chunk is chunk
+    assert Grammar.from_json_schema(schema).to_bytes() == data
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Calls whose shared tail (``", "arguments": ``) moved into a part per call accept the
