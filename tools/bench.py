@@ -308,6 +308,7 @@ def clear_ours() -> None:
         for value in vars(module).values():
             if hasattr(value, "cache_clear") and not isinstance(value, type):  # caches, not classes
                 value.cache_clear()
+    js._TRIE_EXPRS.clear()  # subtries of the key names that other keys must not spell
 
 
 class Agentic:
