@@ -344,18 +344,25 @@ def _hex_digits(lo: int, hi: int) -> CharClass:
 
 
 def _minus(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
-    out = list(normalize_ranges(ranges))
-    for p in sorted(set(points)):
-        nxt = []
-        for lo, hi in out:
-            if lo <= p <= hi:
-                if lo < p:
-                    nxt.append((lo, p - 1))
-                if p < hi:
-                    nxt.append((p + 1, hi))
-            else:
-                nxt.append((lo, hi))
-        out = nxt
+    """``ranges`` without the code points ``points``."""
+    return _cut(normalize_ranges(ranges), points)
+
+
+def _cut(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
+    """Normalized ``ranges`` without the code points ``points``: one pass over both, sorted."""
+    out: List[Tuple[int, int]] = []
+    pts = sorted(set(points))
+    i, n = 0, len(pts)
+    for lo, hi in ranges:
+        while i < n and pts[i] < lo:
+            i += 1
+        while i < n and pts[i] <= hi:
+            if lo < pts[i]:
+                out.append((lo, pts[i] - 1))
+            lo = pts[i] + 1
+            i += 1
+        if lo <= hi:
+            out.append((lo, hi))
     return out
 
 
@@ -394,7 +401,7 @@ def _hex4_in(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
 
 
 #: Characters a JSON string holds raw: not ``"``, ``\\``, a control character or a surrogate.
-_RAW_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))
+_RAW_RANGES = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, 0x10FFFF))  # normalized
 _SHORT_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _SHORT_ESCAPE_CLASS = tuple(normalize_ranges((ord(k), ord(k)) for k in _SHORT_ESCAPES))
 #: After a backslash: ``u`` + high surrogate, ``\\u`` + low surrogate (one character).
@@ -484,7 +491,7 @@ _ASCII_LITERALS = {c: Literal(c.encode()) for c in _PLAIN_ASCII}
 def _other_char(kids: FrozenSet[str], plain_escape: Expr) -> Expr:
     """One JSON string character (any spelling) that decodes to none of ``kids``."""
     if kids <= _PLAIN_ASCII:
-        return Choice((CharClass(tuple(_minus(_RAW_RANGES, [ord(c) for c in kids]))), plain_escape))
+        return Choice((CharClass(tuple(_cut(_RAW_RANGES, [ord(c) for c in kids]))), plain_escape))
     return _char_not_in(kids)
 
 
@@ -507,13 +514,20 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
             node = node.children.setdefault(c, _Trie())
         node.end = True
 
+    # One object per value of the parts (converters build equal ones per object), kept with
+    # every entry so that their ids stay theirs: the keys hash ids, not whole expressions.
+    parts = _TRIE_PARTS.setdefault((tail, plain_escape, any_char), (tail, plain_escape, any_char))
+    if len(_TRIE_PARTS) > 64:
+        _TRIE_PARTS.clear()
+    ids = tuple(map(id, parts))
+
     def walk(node: _Trie) -> Expr:
         kids = [(c, walk(child)) for c, child in node.children.items()]
         # Hash-consed: the subtrie of a name's tail is one object in every set of names that
         # holds the name, and what walks the rules by identity (serializing, normalizing)
         # walks it once, not once per object: 163 sets of names in one schema make 24,000
         # trie nodes, but only a few thousand distinct subtries.
-        key = (node.end, tail, plain_escape, any_char, tuple((c, id(e)) for c, e in kids))
+        key = (node.end, ids, tuple((c, id(e)) for c, e in kids))
         found = _TRIE_EXPRS.get(key)
         if found is not None:
             return found[0]
@@ -526,7 +540,7 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
         expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
         if len(_TRIE_EXPRS) >= _TRIE_EXPRS_MAX:
             _TRIE_EXPRS.clear()
-        _TRIE_EXPRS[key] = (expr, kids)  # the kids too: their ids in the key stay theirs
+        _TRIE_EXPRS[key] = (expr, kids, parts)  # the kids and parts too: their ids stay theirs
         return expr
 
     return seq([_DQ, walk(root)])
@@ -535,8 +549,10 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
 #: Subtries of ``_key_not_in`` by their structure (children by identity), shared by all
 #: conversions; cleared when full. The same key always means the same expression, so what a
 #: conversion returns never depends on what was converted before.
-_TRIE_EXPRS: Dict[Tuple[Any, ...], Tuple[Expr, List[Tuple[str, Expr]]]] = {}
+_TRIE_EXPRS: Dict[Tuple[Any, ...], Tuple[Expr, List[Tuple[str, Expr]], Tuple[Expr, ...]]] = {}
 _TRIE_EXPRS_MAX = 1 << 16
+#: The parts of the subtries (tail, escape, any character), one object per value.
+_TRIE_PARTS: Dict[Tuple[Expr, Expr, Expr], Tuple[Expr, Expr, Expr]] = {}
 
 
 # --------------------------------------------------------------------------- helpers

@@ -1219,7 +1219,7 @@ def test_string_unions_agree_with_jsonschema(schema: Dict[str, Any], instances: 
 
 def test_key_tries_share_subtrees_across_sets_of_names() -> None:
     from agentgrammar.grammar.ir import Choice as IRChoice
-    from agentgrammar.grammar.ir import RuleRef, Seq
+    from agentgrammar.grammar.ir import Literal, RuleRef, Seq
     from agentgrammar.grammar.json_schema import _key_not_in
 
     def nodes(e: Any) -> Dict[int, Any]:
@@ -1236,6 +1236,10 @@ def test_key_tries_share_subtrees_across_sets_of_names() -> None:
     b = _key_not_in(("gamma", "beta"), *refs)
     shared = set(nodes(a)) & set(nodes(b))
     assert shared  # the subtrie of "beta" is one object in both
+    # so it is with equal parts that are other objects (a converter builds them per object)
+    c = _key_not_in(("delta", "beta"), RuleRef("tail"), RuleRef("esc"), RuleRef("any"))
+    beta = [x.items[1] for x in nodes(b).values() if isinstance(x, Seq) and x.items[0] == Literal(b"b")]
+    assert beta and all(id(x) in nodes(c) for x in beta)  # the subtrie after "b"
     # objects whose keys differ in additional members: every key is classified right
     schema = {
         "type": "object",
@@ -1280,3 +1284,17 @@ def test_after_a_member_the_next_optional_members_are_one_choice() -> None:
         assert Matcher(compiled).accept_string(text), text
     assert not Matcher(compiled).accept_string('{"p3": 1, "p1": 1}')  # out of schema order
     assert not Matcher(compiled).accept_string('{"p3": 1, "p3": 1}')
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 300), st.integers(0, 300)), max_size=6),
+    st.lists(st.integers(0, 310), max_size=8),
+)
+def test_minus_removes_exactly_the_points(ranges: List[Any], points: List[int]) -> None:
+    from agentgrammar.grammar.json_schema import _minus
+
+    got = _minus(ranges, points)
+    want = {c for lo, hi in ranges for c in range(lo, hi + 1)} - set(points)
+    assert {c for lo, hi in got for c in range(lo, hi + 1)} == want
+    assert all(lo <= hi for lo, hi in got) and all(a[1] < b[0] for a, b in zip(got, got[1:]))
