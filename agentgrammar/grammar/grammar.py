@@ -25,6 +25,7 @@ from .ir import (
     Choice,
     Embed,
     Expr,
+    KeyTrie,
     Literal,
     Repeat,
     Rule,
@@ -209,6 +210,8 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool]:
                 stack.extend(reversed(e.items))  # type: ignore[union-attr]  # source order
         elif t is RuleRef:
             refs.append(e.name)  # type: ignore[union-attr]
+        elif t is KeyTrie:
+            stack.extend(e.parts)  # type: ignore[union-attr]  # not its items: never made here
         elif t is Repeat:
             item = e.item  # type: ignore[union-attr]
             if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
@@ -235,6 +238,8 @@ _KINDS = (Literal, Seq, RuleRef, Choice, CharClass, ByteClass, Repeat, Embed, Ta
 def _productive(e: Expr, known: Dict[str, bool]) -> bool:
     """Whether ``e`` derives some finite string, given which rules are known to."""
     t = type(e)  # exact types: every rule of every grammar is checked, node by node
+    if t is KeyTrie:  # a name's prefix may end the key, and the empty prefix is none
+        return True
     if t not in _KINDS:  # a subclass of a node type: as that type
         t = next((k for k in _KINDS if isinstance(e, k)), t)
     if t is Literal:
@@ -444,6 +449,8 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
         return found
 
     def rewrite(e: Expr, base: str, counter: List[int]) -> Expr:
+        if type(e) is KeyTrie:  # its parts are single edges and a star: nothing to hoist
+            return e
         if isinstance(e, (Seq, Choice)):
             items = tuple(walk(x, base, counter) for x in e.items)
             # unchanged subtrees stay the same objects, so the serializer writes them once

@@ -126,6 +126,87 @@ class Embed:
     grammar: "Any"  # an agentgrammar.grammar.Grammar (typed loosely: grammar.py imports this module)
 
 
+class KeyTrie(Choice):
+    """The rest of a JSON object key, after its opening quote, that spells none of ``names``
+    (non-empty, printable ASCII that JSON writes raw): an object's other keys, as one node.
+
+    Along a trie of the names, each prefix may take the closing quote (unless it is a name),
+    the next character of a name, or a character that continues no name and then ``tail``
+    (the rest of any string). That character is raw, from ``raw`` less the names' next
+    characters, or ``escape`` (an escape that spells no printable ASCII); past a whole name it
+    is ``any_char``. Stages that know the node work from the names (the serializer writes
+    its nodes straight from them); its ``items``, the same trie as plain IR, are made when
+    anything else first asks for them. Built as IR up front, the trie was most of the
+    conversion and serialization of a typical schema, whose objects allow other keys.
+
+    Example:
+        >>> tail = Seq((Repeat(RuleRef("char"), 0, None), Literal(b'"')))
+        >>> t = KeyTrie(("id",), tail, RuleRef("esc"), RuleRef("char"), ((0x20, 0x21), (0x23, 0x7E)))
+        >>> [type(x).__name__ for x in t.items]
+        ['Literal', 'Seq', 'Seq']
+    """
+
+    names: Tuple[str, ...]
+    tail: "Expr"
+    escape: "Expr"
+    any_char: "Expr"
+    raw: Tuple[Tuple[int, int], ...]
+
+    def __init__(
+        self,
+        names: Tuple[str, ...],
+        tail: "Expr",
+        escape: "Expr",
+        any_char: "Expr",
+        raw: Tuple[Tuple[int, int], ...],
+    ) -> None:
+        for key, value in (
+            ("names", names),
+            ("tail", tail),
+            ("escape", escape),
+            ("any_char", any_char),
+            ("raw", raw),
+        ):
+            object.__setattr__(self, key, value)
+
+    @property
+    def parts(self) -> Tuple["Expr", "Expr", "Expr"]:
+        """The expressions it holds besides its names: ``tail``, ``escape``, ``any_char``."""
+        return (self.tail, self.escape, self.any_char)
+
+    def __getattr__(self, name: str) -> Any:
+        if name != "items":
+            raise AttributeError(name)
+        items = self._expand().items  # type: ignore[union-attr]
+        object.__setattr__(self, "items", items)
+        return items
+
+    def _expand(self) -> "Expr":
+        from .utf8 import cut_points  # utf8 imports this module
+
+        trie: Dict[str, Any] = {}
+        for name in self.names:
+            node = trie
+            for c in name:
+                node = node.setdefault(c, {})
+            node[""] = None  # the end of a name
+
+        def walk(node: Dict[str, Any]) -> "Expr":
+            kids = [(c, walk(child)) for c, child in node.items() if c]
+            alts: List[Expr] = [] if "" in node else [Literal(b'"')]
+            if kids:
+                raw = CharClass(tuple(cut_points(self.raw, [ord(c) for c, _ in kids])))
+                alts.append(Seq((Choice((raw, self.escape)), self.tail)))
+            else:
+                alts.append(Seq((self.any_char, self.tail)))
+            for c, rest in kids:
+                head = Literal(c.encode("ascii"))
+                alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))  # type: ignore[union-attr]
+            return alts[0] if len(alts) == 1 else Choice(tuple(alts))
+
+        return walk(trie)
+
+
 Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch, Embed]
 
 #: The empty string.
@@ -193,6 +274,8 @@ def referenced_rules(e: Expr) -> List[str]:
         x = stack.pop()
         if type(x) is RuleRef:
             out[x.name] = None  # type: ignore[union-attr]
+        elif type(x) is KeyTrie:
+            stack.extend(x.parts)  # type: ignore[union-attr]
         elif type(x) in (Seq, Choice):
             stack.extend(x.items)  # type: ignore[union-attr]
         elif type(x) is Repeat:
@@ -246,6 +329,9 @@ def rename(e: Expr, names: Dict[str, str], embeds: Optional[Dict[int, str]] = No
         return TagDispatch(triggers, d.stop_eos, d.stop_str, d.loop_after_dispatch, d.excludes)
     if t is Embed and embeds is not None:
         return RuleRef(embeds[id(e.grammar)])  # type: ignore[union-attr]
+    if t is KeyTrie:
+        k: KeyTrie = e  # type: ignore[assignment]
+        return KeyTrie(k.names, *(rename(x, names, embeds) for x in k.parts), k.raw)
     return e
 
 

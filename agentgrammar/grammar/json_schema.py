@@ -85,6 +85,7 @@ from .ir import (
     CharClass,
     Choice,
     Expr,
+    KeyTrie,
     Literal,
     Repeat,
     Rule,
@@ -95,7 +96,7 @@ from .ir import (
     seq,
 )
 from .regex import parse_regex
-from .utf8 import normalize_ranges
+from .utf8 import cut_points, normalize_ranges
 
 __all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules"]
 
@@ -345,25 +346,7 @@ def _hex_digits(lo: int, hi: int) -> CharClass:
 
 def _minus(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
     """``ranges`` without the code points ``points``."""
-    return _cut(normalize_ranges(ranges), points)
-
-
-def _cut(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
-    """Normalized ``ranges`` without the code points ``points``: one pass over both, sorted."""
-    out: List[Tuple[int, int]] = []
-    pts = sorted(set(points))
-    i, n = 0, len(pts)
-    for lo, hi in ranges:
-        while i < n and pts[i] < lo:
-            i += 1
-        while i < n and pts[i] <= hi:
-            if lo < pts[i]:
-                out.append((lo, pts[i] - 1))
-            lo = pts[i] + 1
-            i += 1
-        if lo <= hi:
-            out.append((lo, hi))
-    return out
+    return cut_points(normalize_ranges(ranges), points)
 
 
 def _opt(e: Expr) -> Expr:
@@ -491,7 +474,7 @@ _ASCII_LITERALS = {c: Literal(c.encode()) for c in _PLAIN_ASCII}
 def _other_char(kids: FrozenSet[str], plain_escape: Expr) -> Expr:
     """One JSON string character (any spelling) that decodes to none of ``kids``."""
     if kids <= _PLAIN_ASCII:
-        return Choice((CharClass(tuple(_cut(_RAW_RANGES, [ord(c) for c in kids]))), plain_escape))
+        return Choice((CharClass(tuple(cut_points(_RAW_RANGES, [ord(c) for c in kids]))), plain_escape))
     return _char_not_in(kids)
 
 
@@ -2106,12 +2089,12 @@ class _Converter:
             # nearly every token would run past it into the parser; spelled out, the key is
             # one byte automaton whose states take every plain token at once
             # (csrc/ag_plain_tokens.h)
-            body = _key_not_in(
-                names,
-                seq([Repeat(self.base("json_any_char"), 0, None), _DQ]),
-                self.base("json_plain_escape"),
-                self.base("json_any_char"),
-            )
+            tail = seq([Repeat(self.base("json_any_char"), 0, None), _DQ])
+            escape, any_char = self.base("json_plain_escape"), self.base("json_any_char")
+            if names and all(n and set(n) <= _PLAIN_ASCII for n in names):  # the usual names
+                body = seq([_DQ, KeyTrie(names, tail, escape, any_char, _RAW_RANGES)])
+            else:
+                body = _key_not_in(names, tail, escape, any_char)
             key = RuleRef(self.fresh(f"{hint}_other_key"))
             self.rules[key.name] = body
             self.key_rules[names] = key

@@ -36,8 +36,21 @@ from functools import lru_cache
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from . import pieces
-from .ir import ByteClass, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, Seq, TagDispatch
-from .utf8 import class_to_sequences, complement_ranges, normalize_ranges
+from .ir import (
+    ByteClass,
+    CharClass,
+    Choice,
+    Embed,
+    Expr,
+    KeyTrie,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    TagDispatch,
+)
+from .utf8 import class_to_sequences, complement_ranges, cut_points, normalize_ranges
 
 MAGIC = 0x52494741  # "AGIR"
 VERSION = 1
@@ -77,6 +90,10 @@ class _Writer:
         # identity is not reused while this writer runs; its root)
         self._copied: Dict[int, Tuple[Any, int]] = {}
         self._use_pieces = use_pieces
+        # _key_trie's subtries, its "other character, then the rest" nodes, its head literals
+        self._tries: Dict[Tuple[Any, ...], Tuple[int, Tuple[int, ...]]] = {}
+        self._trie_others: Dict[Tuple[Any, ...], int] = {}
+        self._trie_heads: Dict[str, int] = {}
 
     def node(self, words: Sequence[int]) -> int:
         key = tuple(words)
@@ -178,6 +195,8 @@ class _Writer:
         if isinstance(e, RuleRef):
             return self.node((KIND_RULEREF, self.rule_index[e.name]))
         if isinstance(e, Choice):
+            if type(e) is KeyTrie:
+                return self._key_trie(e)
             kids = [self.expr(x) for x in e.items]
             return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
         if isinstance(e, CharClass):
@@ -204,7 +223,7 @@ class _Writer:
             return done[1]
         kids: List[int] = []
         if split.ascii:
-            kids.append(self.node((KIND_BYTES, len(split.ascii), *(x for r in split.ascii for x in r))))
+            kids.append(self.node(split.ascii_node))
         if split.wide:
             chunk = _class_chunk(split.wide, False)
             copied = self._copied.get(id(chunk))
@@ -217,6 +236,53 @@ class _Writer:
             found = kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, 2, *kids))
         self._copied[id(split)] = (split, found)
         return found
+
+    def _key_trie(self, e: KeyTrie) -> int:
+        """The nodes of ``e``'s trie, written from its names: the nodes its ``items`` would
+        write, without making them. A subtrie written before (the same tail of a name in
+        another set of names) is looked up."""
+        tail, escape, any_char = self.expr(e.tail), self.expr(e.escape), self.expr(e.any_char)
+        quote = self.node((KIND_LITERAL, 1, 0x22))
+        trie: Dict[str, Any] = {}
+        for name in e.names:
+            node = trie
+            for c in name:
+                node = node.setdefault(c, {})
+            node[""] = None  # the end of a name
+        memo = self._tries
+
+        leaf = (-1, (any_char, tail))  # past a whole name: a sequence its parent's head joins
+        raw_id, others, heads = id(e.raw), self._trie_others, self._trie_heads
+
+        def walk(node: Dict[str, Any]) -> Tuple[int, Tuple[int, ...]]:
+            """(node index, or the items of a leaf's sequence: never a node of its own)."""
+            kids = [(c, walk(child)) for c, child in node.items() if c]
+            if not kids:
+                return leaf
+            # a character that continues no name here, then the rest: one node per set of
+            # next characters (and parts), whichever names they come from
+            next_chars = "".join(c for c, _ in kids)
+            other_key = (next_chars, raw_id, tail, escape)
+            other = others.get(other_key)
+            if other is None:
+                split = _class_split(tuple(cut_points(e.raw, map(ord, next_chars))), False)
+                other = self.node((KIND_CHOICE, 2, self._split_class(split), escape))
+                other = others[other_key] = self.node((KIND_SEQ, 2, other, tail))
+            key = ("" in node, other, tuple(kids))
+            found = memo.get(key)
+            if found is not None:
+                return found
+            alts = [other] if "" in node else [quote, other]
+            for c, (idx, items) in kids:
+                head = heads.get(c)
+                if head is None:
+                    head = heads[c] = self.node((KIND_LITERAL, 1, ord(c)))
+                rest = items or (idx,)
+                alts.append(self.node((KIND_SEQ, 1 + len(rest), head, *rest)))
+            found = memo[key] = (self.node((KIND_CHOICE, len(alts), *alts)), ())
+            return found
+
+        return walk(trie)[0]
 
     def _dispatch(self, e: TagDispatch) -> int:
         flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)
@@ -315,10 +381,12 @@ class _Chunk:
 
 class _SplitClass(NamedTuple):
     """A character class's code points: ``ascii`` (ranges below 0x80, one byte each) and
-    ``wide`` (the ranges above, two to four bytes each)."""
+    ``wide`` (the ranges above, two to four bytes each); ``ascii_node``, the words of the
+    byte-set node of ``ascii``."""
 
     ascii: Tuple[Tuple[int, int], ...]
     wide: Tuple[Tuple[int, int], ...]
+    ascii_node: Tuple[int, ...]
 
 
 @lru_cache(maxsize=8192)
@@ -327,7 +395,7 @@ def _class_split(ranges: Tuple[Tuple[int, int], ...], negated: bool) -> _SplitCl
     cps = complement_ranges(ranges) if negated else normalize_ranges(ranges)
     ascii = tuple((lo, min(hi, 0x7F)) for lo, hi in cps if lo <= 0x7F)
     wide = tuple((max(lo, 0x80), hi) for lo, hi in cps if hi >= 0x80)
-    return _SplitClass(ascii, wide)
+    return _SplitClass(ascii, wide, (KIND_BYTES, len(ascii), *(x for r in ascii for x in r)))
 
 
 @lru_cache(maxsize=4096)

@@ -47,6 +47,29 @@ def complement_ranges(ranges: Sequence[Tuple[int, int]], top: int = MAX_CODE_POI
     return out
 
 
+def cut_points(ranges: Sequence[Tuple[int, int]], points: Iterable[int]) -> List[Tuple[int, int]]:
+    """Normalized ``ranges`` without the code points ``points``: one pass over both, sorted.
+
+    Example:
+        >>> cut_points([(0x61, 0x7A)], [0x61, 0x63])
+        [(98, 98), (100, 122)]
+    """
+    out: List[Tuple[int, int]] = []
+    pts = sorted(set(points))
+    i, n = 0, len(pts)
+    for lo, hi in ranges:
+        while i < n and pts[i] < lo:
+            i += 1
+        while i < n and pts[i] <= hi:
+            if lo < pts[i]:
+                out.append((lo, pts[i] - 1))
+            lo = pts[i] + 1
+            i += 1
+        if lo <= hi:
+            out.append((lo, hi))
+    return out
+
+
 def _encode(cp: int) -> bytes:
     # surrogatepass: a class may legitimately name surrogate code points.
     return chr(cp).encode("utf-8", "surrogatepass")

@@ -1,0 +1,142 @@
+"""``ir.KeyTrie``: an object's other keys as one node. Its ``items`` are the trie that
+``json_schema._key_not_in`` builds as IR; the serializer writes the same language straight
+from the names; the stages that walk a converted grammar never make its items; and what
+walks IR by other means (printing, renaming, references) sees the same trie."""
+
+from __future__ import annotations
+
+import random
+from typing import List, Tuple
+
+import pytest
+
+from agentgrammar import Grammar
+from agentgrammar.grammar import json_schema
+from agentgrammar.grammar.ir import (
+    CharClass,
+    Choice,
+    KeyTrie,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    flatten_embeds,
+    referenced_rules,
+    rename,
+)
+
+TAIL = Seq((Repeat(RuleRef("char"), 0, None), Literal(b'"')))
+RAW = json_schema._RAW_RANGES
+# A small string language: any raw character, or the escapes \n and \" (the escape that
+# spells no printable ASCII is \n alone).
+HELPERS = [
+    Rule("char", Choice((CharClass(RAW), Seq((Literal(b"\\"), CharClass(((0x22, 0x22), (0x6E, 0x6E)))))))),
+    Rule("esc", Literal(b"\\n")),
+]
+
+
+def trie(names: Tuple[str, ...]) -> KeyTrie:
+    return KeyTrie(names, TAIL, RuleRef("esc"), RuleRef("char"), RAW)
+
+
+def name_sets(seed: int, count: int) -> List[Tuple[str, ...]]:
+    """Sets of names over a few letters: shared prefixes, names that are prefixes of others."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        words = (
+            "".join(rng.choice("abx") for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 5))
+        )
+        out.append(tuple(dict.fromkeys(words)))
+    return out
+
+
+def keys(rng: random.Random, n: int) -> List[str]:
+    """Quoted keys near the names: their letters, other characters, escapes, quotes."""
+    pieces = ["a", "b", "x", "ab", "z", "~", "é", "\\n", '\\"']
+    return ['"' + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) + '"' for _ in range(n)]
+
+
+@pytest.mark.parametrize("names", name_sets(0, 40))
+def test_its_items_are_the_trie_key_not_in_builds(names: Tuple[str, ...]) -> None:
+    built = json_schema._key_not_in(names, TAIL, RuleRef("esc"), RuleRef("char"))
+    assert Seq((Literal(b'"'), Choice(trie(names).items))) == built
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_written_nodes_accept_what_the_trie_accepts(seed: int) -> None:
+    # Three tries in one grammar: the serializer shares subtries and "other character"
+    # nodes between them, which must not mix up their names.
+    sets = name_sets(100 + seed, 3)
+    tries = [trie(names) for names in sets]
+    fast = Grammar(
+        [
+            Rule(
+                "root",
+                Choice(tuple(Seq((Literal(b"%d" % k), Literal(b'"'), t)) for k, t in enumerate(tries))),
+            ),
+            *HELPERS,
+        ],
+        _converted=True,
+    )
+    fast.to_bytes()
+    assert not any("items" in vars(t) for t in tries)  # written from the names alone
+    plain = Grammar.from_rules(
+        [
+            Rule(
+                "root",
+                Choice(
+                    tuple(
+                        Seq((Literal(b"%d" % k), Literal(b'"'), Choice(trie(n).items)))
+                        for k, n in enumerate(sets)
+                    )
+                ),
+            ),
+            *HELPERS,
+        ]
+    )
+    rng = random.Random(seed)
+    for key in keys(rng, 300):
+        k = rng.randrange(3)
+        text = f"{k}{key}"
+        assert fast.accepts(text) == plain.accepts(text), (sets[k], key)
+        value = key[1:-1]
+        if '"' not in value[:-1] and "\\" not in value:  # a raw key: it is other exactly when it is no name
+            assert fast.accepts(text) == (value not in sets[k]), (sets[k], key)
+
+
+def test_a_json_schemas_other_keys_are_one_node_the_stages_never_open() -> None:
+    schema = {"type": "object", "properties": {"length": {"type": "number"}, "len": {"type": "string"}}}
+    g = Grammar.from_json_schema(schema)
+    body = next(r.body for r in g.rules if r.name.endswith("other_key"))
+    node = body.items[1]
+    assert type(node) is KeyTrie and node.names == ("length", "len")
+    g.to_bytes()
+    assert "items" not in vars(node)
+    assert g.accepts('{"lent": 1}') and g.accepts('{"le": [1]}') and g.accepts('{"length": 2}')
+    assert not g.accepts('{"len": 1}') and not g.accepts('{"length": "x"}')
+    assert '"l" ("\\"" |' in str(g)  # printed as the trie
+
+
+def test_names_that_need_escapes_keep_the_plain_ir_trie() -> None:
+    g = Grammar.from_json_schema(
+        {"type": "object", "properties": {'a"b': {"type": "integer"}, "ü": {"type": "null"}}}
+    )
+    body = next(r.body for r in g.rules if r.name.endswith("other_key"))
+    assert not any(type(x) is KeyTrie for x in body.items)
+    assert g.accepts('{"a\\"b": 1}') and not g.accepts('{"a\\"b": "x"}') and g.accepts('{"ab": "x"}')
+
+
+def test_references_renaming_and_embedding_reach_its_parts() -> None:
+    t = trie(("id",))
+    assert sorted(referenced_rules(Seq((Literal(b'"'), t)))) == ["char", "esc"]
+    renamed = rename(t, {"char": "c2", "esc": "e2"})
+    assert type(renamed) is KeyTrie and renamed.names == t.names
+    assert sorted(referenced_rules(renamed)) == ["c2", "e2"]
+    inner = Grammar([Rule("root", Seq((Literal(b'"'), t))), *HELPERS], _converted=True)
+    from agentgrammar.grammar.ir import Embed
+
+    flat = flatten_embeds([Rule("root", Seq((Literal(b"k="), Embed(inner)))), Rule("char", Literal(b"!"))])
+    outer = Grammar.from_rules(flat)  # the embedded "char" is renamed apart from the outer one
+    assert outer.accepts('k="ix"') and outer.accepts('k=""') and not outer.accepts('k="id"')
