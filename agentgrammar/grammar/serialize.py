@@ -238,10 +238,19 @@ class _Writer:
         return found
 
     def _key_trie(self, e: KeyTrie) -> int:
-        """The nodes of ``e``'s trie, written from its names: the nodes its ``items`` would
-        write, without making them. A subtrie written before (the same tail of a name in
-        another set of names) is looked up."""
+        """The nodes of ``e``'s trie, written from its names: the language of its ``items``
+        in fewer nodes. A prefix's character that continues no name is either a raw ASCII one
+        (one byte set per set of next characters) or one of the rest (wide or escaped: the
+        same for every prefix), each then the rest of the string. A subtrie written before
+        (the same tail of a name in another set of names) is looked up."""
         tail, escape, any_char = self.expr(e.tail), self.expr(e.escape), self.expr(e.any_char)
+        split = _class_split(e.raw, False)
+        wide_or_escape = escape
+        if split.wide:
+            wide = self._split_class(_class_split(split.wide, False))
+            wide_or_escape = self.node((KIND_CHOICE, 2, wide, escape))
+        parts = (id(e.raw), tail, escape, any_char)
+        rest = self.node((KIND_SEQ, 2, wide_or_escape, tail))
         quote = self.node((KIND_LITERAL, 1, 0x22))
         trie: Dict[str, Any] = {}
         for name in e.names:
@@ -249,36 +258,32 @@ class _Writer:
             for c in name:
                 node = node.setdefault(c, {})
             node[""] = None  # the end of a name
-        memo = self._tries
-
+        memo, others, heads = self._tries, self._trie_others, self._trie_heads
         leaf = (-1, (any_char, tail))  # past a whole name: a sequence its parent's head joins
-        raw_id, others, heads = id(e.raw), self._trie_others, self._trie_heads
 
         def walk(node: Dict[str, Any]) -> Tuple[int, Tuple[int, ...]]:
             """(node index, or the items of a leaf's sequence: never a node of its own)."""
             kids = [(c, walk(child)) for c, child in node.items() if c]
             if not kids:
                 return leaf
-            # a character that continues no name here, then the rest: one node per set of
-            # next characters (and parts), whichever names they come from
             next_chars = "".join(c for c, _ in kids)
-            other_key = (next_chars, raw_id, tail, escape)
+            other_key = (next_chars, parts)
             other = others.get(other_key)
-            if other is None:
-                split = _class_split(tuple(cut_points(e.raw, map(ord, next_chars))), False)
-                other = self.node((KIND_CHOICE, 2, self._split_class(split), escape))
-                other = others[other_key] = self.node((KIND_SEQ, 2, other, tail))
-            key = ("" in node, other, tuple(kids))
+            if other is None:  # a raw ASCII character that continues no name, then the rest
+                ascii = cut_points(split.ascii, map(ord, next_chars))
+                raw = self.node((KIND_BYTES, len(ascii), *(x for r in ascii for x in r)))
+                other = others[other_key] = self.node((KIND_SEQ, 2, raw, tail))
+            key = ("" in node, other, rest, tuple(kids))
             found = memo.get(key)
             if found is not None:
                 return found
-            alts = [other] if "" in node else [quote, other]
+            alts = [other, rest] if "" in node else [quote, other, rest]
             for c, (idx, items) in kids:
                 head = heads.get(c)
                 if head is None:
                     head = heads[c] = self.node((KIND_LITERAL, 1, ord(c)))
-                rest = items or (idx,)
-                alts.append(self.node((KIND_SEQ, 1 + len(rest), head, *rest)))
+                after = items or (idx,)
+                alts.append(self.node((KIND_SEQ, 1 + len(after), head, *after)))
             found = memo[key] = (self.node((KIND_CHOICE, len(alts), *alts)), ())
             return found
 
