@@ -181,15 +181,19 @@ class KeyTrie(Choice):
         object.__setattr__(self, "items", items)
         return items
 
-    def _expand(self) -> "Expr":
-        from .utf8 import cut_points  # utf8 imports this module
-
+    def trie(self) -> Dict[str, Any]:
+        """The names as nested dicts, a character to the subtrie after it, in the order of
+        the names; the key ``""`` marks the end of a name."""
         trie: Dict[str, Any] = {}
         for name in self.names:
             node = trie
             for c in name:
                 node = node.setdefault(c, {})
-            node[""] = None  # the end of a name
+            node[""] = None
+        return trie
+
+    def _expand(self) -> "Expr":
+        from .utf8 import cut_points  # utf8 imports this module
 
         def walk(node: Dict[str, Any]) -> "Expr":
             kids = [(c, walk(child)) for c, child in node.items() if c]
@@ -204,7 +208,7 @@ class KeyTrie(Choice):
                 alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))  # type: ignore[union-attr]
             return alts[0] if len(alts) == 1 else Choice(tuple(alts))
 
-        return walk(trie)
+        return walk(self.trie())
 
 
 Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch, Embed]

@@ -489,6 +489,9 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
     excluded). For names of printable ASCII (the usual case) the characters of a name are
     matched raw and ``\\u`` escapes of printable ASCII are not generated where a key could
     still spell a name: an under-approximation (``json.dumps`` never writes those).
+
+    The converter builds this IR only for names that need escapes; for the usual names an
+    ``ir.KeyTrie`` node stands for the same trie (its ``items``) and is written from the names.
     """
     root = _Trie()
     for n in names:

@@ -252,12 +252,6 @@ class _Writer:
         parts = (id(e.raw), tail, escape, any_char)
         rest = self.node((KIND_SEQ, 2, wide_or_escape, tail))
         quote = self.node((KIND_LITERAL, 1, 0x22))
-        trie: Dict[str, Any] = {}
-        for name in e.names:
-            node = trie
-            for c in name:
-                node = node.setdefault(c, {})
-            node[""] = None  # the end of a name
         memo, others, heads = self._tries, self._trie_others, self._trie_heads
         leaf = (-1, (any_char, tail))  # past a whole name: a sequence its parent's head joins
 
@@ -287,7 +281,7 @@ class _Writer:
             found = memo[key] = (self.node((KIND_CHOICE, len(alts), *alts)), ())
             return found
 
-        return walk(trie)[0]
+        return walk(e.trie())[0]
 
     def _dispatch(self, e: TagDispatch) -> int:
         flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)
