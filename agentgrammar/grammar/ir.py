@@ -181,22 +181,34 @@ class KeyTrie(Choice):
         object.__setattr__(self, "items", items)
         return items
 
-    def trie(self) -> Dict[str, Any]:
-        """The names as nested dicts, a character to the subtrie after it, in the order of
-        the names; the key ``""`` marks the end of a name."""
-        trie: Dict[str, Any] = {}
+    def subtries(self) -> List[Dict[str, Any]]:
+        """The trie of the names, each node a dict from a character to the subtrie after it
+        (in the order of the names; the key ``""`` marks the end of a name), listed with
+        every subtrie before the one holding it: the root is last. Stages that build on the
+        trie go through this list, not by recursion, so a name may be as long as a key may."""
+        root: Dict[str, Any] = {}
         for name in self.names:
-            node = trie
+            node = root
             for c in name:
                 node = node.setdefault(c, {})
             node[""] = None
-        return trie
+        order, stack = [], [root]
+        while stack:  # parents before their subtries, then reversed
+            node = stack.pop()
+            order.append(node)
+            for c, child in node.items():
+                if c:
+                    stack.append(child)
+        order.reverse()
+        return order
 
     def _expand(self) -> "Expr":
         from .utf8 import cut_points  # utf8 imports this module
 
-        def walk(node: Dict[str, Any]) -> "Expr":
-            kids = [(c, walk(child)) for c, child in node.items() if c]
+        made: Dict[int, Expr] = {}  # by the id of a subtrie: all stay alive until the end
+        nodes = self.subtries()
+        for node in nodes:
+            kids = [(c, made[id(child)]) for c, child in node.items() if c]
             alts: List[Expr] = [] if "" in node else [Literal(b'"')]
             if kids:
                 raw = CharClass(tuple(cut_points(self.raw, [ord(c) for c, _ in kids])))
@@ -206,9 +218,8 @@ class KeyTrie(Choice):
             for c, rest in kids:
                 head = Literal(c.encode("ascii"))
                 alts.append(Seq((head, *rest.items)) if type(rest) is Seq else Seq((head, rest)))  # type: ignore[union-attr]
-            return alts[0] if len(alts) == 1 else Choice(tuple(alts))
-
-        return walk(self.trie())
+            made[id(node)] = alts[0] if len(alts) == 1 else Choice(tuple(alts))
+        return made[id(nodes[-1])]
 
 
 Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch, Embed]

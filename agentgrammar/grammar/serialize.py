@@ -254,12 +254,15 @@ class _Writer:
         quote = self.node((KIND_LITERAL, 1, 0x22))
         memo, others, heads = self._tries, self._trie_others, self._trie_heads
         leaf = (-1, (any_char, tail))  # past a whole name: a sequence its parent's head joins
-
-        def walk(node: Dict[str, Any]) -> Tuple[int, Tuple[int, ...]]:
-            """(node index, or the items of a leaf's sequence: never a node of its own)."""
-            kids = [(c, walk(child)) for c, child in node.items() if c]
+        # by the id of a subtrie (all stay alive until the end): its node index, or the items
+        # of a leaf's sequence, never a node of its own
+        done: Dict[int, Tuple[int, Tuple[int, ...]]] = {}
+        nodes = e.subtries()
+        for node in nodes:
+            kids = [(c, done[id(child)]) for c, child in node.items() if c]
             if not kids:
-                return leaf
+                done[id(node)] = leaf
+                continue
             next_chars = "".join(c for c, _ in kids)
             other_key = (next_chars, parts)
             other = others.get(other_key)
@@ -269,19 +272,17 @@ class _Writer:
                 other = others[other_key] = self.node((KIND_SEQ, 2, raw, tail))
             key = ("" in node, other, rest, tuple(kids))
             found = memo.get(key)
-            if found is not None:
-                return found
-            alts = [other, rest] if "" in node else [quote, other, rest]
-            for c, (idx, items) in kids:
-                head = heads.get(c)
-                if head is None:
-                    head = heads[c] = self.node((KIND_LITERAL, 1, ord(c)))
-                after = items or (idx,)
-                alts.append(self.node((KIND_SEQ, 1 + len(after), head, *after)))
-            found = memo[key] = (self.node((KIND_CHOICE, len(alts), *alts)), ())
-            return found
-
-        return walk(e.trie())[0]
+            if found is None:
+                alts = [other, rest] if "" in node else [quote, other, rest]
+                for c, (idx, items) in kids:
+                    head = heads.get(c)
+                    if head is None:
+                        head = heads[c] = self.node((KIND_LITERAL, 1, ord(c)))
+                    after = items or (idx,)
+                    alts.append(self.node((KIND_SEQ, 1 + len(after), head, *after)))
+                found = memo[key] = (self.node((KIND_CHOICE, len(alts), *alts)), ())
+            done[id(node)] = found
+        return done[id(nodes[-1])][0]
 
     def _dispatch(self, e: TagDispatch) -> int:
         flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)

@@ -5,6 +5,7 @@ walks IR by other means (printing, renaming, references) sees the same trie."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import List, Tuple
 
@@ -140,3 +141,12 @@ def test_references_renaming_and_embedding_reach_its_parts() -> None:
     flat = flatten_embeds([Rule("root", Seq((Literal(b"k="), Embed(inner)))), Rule("char", Literal(b"!"))])
     outer = Grammar.from_rules(flat)  # the embedded "char" is renamed apart from the outer one
     assert outer.accepts('k="ix"') and outer.accepts('k=""') and not outer.accepts('k="id"')
+
+
+def test_a_name_longer_than_the_recursion_limit_converts_and_compiles() -> None:
+    long = "a" * 3000  # the trie is built and written without recursion
+    g = Grammar.from_json_schema({"type": "object", "properties": {long: {"type": "integer"}}})
+    assert g.accepts(json.dumps({long: 1})) and not g.accepts(json.dumps({long: "x"}))
+    assert g.accepts(json.dumps({long[:-1]: "x"})) and g.accepts(json.dumps({long + "a": "x"}))
+    node = next(r.body for r in g.rules if r.name.endswith("other_key")).items[1]
+    assert len(node.subtries()) == 3001 and node.subtries()[-1]["a"] is not None
