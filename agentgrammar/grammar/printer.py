@@ -219,5 +219,10 @@ def to_ebnf(rules: Sequence[Rule], root: str) -> str:
     names = printable_names([r.name for r in rules])
     printer = _Printer(names)
     ordered = [r for r in rules if r.name == root] + [r for r in rules if r.name != root]
-    lines = [f"{names[r.name]} ::= {printer.expr(r.body, _TOP)}" for r in ordered]
+    lines = []
+    for r in ordered:
+        try:
+            lines.append(f"{names[r.name]} ::= {printer.expr(r.body, _TOP)}")
+        except RecursionError:  # the printer recurses; a 3,000-character key's trie is too deep
+            raise GrammarError(f"rule '{r.name}' is nested too deeply to print as EBNF") from None
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from typing import List, Tuple
 import pytest
 
 from agentgrammar import Grammar
+from agentgrammar.errors import GrammarError
 from agentgrammar.grammar import json_schema
 from agentgrammar.grammar.ir import (
     CharClass,
@@ -150,3 +151,5 @@ def test_a_name_longer_than_the_recursion_limit_converts_and_compiles() -> None:
     assert g.accepts(json.dumps({long[:-1]: "x"})) and g.accepts(json.dumps({long + "a": "x"}))
     node = next(r.body for r in g.rules if r.name.endswith("other_key")).items[1]
     assert len(node.subtries()) == 3001 and node.subtries()[-1]["a"] is not None
+    with pytest.raises(GrammarError, match="root_other_key' is nested too deeply to print"):
+        str(g)  # printing recurses: a clear error, not a RecursionError
