@@ -500,20 +500,13 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
             node = node.children.setdefault(c, _Trie())
         node.end = True
 
-    # One object per value of the parts (converters build equal ones per object), kept with
-    # every entry so that their ids stay theirs: the keys hash ids, not whole expressions.
-    parts = _TRIE_PARTS.setdefault((tail, plain_escape, any_char), (tail, plain_escape, any_char))
-    if len(_TRIE_PARTS) > 64:
-        _TRIE_PARTS.clear()
-    ids = tuple(map(id, parts))
-
     def walk(node: _Trie) -> Expr:
         kids = [(c, walk(child)) for c, child in node.children.items()]
         # Hash-consed: the subtrie of a name's tail is one object in every set of names that
         # holds the name, and what walks the rules by identity (serializing, normalizing)
         # walks it once, not once per object: 163 sets of names in one schema make 24,000
         # trie nodes, but only a few thousand distinct subtries.
-        key = (node.end, ids, tuple((c, id(e)) for c, e in kids))
+        key = (node.end, tail, plain_escape, any_char, tuple((c, id(e)) for c, e in kids))
         found = _TRIE_EXPRS.get(key)
         if found is not None:
             return found[0]
@@ -526,7 +519,7 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
         expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
         if len(_TRIE_EXPRS) >= _TRIE_EXPRS_MAX:
             _TRIE_EXPRS.clear()
-        _TRIE_EXPRS[key] = (expr, kids, parts)  # the kids and parts too: their ids stay theirs
+        _TRIE_EXPRS[key] = (expr, kids)  # the kids too: their ids in the key stay theirs
         return expr
 
     return seq([_DQ, walk(root)])
@@ -535,10 +528,8 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
 #: Subtries of ``_key_not_in`` by their structure (children by identity), shared by all
 #: conversions; cleared when full. The same key always means the same expression, so what a
 #: conversion returns never depends on what was converted before.
-_TRIE_EXPRS: Dict[Tuple[Any, ...], Tuple[Expr, List[Tuple[str, Expr]], Tuple[Expr, ...]]] = {}
+_TRIE_EXPRS: Dict[Tuple[Any, ...], Tuple[Expr, List[Tuple[str, Expr]]]] = {}
 _TRIE_EXPRS_MAX = 1 << 16
-#: The parts of the subtries (tail, escape, any character), one object per value.
-_TRIE_PARTS: Dict[Tuple[Expr, Expr, Expr], Tuple[Expr, Expr, Expr]] = {}
 
 
 # --------------------------------------------------------------------------- helpers

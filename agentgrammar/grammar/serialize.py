@@ -215,9 +215,9 @@ class _Writer:
 
     def _split_class(self, split: "_SplitClass") -> int:
         """A class as one byte set for its ASCII characters and, beside it, the nodes of its
-        wider characters: lowering those to UTF-8 is the costliest part of writing, and the
-        classes of one grammar mostly differ in ASCII only (the keys a JSON object's other
-        keys must not spell), so the wide part is lowered once and copied once per grammar."""
+        wider characters: lowering those to UTF-8 is the costliest part of writing, and
+        classes often differ in ASCII only (a string character less a few letters, a key
+        trie's prefixes), so each wide part is lowered once and copied once per grammar."""
         done = self._copied.get(id(split))
         if done is not None:
             return done[1]
