@@ -534,6 +534,18 @@ static void ag_node_size(ag_builder *b, int32_t i) {
       for (int32_t k = 0, at = 2; k < p[1] && size <= AG_UNROLL_BUDGET; k++, at += 2 + p[at + 1])
         size += 1 + (uint64_t)p[at + 1];
       break;
+    case AG_NODE_KEYTRIE: { /* one state per name byte, each with a few edges */
+      const int32_t *w = p + 6 + 2 * p[4];
+      cost = 1;
+      for (int32_t k = 0; k < p[5 + 2 * p[4]] && size <= AG_UNROLL_BUDGET; w += 1 + w[0], k++)
+        size += 4 * (uint64_t)w[0];
+      for (int32_t k = 1; k <= 3; k++) {
+        cost = cost && b->inline_cost[p[k]] ? cost + b->inline_cost[p[k]] : 0;
+        size += b->node_size[p[k]];
+      }
+      if (cost) cost += size;
+      break;
+    }
     default: break; /* a rule reference: one edge */
   }
   b->inline_cost[i] = (uint32_t)(cost > AG_INLINE_MAX ? AG_INLINE_MAX + 1 : cost);
@@ -627,6 +639,100 @@ static ag_status ag_nfa_switch(ag_builder *b, const int32_t *p, int32_t from, in
   return st;
 }
 
+/* A node of a KEYTRIE's trie: its NFA state, the bytes that continue a name
+ * from it, and whether a whole name ends there. */
+typedef struct ag_key_node {
+  int32_t state;
+  bool terminal;
+  uint64_t next[2];
+} ag_key_node;
+
+/* The trie of KEYTRIE node p's names (sorted, ag_ir.c) into keys[0 ..
+ * *n_keys): each name shares the path of its common prefix with the name
+ * before it, so one pass with a stack of that path builds it. */
+static ag_status ag_key_trie(ag_builder *b, const int32_t *names, ag_key_node *keys,
+                             int32_t *path, int32_t *n_keys) {
+  const int32_t *w = names + 1, *prev = NULL;
+  int32_t n = 1, prev_len = 0;
+  ag_key_node root = {-1, false, {0, 0}};
+  keys[0] = root;
+  ag_status st = ag_nfa_state(b, &keys[0].state);
+  path[0] = 0;
+  for (int32_t k = 0; !st && k < names[0]; prev = w + 1, prev_len = w[0], w += 1 + w[0], k++) {
+    int32_t d = 0;
+    while (d < prev_len && d < w[0] && prev[d] == w[1 + d]) d++;
+    for (; !st && d < w[0]; d++) {
+      int c = w[1 + d];
+      ag_key_node *parent = &keys[path[d]], child = {-1, false, {0, 0}};
+      parent->next[c >> 6] |= (uint64_t)1 << (c & 63);
+      keys[n] = child;
+      path[d + 1] = n;
+      st = ag_nfa_state(b, &keys[n].state);
+      if (!st) st = ag_nfa_edge_add(b, parent->state, keys[n].state, AG_NFA_BYTES, (uint8_t)c, (uint8_t)c, -1);
+      n++;
+    }
+    keys[path[w[0]]].terminal = true;
+  }
+  *n_keys = n;
+  return st;
+}
+
+/* The raw ASCII ranges from `state` to `to`, less the bytes in `skip`. */
+static ag_status ag_key_other(ag_builder *b, const int32_t *ranges, int32_t n_ranges,
+                              const uint64_t skip[2], int32_t state, int32_t to) {
+  ag_status st = AG_OK;
+  for (int32_t k = 0; !st && k < n_ranges; k++) {
+    for (int c = ranges[2 * k], hi = ranges[2 * k + 1]; !st && c <= hi;) {
+      while (c <= hi && (skip[c >> 6] >> (c & 63) & 1)) c++;
+      int lo = c;
+      while (c <= hi && !(skip[c >> 6] >> (c & 63) & 1)) c++;
+      if (lo < c) st = ag_nfa_edge_add(b, state, to, AG_NFA_BYTES, (uint8_t)lo, (uint8_t)(c - 1), -1);
+    }
+  }
+  return st;
+}
+
+/* KEYTRIE: one state per prefix of the names. A prefix that is no name may
+ * close the key with the quote; any prefix may take a name's next byte (to
+ * its child), or a character that continues no name (a raw byte outside the
+ * next ones, or `other`: a wide or escaped one) and then `tail`, the rest of
+ * any string. Past a name that no other continues, any character (any_char)
+ * then the tail. The tail and the two ways into it are built once, each
+ * entered from every prefix, as the IR trie the node replaces shared them. */
+static ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
+  const int32_t *ranges = p + 5, *names = p + 5 + 2 * p[4];
+  int64_t bytes = 0, longest = 0;
+  const int32_t *w = names + 1;
+  for (int32_t k = 0; k < names[0]; w += 1 + w[0], k++) {
+    bytes += w[0];
+    if (w[0] > longest) longest = w[0];
+  }
+  ag_status st = ag_nfa_spend(b, (uint64_t)(bytes + 1) * (4 + (uint64_t)p[4]));
+  if (st) return st;
+  ag_key_node *keys = malloc(sizeof *keys * (size_t)(bytes + 1));
+  int32_t *path = malloc(sizeof *path * (size_t)(longest + 1));
+  int32_t n_keys = 0, tail = -1, other = -1, any = -1;
+  if (!keys || !path) st = ag_nomem(b);
+  if (!st) st = ag_key_trie(b, names, keys, path, &n_keys);
+  if (!st) st = ag_nfa_eps(b, from, keys[0].state);
+  if (!st) st = ag_nfa_entry(b, p[1], to, &tail);
+  if (!st) st = ag_nfa_entry(b, p[2], tail, &other);
+  if (!st) st = ag_nfa_entry(b, p[3], tail, &any);
+  for (int32_t k = 0; !st && k < n_keys; k++) {
+    const ag_key_node *key = &keys[k];
+    bool leaf = !key->next[0] && !key->next[1];
+    if (!key->terminal) st = ag_nfa_edge_add(b, key->state, to, AG_NFA_BYTES, '"', '"', -1);
+    if (!st && leaf && key->terminal) st = ag_nfa_eps(b, key->state, any);
+    else if (!st) {
+      st = ag_key_other(b, ranges, p[4], key->next, key->state, tail);
+      if (!st) st = ag_nfa_eps(b, key->state, other);
+    }
+  }
+  free(keys);
+  free(path);
+  return st;
+}
+
 static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
   const int32_t *p = ag_ir_node(b->ir, t.node);
   switch (p[0]) {
@@ -640,6 +746,7 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
                                 : ag_nfa_repeat(b, p, t.from, t.to);
     case AG_NODE_DISPATCH: return ag_nfa_dispatch(b, p, t.from, t.to);
     case AG_NODE_SWITCH: return ag_nfa_switch(b, p, t.from, t.to);
+    case AG_NODE_KEYTRIE: return ag_nfa_keytrie(b, p, t.from, t.to);
     default: /* ag_ir_parse rejected every other kind */
       return ag_fail(b->err, AG_ERR_INVALID, b->rule, "node %d: unknown kind", (int)t.node);
   }

@@ -21,7 +21,12 @@ enum {
   AG_NODE_RULEREF = 5, /* rule */
   AG_NODE_REPEAT = 6,  /* child, min, max (-1 = unbounded) */
   AG_NODE_DISPATCH = 7, /* flags, n_words, (rule, len, byte * len) * n_words: see ag_dispatch.h */
-  AG_NODE_SWITCH = 8    /* n, (rule, len, byte * len) * n: one of the words, then its rule */
+  AG_NODE_SWITCH = 8,   /* n, (rule, len, byte * len) * n: one of the words, then its rule */
+  /* tail, other, any_char, n_ranges, (lo, hi) * n_ranges, n_names, (len, byte * len) * n_names:
+   * the rest of a JSON key, after its opening quote, that spells none of the names (see
+   * ag_nfa_keytrie). The ranges are the raw ASCII characters a key may hold; the names are
+   * non-empty, made of those characters, and in strictly increasing byte order. */
+  AG_NODE_KEYTRIE = 9
 };
 
 /*

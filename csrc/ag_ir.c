@@ -21,6 +21,7 @@ static const char *ag_node_kind_name(int32_t kind) {
     case AG_NODE_REPEAT: return "REPEAT";
     case AG_NODE_DISPATCH: return "DISPATCH";
     case AG_NODE_SWITCH: return "SWITCH";
+    case AG_NODE_KEYTRIE: return "KEYTRIE";
     default: return "?";
   }
 }
@@ -237,6 +238,79 @@ static ag_status ag_ir_check_switch(const ag_ir *ir, int32_t i, const int32_t *p
   return AG_OK;
 }
 
+/* The raw ASCII ranges of KEYTRIE node i, at p (n ranges), as a bitmap; none may hold the
+ * closing quote, which ends a key wherever it appears. */
+static ag_status ag_ir_keytrie_raw(int32_t i, const int32_t *p, int32_t n, uint64_t raw[2],
+                                   ag_error *err) {
+  raw[0] = raw[1] = 0;
+  for (int32_t k = 0; k < n; k++) {
+    int32_t lo = p[2 * k], hi = p[2 * k + 1];
+    if (lo < 0 || hi > 127 || lo > hi)
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (KEYTRIE): range %" PRId32 " is [%" PRId32 ", %" PRId32
+                     "], need 0 <= lo <= hi <= 127",
+                     i, k, lo, hi);
+    for (int32_t c = lo; c <= hi; c++) raw[c >> 6] |= (uint64_t)1 << (c & 63);
+  }
+  if (raw[0] & ((uint64_t)1 << '"'))
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (KEYTRIE): its raw characters include the closing quote", i);
+  return AG_OK;
+}
+
+/* Name k of KEYTRIE node i, at w with `avail` words left: non-empty, of raw characters, and
+ * after `prev` (prev_len words; NULL for the first) in byte order. */
+static ag_status ag_ir_keytrie_name(int32_t i, int32_t k, const int32_t *w, int64_t avail,
+                                    const uint64_t raw[2], const int32_t *prev, int32_t prev_len,
+                                    ag_error *err) {
+  if (avail < 1 || w[0] < 1 || w[0] > avail - 1)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (KEYTRIE): name %" PRId32 " is empty or runs past the end of data",
+                   i, k);
+  for (int32_t b = 0; b < w[0]; b++)
+    if (w[1 + b] < 0 || w[1 + b] > 127 || !(raw[w[1 + b] >> 6] & ((uint64_t)1 << (w[1 + b] & 63))))
+      return ag_fail(err, AG_ERR_INVALID, -1,
+                     "node %" PRId32 " (KEYTRIE): name %" PRId32 " byte %" PRId32
+                     " is %" PRId32 ", not one of its raw characters",
+                     i, k, b, w[1 + b]);
+  if (!prev) return AG_OK;
+  int32_t n = prev_len < w[0] ? prev_len : w[0], d = 0;
+  while (d < n && prev[d] == w[1 + d]) d++;
+  if (d == n ? prev_len >= w[0] : prev[d] > w[1 + d])
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (KEYTRIE): name %" PRId32
+                   " does not follow the one before it (names must be unique and sorted)",
+                   i, k);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_keytrie(const ag_ir *ir, int32_t i, const int32_t *p, ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 4, err);
+  for (int32_t k = 1; !st && k <= 3; k++) st = ag_ir_check_child(ir, i, p[k], err);
+  if (st) return st;
+  if (p[4] < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (KEYTRIE): negative range count %" PRId32, i, p[4]);
+  if ((st = ag_ir_check_fits(ir, i, 5 + 2 * (int64_t)p[4], err))) return st;
+  uint64_t raw[2];
+  if ((st = ag_ir_keytrie_raw(i, p + 5, p[4], raw, err))) return st;
+  const int32_t *w = p + 5 + 2 * p[4], *prev = NULL;
+  if (w[0] < 0)
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (KEYTRIE): negative name count %" PRId32, i, w[0]);
+  int64_t avail = (int64_t)ir->n_data - (ir->offset[i] + 6 + 2 * (int64_t)p[4]);
+  int32_t n = w[0], prev_len = 0;
+  w++;
+  for (int32_t k = 0; k < n; k++) {
+    if ((st = ag_ir_keytrie_name(i, k, w, avail, raw, prev, prev_len, err))) return st;
+    prev = w + 1;
+    prev_len = w[0];
+    avail -= 1 + (int64_t)w[0];
+    w += 1 + w[0];
+  }
+  return AG_OK;
+}
+
 static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
   int32_t off = ir->offset[i];
   if (off < 0 || off >= ir->n_data)
@@ -253,6 +327,7 @@ static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
     case AG_NODE_REPEAT: return ag_ir_check_repeat(ir, i, p, err);
     case AG_NODE_DISPATCH: return ag_ir_check_dispatch(ir, i, p, err);
     case AG_NODE_SWITCH: return ag_ir_check_switch(ir, i, p, err);
+    case AG_NODE_KEYTRIE: return ag_ir_check_keytrie(ir, i, p, err);
     default:
       return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 ": unknown kind %" PRId32, i, p[0]);
   }

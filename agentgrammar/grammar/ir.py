@@ -135,7 +135,7 @@ class KeyTrie(Choice):
     (the rest of any string). That character is raw, from ``raw`` less the names' next
     characters, or ``escape`` (an escape that spells no printable ASCII); past a whole name it
     is ``any_char``. Stages that know the node work from the names (the serializer writes
-    its nodes straight from them); its ``items``, the same trie as plain IR, are made when
+    one node of them, from which the C core builds the trie); its ``items``, the same trie as plain IR, are made when
     anything else first asks for them. Built as IR up front, the trie was most of the
     conversion and serialization of a typical schema, whose objects allow other keys.
 

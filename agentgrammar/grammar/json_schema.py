@@ -491,7 +491,7 @@ def _key_not_in(names: Tuple[str, ...], tail: Expr, plain_escape: Expr, any_char
     still spell a name: an under-approximation (``json.dumps`` never writes those).
 
     The converter builds this IR only for names that need escapes; for the usual names an
-    ``ir.KeyTrie`` node stands for the same trie (its ``items``) and is written from the names.
+    ``ir.KeyTrie`` node stands for the same trie (its ``items``), written as one node of the names.
     """
     root = _Trie()
     for n in names:

@@ -20,6 +20,9 @@ Node kinds and payloads::
                 rule: the rule a trigger opens, -1 a stop string, -2 an exclude
     8 SWITCH    n, (rule, len, byte * len) * n     one of the words (non-empty), then its rule:
                 a choice of ``Seq((Literal, Embed))`` pieces (``pieces.group``) in one node
+    9 KEYTRIE   tail, other, any_char, n_ranges, (lo, hi) * n_ranges, n_names, (len, byte * len) * n_names
+                a ``KeyTrie``: the raw ASCII ranges of its ``raw`` class, ``other`` its wide
+                characters or ``escape``; the names sorted
 
 A rule index at or past n_rules names a rule of a linked part (see ``Embed``).
 
@@ -50,7 +53,7 @@ from .ir import (
     Seq,
     TagDispatch,
 )
-from .utf8 import class_to_sequences, complement_ranges, cut_points, normalize_ranges
+from .utf8 import class_to_sequences, complement_ranges, normalize_ranges
 
 MAGIC = 0x52494741  # "AGIR"
 VERSION = 1
@@ -63,6 +66,7 @@ KIND_RULEREF = 5
 KIND_REPEAT = 6
 KIND_DISPATCH = 7
 KIND_SWITCH = 8
+KIND_KEYTRIE = 9
 
 DISPATCH_LOOP = 1
 DISPATCH_END_IN_TEXT = 2
@@ -90,10 +94,6 @@ class _Writer:
         # identity is not reused while this writer runs; its root)
         self._copied: Dict[int, Tuple[Any, int]] = {}
         self._use_pieces = use_pieces
-        # _key_trie's subtries, its "other character, then the rest" nodes, its head literals
-        self._tries: Dict[Tuple[Any, ...], Tuple[int, Tuple[int, ...]]] = {}
-        self._trie_others: Dict[Tuple[Any, ...], int] = {}
-        self._trie_heads: Dict[str, int] = {}
 
     def node(self, words: Sequence[int]) -> int:
         key = tuple(words)
@@ -238,51 +238,23 @@ class _Writer:
         return found
 
     def _key_trie(self, e: KeyTrie) -> int:
-        """The nodes of ``e``'s trie, written from its names: the language of its ``items``
-        in fewer nodes. A prefix's character that continues no name is either a raw ASCII one
-        (one byte set per set of next characters) or one of the rest (wide or escaped: the
-        same for every prefix), each then the rest of the string. A subtrie written before
-        (the same tail of a name in another set of names) is looked up."""
+        """One KEYTRIE node: the C core builds the trie from the names. Its raw characters
+        are written as ranges, its wider ones join ``escape`` as the node's ``other``."""
         tail, escape, any_char = self.expr(e.tail), self.expr(e.escape), self.expr(e.any_char)
         split = _class_split(e.raw, False)
-        wide_or_escape = escape
+        other = escape
         if split.wide:
             wide = self._split_class(_class_split(split.wide, False))
-            wide_or_escape = self.node((KIND_CHOICE, 2, wide, escape))
-        parts = (id(e.raw), tail, escape, any_char)
-        rest = self.node((KIND_SEQ, 2, wide_or_escape, tail))
-        quote = self.node((KIND_LITERAL, 1, 0x22))
-        memo, others, heads = self._tries, self._trie_others, self._trie_heads
-        leaf = (-1, (any_char, tail))  # past a whole name: a sequence its parent's head joins
-        # by the id of a subtrie (all stay alive until the end): its node index, or the items
-        # of a leaf's sequence, never a node of its own
-        done: Dict[int, Tuple[int, Tuple[int, ...]]] = {}
-        nodes = e.subtries()
-        for node in nodes:
-            kids = [(c, done[id(child)]) for c, child in node.items() if c]
-            if not kids:
-                done[id(node)] = leaf
-                continue
-            next_chars = "".join(c for c, _ in kids)
-            other_key = (next_chars, parts)
-            other = others.get(other_key)
-            if other is None:  # a raw ASCII character that continues no name, then the rest
-                ascii = cut_points(split.ascii, map(ord, next_chars))
-                raw = self.node((KIND_BYTES, len(ascii), *(x for r in ascii for x in r)))
-                other = others[other_key] = self.node((KIND_SEQ, 2, raw, tail))
-            key = ("" in node, other, rest, tuple(kids))
-            found = memo.get(key)
-            if found is None:
-                alts = [other, rest] if "" in node else [quote, other, rest]
-                for c, (idx, items) in kids:
-                    head = heads.get(c)
-                    if head is None:
-                        head = heads[c] = self.node((KIND_LITERAL, 1, ord(c)))
-                    after = items or (idx,)
-                    alts.append(self.node((KIND_SEQ, 1 + len(after), head, *after)))
-                found = memo[key] = (self.node((KIND_CHOICE, len(alts), *alts)), ())
-            done[id(node)] = found
-        return done[id(nodes[-1])][0]
+            other = self.node((KIND_CHOICE, 2, wide, escape))
+        words = [KIND_KEYTRIE, tail, other, any_char, len(split.ascii)]
+        for lo, hi in split.ascii:
+            words += (lo, hi)
+        names = sorted(e.names)
+        words.append(len(names))
+        for name in names:
+            words.append(len(name))
+            words.extend(name.encode("ascii"))
+        return self.node(words)
 
     def _dispatch(self, e: TagDispatch) -> int:
         flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)
@@ -367,6 +339,8 @@ class _Chunk:
                 child_pos.extend(range(o + 2, o + 2 + data[o + 1]))
             elif kind == KIND_REPEAT:
                 child_pos.append(o + 1)
+            elif kind == KIND_KEYTRIE:
+                child_pos.extend((o + 1, o + 2, o + 3))
             elif kind == KIND_RULEREF:
                 symbol_pos.append((o + 1, data[o + 1]))
             elif kind == KIND_DISPATCH:

@@ -95,6 +95,22 @@ static const int32_t COUNTED_GRAMMAR[] = {
     2, 1, '0', '9',       /* node 5: BYTES [0-9] */
 };
 
+/* root ::= KEYTRIE: a key, after its opening quote, that is neither "a" nor "ab"; raw
+ * characters [0-9a-z], "~" stands for the other ones (wide or escaped) */
+static const int32_t KEYTRIE_GRAMMAR[] = {
+    0x52494741, 1,          /* magic, version */
+    1, 0, 7, 39,            /* n_rules, root, n_nodes, n_data */
+    6,                      /* body of rule 0 = node 6 */
+    0, 6, 10, 13, 17, 20, 24, /* node offsets */
+    2, 2, '0', '9', 'a', 'z', /* node 0: BYTES [0-9a-z], a raw character */
+    6, 0, 0, -1,            /* node 1: REPEAT node0 {0,} */
+    1, 1, '"',              /* node 2: LITERAL '"' */
+    3, 2, 1, 2,             /* node 3: SEQ: the tail */
+    1, 1, '~',              /* node 4: LITERAL "~": the other characters */
+    4, 2, 0, 4,             /* node 5: CHOICE: any character */
+    9, 3, 4, 5, 2, '0', '9', 'a', 'z', 2, 1, 'a', 2, 'a', 'b', /* node 6: KEYTRIE */
+};
+
 /* tokens: "a" "b" "ab" "1" "12" "x" "" (special) "</s>" (stop) */
 static const char *TOKENS[] = {"a", "b", "ab", "1", "12", "x", "", "</s>"};
 static const uint8_t KINDS[] = {0, 0, 0, 0, 0, 0, 1, 2};
@@ -431,6 +447,43 @@ static void test_counted(ag_vocab *v) {
   ag_compiled_free(c);
 }
 
+static int keytrie_accepts(ag_matcher *m, const char *key) {
+  int ok = -1;
+  ag_error err;
+  ag_matcher_reset(m);
+  CHECK(ag_matcher_accept_bytes(m, (const uint8_t *)key, strlen(key), &ok, &err) == AG_OK);
+  return ok == 1 && ag_matcher_can_end(m);
+}
+
+static void test_keytrie(ag_vocab *v) {
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  size_t n = sizeof KEYTRIE_GRAMMAR / sizeof KEYTRIE_GRAMMAR[0];
+  CHECK(ag_grammar_load(KEYTRIE_GRAMMAR, n, &g, &err) == AG_OK);
+  if (!g) return;
+  CHECK(ag_compiled_new(g, v, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  const char *keys[] = {"\"", "b\"", "a1\"", "ab1\"", "abc\"", "~\"", "a~\"", "ab~\"", "x1z\""};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) CHECK(keytrie_accepts(m, keys[k]));
+  const char *names[] = {"a\"", "ab\"", "a", "ab~", "A\""};
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) CHECK(!keytrie_accepts(m, names[k]));
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  test_corruptions(v, KEYTRIE_GRAMMAR, n);
+  /* Names out of order, a name byte that is no raw character, an empty name, raw characters
+   * that hold the quote: refused, not built. */
+  int32_t broken[sizeof KEYTRIE_GRAMMAR / sizeof KEYTRIE_GRAMMAR[0]];
+  const int32_t at[] = {49, 49, 48, 42}, value[] = {'b', '"', 0, ' '};
+  for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+    memcpy(broken, KEYTRIE_GRAMMAR, sizeof broken);
+    broken[at[k]] = value[k];
+    CHECK(ag_grammar_load(broken, n, &g, &err) == AG_ERR_INVALID && g == NULL);
+  }
+}
+
 static void test_bad_inputs(ag_vocab *v) {
   ag_error err;
   test_corruptions(v, GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0]);
@@ -493,6 +546,7 @@ int main(void) {
   test_dispatch(v);
   test_counted(v);
   test_switch(v);
+  test_keytrie(v);
   test_link(v);
   test_batch(c);
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */

@@ -1,6 +1,6 @@
 """``ir.KeyTrie``: an object's other keys as one node. Its ``items`` are the trie that
-``json_schema._key_not_in`` builds as IR; the serializer writes the same language straight
-from the names; the stages that walk a converted grammar never make its items; and what
+``json_schema._key_not_in`` builds as IR; the serializer writes one KEYTRIE node of the
+names, whose automaton the C core builds with the same language; the stages that walk a converted grammar never make its items; and what
 walks IR by other means (printing, renaming, references) sees the same trie."""
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def test_its_items_are_the_trie_key_not_in_builds(names: Tuple[str, ...]) -> Non
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_written_nodes_accept_what_the_trie_accepts(seed: int) -> None:
-    # Three tries in one grammar: the serializer shares subtries and "other character"
-    # nodes between them, which must not mix up their names.
+    # Three tries in one grammar, sharing their tail, escape and any-character nodes:
+    # the C core builds each from its own names and enters the shared tail from every prefix.
     sets = name_sets(100 + seed, 3)
     tries = [trie(names) for names in sets]
     fast = Grammar(
