@@ -95,6 +95,17 @@ typedef struct ag_dfa_slot {
   int32_t id;
 } ag_dfa_slot;
 
+/* A slot of the table of seed sets met while determinizing the current rule:
+ * the seeds at seed_pool[at .. at + n) lead to local DFA state id. Like
+ * ag_dfa_slot, a slot belongs to the rule being built only when its generation
+ * matches. */
+typedef struct ag_seed_slot {
+  uint32_t gen, hash;
+  int32_t id;
+  uint32_t n;
+  size_t at;
+} ag_seed_slot;
+
 /* A slot of the table of shared copies: the copy of IR node `node` that ends
  * at NFA state `to` starts at `start`. Like ag_dfa_slot, a slot belongs to the
  * rule being built only when its generation matches. */
@@ -151,6 +162,12 @@ typedef struct ag_builder {
   ag_dfa_slot *table;
   size_t table_cap; /* a power of two */
   uint32_t table_gen;
+  /* The targets already computed, by their seeds (ag_dfa_target). */
+  ag_seed_slot *seed_table;
+  size_t seed_cap; /* a power of two */
+  size_t seed_len;
+  uint32_t seed_gen;
+  AG_VEC(int32_t) seed_pool;
   uint64_t dfa_work;
 
   /* Scratch, indexed by NFA state or reused per DFA state. */
@@ -950,11 +967,60 @@ static ag_status ag_dfa_intern(ag_builder *b, int32_t *id) {
   return ag_dfa_add_set(b, h, i, id);
 }
 
-/* The global DFA state reached from the NFA states `seeds`. */
+static ag_status ag_seed_grow(ag_builder *b) {
+  size_t cap = b->seed_cap ? b->seed_cap * 2 : 64;
+  ag_seed_slot *t = calloc(cap, sizeof *t);
+  if (!t) return ag_nomem(b);
+  for (size_t k = 0; k < b->seed_cap; k++) {
+    ag_seed_slot o = b->seed_table[k];
+    if (o.gen != b->seed_gen) continue;
+    size_t i = o.hash & (cap - 1);
+    while (t[i].gen == b->seed_gen) i = (i + 1) & (cap - 1);
+    t[i] = o;
+  }
+  free(b->seed_table);
+  b->seed_table = t;
+  b->seed_cap = cap;
+  return AG_OK;
+}
+
+/* Remembers that `seeds` lead to local DFA state id. */
+static ag_status ag_seed_add(ag_builder *b, const int32_t *seeds, size_t n, uint32_t h, int32_t id) {
+  ag_status st = (b->seed_len + 1) * 2 > b->seed_cap ? ag_seed_grow(b) : AG_OK;
+  if (st) return st;
+  if (!ag_vec_reserve(&b->seed_pool, b->seed_pool.len + n)) return ag_nomem(b);
+  size_t mask = b->seed_cap - 1, i = h & mask;
+  while (b->seed_table[i].gen == b->seed_gen) i = (i + 1) & mask;
+  ag_seed_slot slot = {b->seed_gen, h, id, (uint32_t)n, b->seed_pool.len};
+  memcpy(b->seed_pool.data + b->seed_pool.len, seeds, n * sizeof *seeds);
+  b->seed_pool.len += n;
+  b->seed_table[i] = slot;
+  b->seed_len++;
+  return AG_OK;
+}
+
+/* The global DFA state reached from the NFA states `seeds` (sorted by the
+ * callers, so equal sets look alike). States reach the same seeds over and
+ * over (every prefix of a key trie leaves it for the same rest of the string,
+ * every state of a string for the same escapes), so the target of seeds met
+ * before is looked up instead of closed and interned again. */
 static ag_status ag_dfa_target(ag_builder *b, const int32_t *seeds, size_t n, int32_t *target) {
+  uint32_t h = ag_set_hash(seeds, n);
+  ag_status st = ag_dfa_spend(b, n);
+  if (st) return st;
+  for (size_t mask = b->seed_cap - 1, i = b->seed_cap ? h & mask : 0;
+       b->seed_cap && b->seed_table[i].gen == b->seed_gen; i = (i + 1) & mask) {
+    const ag_seed_slot *slot = &b->seed_table[i];
+    if (slot->hash == h && slot->n == n &&
+        memcmp(b->seed_pool.data + slot->at, seeds, n * sizeof *seeds) == 0) {
+      *target = b->base + slot->id;
+      return AG_OK;
+    }
+  }
   int32_t id = -1;
-  ag_status st = ag_dfa_closure(b, seeds, n);
+  st = ag_dfa_closure(b, seeds, n);
   if (!st) st = ag_dfa_intern(b, &id);
+  if (!st) st = ag_seed_add(b, seeds, n, h, id);
   if (!st) *target = b->base + id;
   return st;
 }
@@ -1120,6 +1186,11 @@ static ag_status ag_dfa_build(ag_builder *b) {
   b->pool.len = b->set_hash.len = b->set_begin.len = 0;
   b->dfa_work = 0;
   b->table_gen++;
+  b->seed_len = b->seed_pool.len = 0;
+  if (++b->seed_gen == 0) { /* wrapped: forget every old slot */
+    if (b->seed_table) memset(b->seed_table, 0, b->seed_cap * sizeof *b->seed_table);
+    b->seed_gen = 1;
+  }
   if (!ag_vec_push(&b->set_begin, (size_t)0)) return ag_nomem(b);
   ag_status st = ag_dfa_target(b, &start, 1, &target);
   for (size_t k = 0; !st && k < b->set_hash.len; k++) st = ag_dfa_state(b, (int32_t)k);
@@ -1343,6 +1414,8 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->set_begin);
   ag_vec_free(&b->set_hash);
   free(b->table);
+  free(b->seed_table);
+  ag_vec_free(&b->seed_pool);
   ag_vec_free(&b->mark);
   ag_vec_free(&b->count);
   ag_vec_free(&b->stack);
