@@ -185,6 +185,8 @@ typedef struct ag_builder {
 
   /* Minimization of the rule just determinized, in local state ids. */
   AG_VEC(int32_t) rep;    /* union-find parent: a merged state points into its class */
+  AG_VEC(uint32_t) watch; /* = min_gen: a class some signature of this round read before it was visited */
+  uint32_t min_gen;
   AG_VEC(int32_t) sig;    /* signatures of this round's class representatives */
   AG_VEC(ag_min_sig) sigs; /* [k] where each representative's signature is */
   AG_VEC(int32_t) order;  /* classes in breadth-first order */
@@ -1224,11 +1226,13 @@ static ag_status ag_min_signature(ag_builder *b, int32_t s, uint32_t *len) {
                 2 * (size_t)(st->rule_end - st->rule_begin);
   if (!ag_vec_reserve(&b->sig, b->sig.len + need)) return ag_nomem(b);
   int32_t *w = b->sig.data + b->sig.len, *rep = b->rep.data;
+  uint32_t *watch = b->watch.data, gen = b->min_gen;
   size_t n = 0;
   w[n++] = st->accepting;
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &b->byte_edges.data[e];
     int32_t t = ag_min_find(rep, be->target - b->base);
+    if (t < s) watch[t] = gen;
     if (n > 1 && w[n - 1] == t && w[n - 2] + 1 == be->lo) {
       w[n - 2] = be->hi;
     } else {
@@ -1239,8 +1243,10 @@ static ag_status ag_min_signature(ag_builder *b, int32_t s, uint32_t *len) {
   }
   w[n++] = -1;
   for (uint32_t e = st->rule_begin; e < st->rule_end; e++) {
+    int32_t t = ag_min_find(rep, b->rule_edges.data[e].target - b->base);
+    if (t < s) watch[t] = gen;
     w[n++] = b->rule_edges.data[e].rule;
-    w[n++] = ag_min_find(rep, b->rule_edges.data[e].target - b->base);
+    w[n++] = t;
   }
   *len = (uint32_t)n;
   b->sig.len += n;
@@ -1260,10 +1266,18 @@ static size_t ag_min_lookup(const ag_builder *b, const int32_t *w, uint32_t n, u
 
 /* One round over the k states: each representative either joins an earlier
  * one with the same signature or becomes a class of its own. With `only`, the
- * states it marks 0 (known to be equivalent to no other) are left as they are. */
-static ag_status ag_min_round(ag_builder *b, int32_t k, const uint8_t *only, bool *merged) {
+ * states it marks 0 (known to be equivalent to no other) are left as they are.
+ * `again` says whether another round may merge more: only when a state merged
+ * after a signature read its class (watch). Otherwise every signature of this
+ * round still holds, and those of the classes left all differ. */
+static ag_status ag_min_round(ag_builder *b, int32_t k, const uint8_t *only, bool *merged,
+                              bool *again) {
   b->table_gen++;
   b->sig.len = 0;
+  if (++b->min_gen == 0) { /* wrapped: forget every old mark */
+    memset(b->watch.data, 0, b->watch.len * sizeof *b->watch.data);
+    b->min_gen = 1;
+  }
   for (int32_t s = k - 1; s >= 0; s--) {
     if (b->rep.data[s] != s || (only && !only[s])) continue;
     size_t at = b->sig.len;
@@ -1276,6 +1290,7 @@ static ag_status ag_min_round(ag_builder *b, int32_t k, const uint8_t *only, boo
       b->rep.data[s] = b->table[i].id;
       b->sig.len = at;
       *merged = true;
+      *again |= b->watch.data[s] == b->min_gen;
     } else {
       b->table[i].gen = b->table_gen;
       b->table[i].id = s;
@@ -1384,12 +1399,18 @@ static ag_status ag_min_rule(ag_builder *b, int max_rounds, const uint8_t *only)
   if (!ag_vec_reserve(&b->rep, k) || !ag_vec_reserve(&b->sigs, k) ||
       !ag_vec_reserve(&b->order, k) || !ag_vec_reserve(&b->new_id, k))
     return ag_nomem(b);
+  if (b->watch.len < k) { /* new marks start unset: below every generation */
+    if (!ag_vec_reserve(&b->watch, k)) return ag_nomem(b);
+    memset(b->watch.data + b->watch.len, 0, (k - b->watch.len) * sizeof *b->watch.data);
+    b->watch.len = k;
+  }
   ag_status st = ag_min_table(b, k);
   for (size_t s = 0; s < k; s++) b->rep.data[s] = (int32_t)s;
-  bool any = false, merged = true;
-  for (int round = 0; !st && merged && round < max_rounds; round++) {
-    merged = false;
-    st = ag_min_round(b, (int32_t)k, only, &merged);
+  bool any = false, again = true;
+  for (int round = 0; !st && again && round < max_rounds; round++) {
+    bool merged = false;
+    again = false;
+    st = ag_min_round(b, (int32_t)k, only, &merged, &again);
     any |= merged;
   }
   return st || !any ? st : ag_min_rebuild(b, (int32_t)k);
@@ -1427,6 +1448,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->events_tmp);
   ag_vec_free(&b->moves);
   ag_vec_free(&b->rep);
+  ag_vec_free(&b->watch);
   ag_vec_free(&b->sig);
   ag_vec_free(&b->sigs);
   ag_vec_free(&b->order);
