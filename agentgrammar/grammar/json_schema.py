@@ -74,7 +74,7 @@ import warnings
 from decimal import Decimal
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
-from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote
 
 from ..errors import GrammarError, SchemaError
@@ -100,9 +100,22 @@ from .utf8 import cut_points, normalize_ranges
 
 __all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules"]
 
-# json.dumps(x, separators=(",", ":")) without building an encoder per call: sub() keys every
-# sub-schema by its compact JSON text, hundreds of times per tool registry
-_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """``json.dumps(x, separators=(",", ":"))``, its C encoder made once: sub() keys every
+    sub-schema by its compact JSON text, hundreds of times per tool registry, and making the
+    encoder was most of the cost of encoding a small sub-schema. Without the circular-reference
+    check: ``_check_depth`` has refused a document that contains itself."""
+    encoder = json.JSONEncoder(separators=(",", ":"))
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:  # the arguments JSONEncoder.iterencode passes it
+        c_encode = make(None, encoder.default, _json_str, None, ":", ",", False, False, True)  # type: ignore[misc]
+    except TypeError:  # no C accelerator (None), or one of another signature
+        return encoder.encode
+    return lambda x: "".join(c_encode(x, 0))
+
+
+_compact_json = _compact_encoder()
 
 
 def choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
@@ -537,7 +550,8 @@ _TRIE_EXPRS_MAX = 1 << 16
 
 def _ptr(path: str, *segments: Union[str, int]) -> str:
     for s in segments:
-        path += "/" + str(s).replace("~", "~0").replace("/", "~1")
+        s = str(s)
+        path += "/" + (s.replace("~", "~0").replace("/", "~1") if "~" in s or "/" in s else s)
     return path
 
 
@@ -545,8 +559,11 @@ def _show(path: str) -> str:
     return "#" + path
 
 
+_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
+
+
 def _sanitize(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_]", "_", s) or "_"
+    return _UNSAFE_NAME_CHARS.sub("_", s) or "_"
 
 
 def _type_of(v: Any) -> str:

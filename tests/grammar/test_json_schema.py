@@ -1298,3 +1298,24 @@ def test_minus_removes_exactly_the_points(ranges: List[Any], points: List[int]) 
     want = {c for lo, hi in ranges for c in range(lo, hi + 1)} - set(points)
     assert {c for lo, hi in got for c in range(lo, hi + 1)} == want
     assert all(lo <= hi for lo, hi in got) and all(a[1] < b[0] for a, b in zip(got, got[1:]))
+
+
+_JSON_DATA = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_JSON_DATA)
+def test_sub_schema_keys_are_json_dumps_compact(value: Any) -> None:
+    from agentgrammar.grammar.json_schema import _compact_json
+
+    assert _compact_json(value) == json.dumps(value, separators=(",", ":"))
+
+
+def test_json_pointer_segments_escape_only_tilde_and_slash() -> None:
+    from agentgrammar.grammar.json_schema import _ptr
+
+    assert _ptr("/properties", "a/b", "~c", 3, "plain") == "/properties/a~1b/~0c/3/plain"
+    assert _ptr("", "~1") == "/~01"
