@@ -690,7 +690,7 @@ static ag_status ag_key_trie(ag_builder *b, const int32_t *names, ag_key_node *k
       if (!st) st = ag_nfa_edge_add(b, parent->state, keys[n].state, AG_NFA_BYTES, (uint8_t)c, (uint8_t)c, -1);
       n++;
     }
-    keys[path[w[0]]].terminal = true;
+    if (!st) keys[path[w[0]]].terminal = true; /* the path is whole only on success */
   }
   *n_keys = n;
   return st;
