@@ -219,6 +219,10 @@ typedef struct ag_vcache_key {
 
 struct ag_vocab {
   atomic_int refs;
+  /* NULL: this vocabulary owns its token tables (n_tokens to sorted_by_id below,
+   * immutable once built); else the vocabulary that does, retained, whose
+   * tables this one shares (ag_vocab_share_tables copies that block). */
+  ag_vocab *tables_of;
   int32_t n_tokens;
   int32_t mask_size;
   uint8_t *blob;        /* all token bytes */
@@ -263,7 +267,8 @@ struct ag_vocab {
   uint32_t *plain;
   uint32_t *plain_skip; /* [pos words] ag_plain_tokens_index's `skip` */
   /* The sorted tokens as a bitset by id (ag_mask_words): a safe set by id starts from it. */
-  uint32_t *sorted_by_id;
+  uint32_t *sorted_by_id; /* the last of the token tables */
+  /* The caches: each vocabulary's own, shared tables or not. */
   _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
   atomic_size_t shared_bytes; /* held by the entries of `cache` */
   atomic_size_t shared_limit; /* past it, ag_vcache_add refuses (ag_vocab_set_shared_cache_limit) */

@@ -3,6 +3,8 @@
 #include "ag_internal.h"
 #include "ag_plain_tokens.h"
 
+#include <stddef.h>
+
 typedef struct ag_sort_entry {
   const uint8_t *bytes;
   uint32_t len;
@@ -154,6 +156,18 @@ static ag_status ag_vocab_collect_stops(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
+/* A vocabulary with empty caches (every cache field zero or its default). */
+static ag_vocab *ag_vocab_alloc(void) {
+  ag_vocab *v = calloc(1, sizeof *v);
+  if (!v) return NULL;
+  atomic_init(&v->refs, 1);
+  for (int b = 0; b < AG_VCACHE_BUCKETS; b++) atomic_init(&v->cache[b], NULL);
+  atomic_init(&v->shared_bytes, 0);
+  atomic_init(&v->shared_limit, AG_DEFAULT_SHARED_CACHE_BYTES);
+  atomic_init(&v->cache_bytes, 0);
+  return v;
+}
+
 ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8_t *kinds,
                        int32_t n_tokens, int32_t mask_size, ag_vocab **out, ag_error *err) {
   *out = NULL;
@@ -161,13 +175,8 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
     return ag_fail(err, AG_ERR_INVALID, -1, "null vocabulary arrays");
   ag_status st = ag_vocab_check(offsets, kinds, n_tokens, mask_size, err);
   if (st) return st;
-  ag_vocab *v = calloc(1, sizeof *v);
+  ag_vocab *v = ag_vocab_alloc();
   if (!v) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
-  atomic_init(&v->refs, 1);
-  for (int b = 0; b < AG_VCACHE_BUCKETS; b++) atomic_init(&v->cache[b], NULL);
-  atomic_init(&v->shared_bytes, 0);
-  atomic_init(&v->shared_limit, AG_DEFAULT_SHARED_CACHE_BYTES);
-  atomic_init(&v->cache_bytes, 0);
   v->n_tokens = n_tokens;
   v->mask_size = mask_size;
   size_t blob_len = offsets[n_tokens];
@@ -193,10 +202,32 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
   return AG_OK;
 }
 
+ag_status ag_vocab_share_tables(ag_vocab *vocab, ag_vocab **out, ag_error *err) {
+  if (!out) return ag_fail(err, AG_ERR_INVALID, -1, "ag_vocab_share_tables: out is NULL");
+  *out = NULL;
+  if (!vocab) return ag_fail(err, AG_ERR_INVALID, -1, "null vocabulary");
+  ag_vocab *owner = vocab->tables_of ? vocab->tables_of : vocab, *v = ag_vocab_alloc();
+  if (!v) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  /* The token tables are one block of plain fields, n_tokens to sorted_by_id. */
+  size_t begin = offsetof(ag_vocab, n_tokens);
+  size_t end = offsetof(ag_vocab, sorted_by_id) + sizeof owner->sorted_by_id;
+  memcpy((char *)v + begin, (const char *)owner + begin, end - begin);
+  ag_vocab_retain(owner);
+  v->tables_of = owner;
+  *out = v;
+  return AG_OK;
+}
+
 void ag_vocab_retain(ag_vocab *v) { atomic_fetch_add(&v->refs, 1); }
 
 void ag_vocab_free(ag_vocab *v) {
   if (!v || atomic_fetch_sub(&v->refs, 1) != 1) return;
+  ag_vcache_free(v);
+  if (v->tables_of) { /* the owner frees the tables, once nothing shares them */
+    ag_vocab_free(v->tables_of);
+    free(v);
+    return;
+  }
   free(v->blob);
   free(v->offsets);
   free(v->kinds);
@@ -214,7 +245,6 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->plain_skip);
   free(v->sorted_by_id);
   free(v->stop_ids);
-  ag_vcache_free(v);
   free(v);
 }
 

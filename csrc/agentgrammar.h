@@ -60,6 +60,15 @@ enum {
  */
 ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8_t *kinds,
                        int32_t n_tokens, int32_t mask_size, ag_vocab **out, ag_error *err);
+/*
+ * A vocabulary with the tokens and token tables of `vocab`, shared rather
+ * than copied, and caches of its own: empty, with the default shared-cache
+ * limit, counting only the grammars compiled for it. ag_vocab_new sorts and
+ * indexes the whole vocabulary (tens of milliseconds for 128k tokens); this
+ * costs an allocation, so each compiler can have its own caches over one set
+ * of tables. The tables live until every vocabulary sharing them is freed.
+ */
+ag_status ag_vocab_share_tables(ag_vocab *vocab, ag_vocab **out, ag_error *err);
 void ag_vocab_free(ag_vocab *vocab);
 int32_t ag_vocab_num_tokens(const ag_vocab *vocab);
 int32_t ag_vocab_mask_size(const ag_vocab *vocab);

@@ -35,7 +35,9 @@ hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, defau
 2. ``maskbench``: ``--maskbench-sample`` (200) MaskBench files drawn with a fixed seed; per
    schema, cold (fresh compilers, our caches of schemas and tools cleared; what depends on no
    schema, such as the converter's helper rules for strings and numbers, stays converted, as
-   in any process after its first schema), time to first mask (compile + first mask) and,
+   in any process after its first schema; a fresh compiler of ours has empty caches over the
+   vocabulary's token tables, built once per ``Vocabulary`` as the peers' tokenizer info is
+   once per tokenizer), time to first mask (compile + first mask) and,
    walking each valid instance
    (``json.dumps``, tokenized, then the stop token), time between masks. Only schemas every
    engine compiles and instances every engine accepts are compared; the rest are counted.

@@ -36,19 +36,40 @@ RECENT_GRAMMARS = 64
 PART_GRAMMARS = 4096
 
 
+_TABLES_LOCK = threading.Lock()
+
+
+def _vocab_tables(vocab: Vocabulary) -> Any:
+    """The C vocabulary that holds ``vocab``'s token tables (its tokens sorted, their prefix
+    and length indexes, the plain-token sets), built on first use and kept with ``vocab``:
+    building them walks the whole vocabulary, some 30 ms for 128k tokens, which every new
+    ``Compiler`` paid before."""
+    with _TABLES_LOCK:
+        tables = vocab._native_tables
+        if tables is None:
+            blob, offsets, kinds, n_tokens, mask_size = vocab._native_args()
+            out = ffi.new("ag_vocab **")
+            err = new_error()
+            status = lib.ag_vocab_new(
+                ffi.from_buffer("uint8_t[]", blob),
+                ffi.from_buffer("uint32_t[]", offsets),
+                ffi.from_buffer("uint8_t[]", kinds),
+                n_tokens,
+                mask_size,
+                out,
+                err,
+            )
+            if status != lib.AG_OK:
+                raise_error(status, err, VocabularyError)
+            tables = vocab._native_tables = ffi.gc(out[0], lib.ag_vocab_free)
+        return tables
+
+
 def _new_vocab_handle(vocab: Vocabulary) -> Any:
-    blob, offsets, kinds, n_tokens, mask_size = vocab._native_args()
+    """A C vocabulary for one compiler: ``vocab``'s shared token tables, caches of its own."""
     out = ffi.new("ag_vocab **")
     err = new_error()
-    status = lib.ag_vocab_new(
-        ffi.from_buffer("uint8_t[]", blob),
-        ffi.from_buffer("uint32_t[]", offsets),
-        ffi.from_buffer("uint8_t[]", kinds),
-        n_tokens,
-        mask_size,
-        out,
-        err,
-    )
+    status = lib.ag_vocab_share_tables(_vocab_tables(vocab), out, err)
     if status != lib.AG_OK:
         raise_error(status, err, VocabularyError)
     return ffi.gc(out[0], lib.ag_vocab_free)
@@ -155,8 +176,8 @@ class CompiledGrammar:
 class Compiler:
     """Compiles grammars for one vocabulary.
 
-    One compiler should serve a whole process: it owns the vocabulary index, and it hands back
-    the same ``CompiledGrammar`` for a grammar it compiled recently (same rules, compared by
+    One compiler should serve a whole process: it owns the token-mask caches, and it hands
+    back the same ``CompiledGrammar`` for a grammar it compiled recently (same rules, compared by
     content): an agent asking for the same tools turn after turn keeps that grammar's
     token-mask cache warm. It also keeps every embedded grammar (a tool's arguments) it
     compiled, so their masks serve every request that links them.
@@ -169,7 +190,9 @@ class Compiler:
     compiles can take the count past the limit until the next compile; ``cache_limit_bytes=0``
     keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
     grammars (every ``compile`` then builds and links anew, as benchmarks of request compiles
-    want); parts and shared classes are still kept.
+    want); parts and shared classes are still kept. The vocabulary's token tables (its tokens
+    sorted, their prefix and length indexes) are built once per ``Vocabulary`` and shared by
+    all its compilers, so another compiler costs an allocation; its caches start empty.
 
     Example:
         >>> from agentgrammar import Compiler, Vocabulary

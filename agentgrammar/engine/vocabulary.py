@@ -138,7 +138,16 @@ class Vocabulary:
         ((b'\\n', b' hi'), (2,), (3,), b'\\x00\\x00\\x01\\x02')
     """
 
-    __slots__ = ("_kinds", "_native", "_special", "_stop", "_token_bytes", "_vocab_size", "_vocab_type")
+    __slots__ = (
+        "_kinds",
+        "_native",
+        "_native_tables",
+        "_special",
+        "_stop",
+        "_token_bytes",
+        "_vocab_size",
+        "_vocab_type",
+    )
 
     def __init__(
         self,
@@ -194,6 +203,7 @@ class Vocabulary:
         self._stop = stop
         self._special = tuple(i for i, k in enumerate(self._kinds) if k == TOKEN_SPECIAL)
         self._native: Optional[Tuple[bytes, array, bytes, int, int]] = None
+        self._native_tables: Any = None  # the C token tables every Compiler shares (compiler.py)
 
     # ---- construction from Hugging Face ------------------------------------------------------
 

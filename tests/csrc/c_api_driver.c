@@ -498,6 +498,31 @@ static void test_bad_inputs(ag_vocab *v) {
   CHECK(bad == NULL);
 }
 
+/* A vocabulary sharing another's tables (and one sharing that one's) matches the
+ * same, keeps its own caches, and outlives the vocabulary that built the tables. */
+static void test_shared_tables(void) {
+  ag_vocab *base = make_vocab(), *shared = NULL, *again = NULL, *none = NULL;
+  ag_grammar *g = NULL;
+  ag_compiled *c = NULL;
+  ag_error err;
+  if (!base) return;
+  CHECK(ag_vocab_share_tables(NULL, &none, &err) == AG_ERR_INVALID && none == NULL);
+  CHECK(ag_vocab_share_tables(base, NULL, &err) == AG_ERR_INVALID);
+  CHECK(ag_vocab_share_tables(base, &shared, &err) == AG_OK);
+  CHECK(ag_vocab_share_tables(shared, &again, &err) == AG_OK);
+  ag_vocab_free(base); /* the tables stay while a vocabulary shares them */
+  ag_vocab_free(shared);
+  if (!again) return;
+  CHECK(ag_vocab_num_tokens(again) == N_TOKENS && ag_vocab_mask_size(again) == MASK_SIZE);
+  CHECK(ag_vocab_cache_bytes(again) == 0);
+  CHECK(ag_grammar_load(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], &g, &err) == AG_OK);
+  if (g) CHECK(ag_compiled_new(g, again, &c, &err) == AG_OK);
+  ag_grammar_free(g);
+  if (c) test_matching(c);
+  ag_compiled_free(c);
+  ag_vocab_free(again);
+}
+
 /* Batches on a pool: same masks as one by one, and every bad argument refused. */
 static void test_batch(ag_compiled *c) {
   ag_pool *pool = NULL, *none = NULL;
@@ -549,6 +574,7 @@ int main(void) {
   test_keytrie(v);
   test_link(v);
   test_batch(c);
+  test_shared_tables();
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
   ag_compiled_free(c);
   /* Every grammar freed: what is left counted is the shared cache alone. */

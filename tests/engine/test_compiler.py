@@ -139,3 +139,24 @@ def test_evicted_part_still_serves_the_grammar_that_links_it() -> None:
     text = '<think>\nok\n</think>\n\n<tool_call>\n{"name": "lookup", "arguments": {"city": "Oslo"}}\n</tool_call>'
     assert m.accept_string(text) and r.accept_string(text)
     assert m.allowed_token_ids() == r.allowed_token_ids()
+
+
+def test_compilers_of_one_vocabulary_share_its_token_tables_but_not_their_caches() -> None:
+    vocab = make_vocab()
+    first = Compiler(vocab)
+    tables = vocab._native_tables
+    assert tables is not None
+    second = Compiler(vocab)
+    assert vocab._native_tables is tables  # built once, with the vocabulary
+    walks = _walk(first.compile(_schema(1)), seed=3)
+    assert _shared_bytes(first) > 0 and first.cache_size_bytes > 0
+    # the second compiler's caches start empty: nothing the first one classified is shared
+    assert _shared_bytes(second) == 0 and second.cache_size_bytes == 0
+    assert _walk(second.compile(_schema(1)), seed=3) == walks
+    # the tables outlive the vocabulary's own handle while a compiler uses them
+    vocab._native_tables = None
+    del first, tables
+    gc.collect()
+    assert _walk(second.compile(_schema(2)), seed=4) == _walk(
+        Compiler(make_vocab()).compile(_schema(2)), seed=4
+    )
