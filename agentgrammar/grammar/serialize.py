@@ -185,10 +185,25 @@ class _Writer:
             raise TypeError("an Embed needs the index of its part's root (serialize(..., embed_index=))")
         return self.embed_index(grammar)
 
+    def _kids(self, items: Sequence[Expr]) -> List[int]:
+        """The nodes of a sequence's or choice's items. References and literals, most of the
+        items, are written here: their nodes are found by their words (``node``), so the
+        lookup by identity that ``expr`` makes first would only repeat that."""
+        kids: List[int] = []
+        for x in items:
+            t = type(x)
+            if t is RuleRef:
+                kids.append(self.node((KIND_RULEREF, self.rule_index[x.name])))  # type: ignore[union-attr]
+            elif t is Literal:
+                kids.append(self.node((KIND_LITERAL, len(x.value), *x.value)))  # type: ignore[union-attr]
+            else:
+                kids.append(self.expr(x))
+        return kids
+
     def _expr(self, e: Expr) -> int:
         # the most frequent kinds first: every node of every grammar passes here
         if isinstance(e, Seq):
-            kids = [self.expr(x) for x in e.items]
+            kids = self._kids(e.items)
             return kids[0] if len(kids) == 1 else self.node((KIND_SEQ, len(kids), *kids))
         if isinstance(e, Literal):
             return self.node((KIND_LITERAL, len(e.value), *e.value))
@@ -197,7 +212,7 @@ class _Writer:
         if isinstance(e, Choice):
             if type(e) is KeyTrie:
                 return self._key_trie(e)
-            kids = [self.expr(x) for x in e.items]
+            kids = self._kids(e.items)
             return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
         if isinstance(e, CharClass):
             return self._char_class(e)
