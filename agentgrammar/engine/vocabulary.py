@@ -24,7 +24,7 @@ import operator
 import warnings
 from array import array
 from itertools import accumulate
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import TokenIdError, VocabularyError
 from .decoding import VOCAB_TYPES, decode_tokens, detect_vocab_type
@@ -380,6 +380,19 @@ class Vocabulary:
                 raise VocabularyError("array('I') is not 32-bit on this platform")
             self._native = (blob, offsets, self._kinds, len(self._token_bytes), self._vocab_size)
         return self._native
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Pickled and copied without the C token tables (``_native_tables``), which a
+        ``Compiler`` builds again for the copy on first use."""
+        state = {name: getattr(self, name) for name in self.__slots__}
+        state["_native_tables"] = None
+        return state
+
+    def __setstate__(self, state: Any) -> None:
+        if isinstance(state, tuple):  # pickled before __getstate__ existed: (None, slots)
+            state = state[1]
+        for name in self.__slots__:
+            setattr(self, name, state.get(name))
 
     def __len__(self) -> int:
         return len(self._token_bytes)

@@ -327,3 +327,33 @@ def test_with_text_tokens_lets_only_named_special_tokens_in():
     assert v.with_text_tokens(["nothing"]) is v
     m = Matcher(Compiler(marked).compile(Grammar.from_ebnf('root ::= "<|tag|>" "a"')))
     assert m.allowed_token_ids() == [1]
+
+
+@pytest.mark.parametrize("copy_kind", ["pickle", "deepcopy", "copy"])
+def test_a_vocabulary_in_use_by_a_compiler_still_pickles_and_copies(copy_kind: str) -> None:
+    import copy
+    import pickle
+
+    vocab = Vocabulary(["a", "b", "ab", "</s>"])
+    grammar = Grammar.from_regex("ab?")
+    expected = Matcher(Compiler(vocab).compile(grammar)).allowed_token_ids()
+    assert vocab._native_tables is not None  # the compiler built the shared C tables
+    if copy_kind == "pickle":
+        again = pickle.loads(pickle.dumps(vocab))
+    else:
+        again = copy.deepcopy(vocab) if copy_kind == "deepcopy" else copy.copy(vocab)
+    assert again._native_tables is None  # not carried over: built again on first use
+    assert again.token_bytes == vocab.token_bytes and again.stop_token_ids == vocab.stop_token_ids
+    assert Matcher(Compiler(again).compile(grammar)).allowed_token_ids() == expected
+
+
+def test_a_vocabulary_pickled_as_slots_alone_still_loads() -> None:
+    vocab = Vocabulary(["a", "</s>"])
+    old_state = (
+        None,
+        {name: getattr(vocab, name) for name in Vocabulary.__slots__ if name != "_native_tables"},
+    )
+    again = Vocabulary.__new__(Vocabulary)
+    again.__setstate__(old_state)
+    assert again.token_bytes == vocab.token_bytes and again._native_tables is None
+    assert Matcher(Compiler(again).compile(Grammar.from_regex("a"))).allowed_token_ids() == [0]
