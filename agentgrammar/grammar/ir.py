@@ -135,9 +135,10 @@ class KeyTrie(Choice):
     (the rest of any string). That character is raw, from ``raw`` less the names' next
     characters, or ``escape`` (an escape that spells no printable ASCII); past a whole name it
     is ``any_char``. Stages that know the node work from the names (the serializer writes
-    one node of them, from which the C core builds the trie); its ``items``, the same trie as plain IR, are made when
-    anything else first asks for them. Built as IR up front, the trie was most of the
-    conversion and serialization of a typical schema, whose objects allow other keys.
+    one node of them, from which the C core builds the trie); its ``items``, the same trie
+    as plain IR, are made when anything else first asks for them. Built as IR up front, the
+    trie was most of the conversion and serialization of a typical schema, whose objects
+    allow other keys.
 
     Example:
         >>> tail = Seq((Repeat(RuleRef("char"), 0, None), Literal(b'"')))

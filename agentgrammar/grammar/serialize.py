@@ -240,17 +240,22 @@ class _Writer:
         if split.ascii:
             kids.append(self.node(split.ascii_node))
         if split.wide:
-            chunk = _class_chunk(split.wide, False)
-            copied = self._copied.get(id(chunk))
-            if copied is None:
-                copied = self._copied[id(chunk)] = (chunk, self._copy(chunk))
-            kids.append(copied[1])
+            kids.append(self._wide(split.wide))
         if not kids:  # an empty class matches nothing: an empty byte set
             found = self.node((KIND_BYTES, 0))
         else:
             found = kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, 2, *kids))
         self._copied[id(split)] = (split, found)
         return found
+
+    def _wide(self, wide: Tuple[Tuple[int, int], ...]) -> int:
+        """The nodes of code points above 0x7F, lowered to UTF-8 once (``_class_chunk``) and
+        copied once per grammar."""
+        chunk = _class_chunk(wide, False)
+        copied = self._copied.get(id(chunk))
+        if copied is None:
+            copied = self._copied[id(chunk)] = (chunk, self._copy(chunk))
+        return copied[1]
 
     def _key_trie(self, e: KeyTrie) -> int:
         """One KEYTRIE node: the C core builds the trie from the names. Its raw characters
@@ -259,8 +264,7 @@ class _Writer:
         split = _class_split(e.raw, False)
         other = escape
         if split.wide:
-            wide = self._split_class(_class_split(split.wide, False))
-            other = self.node((KIND_CHOICE, 2, wide, escape))
+            other = self.node((KIND_CHOICE, 2, self._wide(split.wide), escape))
         words = [KIND_KEYTRIE, tail, other, any_char, len(split.ascii)]
         for lo, hi in split.ascii:
             words += (lo, hi)
