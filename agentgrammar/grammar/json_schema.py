@@ -705,6 +705,32 @@ class _Layout:
 _BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...], pieces.PieceInfo]] = {}
 
 
+#: The base rule of each supported format's JSON string (``json_format_date_time``, ...).
+_FORMAT_RULES = {f: "json_format_" + f.replace("-", "_") for f in json_values.SUPPORTED_FORMATS}
+_FORMAT_OF_RULE = {rule: f for f, rule in _FORMAT_RULES.items()}
+# Their bodies, and those of the rules their counted repeats use, by rule name (_format_rule_body).
+_FORMAT_BODIES: Dict[str, Expr] = {}
+
+
+def _format_rule_body(name: str) -> Expr:
+    """The body of format rule ``name`` (``_FORMAT_RULES``) or of one of its repeat rules.
+
+    A format's string is large (``date-time``: exact month lengths and leap years) and the
+    same in every schema, so it is a base rule: its checks and serialized nodes are derived
+    once, however many properties and schemas use it. It is normalized here, once: its counted
+    repeats' items become rules of their own (``<name>_repeat_<n>``, base rules too), which
+    the normalization of every grammar using it would otherwise redo and serialize anew.
+    """
+    if name not in _FORMAT_BODIES:  # a format's own rule (its repeat rules come with it)
+        from .grammar import normalize_rules  # it imports this module
+
+        body = json_values.format_string(_FORMAT_OF_RULE[name])
+        assert body is not None
+        for r in normalize_rules([Rule(name, body)], use_pieces=False):
+            _FORMAT_BODIES[r.name] = r.body
+    return _FORMAT_BODIES[name]
+
+
 class _Converter:
     def __init__(
         self,
@@ -875,11 +901,16 @@ class _Converter:
                         ),
                     ]
                 )
+            elif name.startswith("json_format_"):
+                body = _format_rule_body(name)
             else:  # pragma: no cover
                 raise AssertionError(name)
             self.taken.add(name)
             self.base_rules[name] = body
             self._to_cache(name, body)
+            if name.startswith("json_format_"):  # the rules its counted repeats use
+                for dep in referenced_rules(body):
+                    self.base(dep)
         return RuleRef(name)
 
     def any_value(self, depth: int) -> RuleRef:
@@ -1679,7 +1710,7 @@ class _Converter:
                 self.unsupported("pattern", path, f"({pattern!r}) cannot be converted: {e}")
                 return self.base("json_string")
         if fmt is not None:
-            return json_values.format_string(fmt)
+            return self.base(_FORMAT_RULES[fmt])
         if lo == 0 and hi is None:
             return self.base("json_string")
         # Code points counted exactly; large bounds are nested rather than unrolled.

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
 from agentgrammar.errors import GrammarError, SchemaError
+from agentgrammar.grammar.grammar import normalize_rules
+from agentgrammar.grammar.ir import Rule
 from agentgrammar.grammar.json_schema import json_schema_rules
 
 VOCAB = Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
@@ -1073,6 +1075,36 @@ def test_multiple_of_large_values_and_fractional_steps() -> None:
 def test_spec_formats_that_are_not_supported_still_raise() -> None:
     with pytest.raises(SchemaError, match="regex"):
         Grammar.from_json_schema({"type": "string", "format": "regex"})
+
+
+@pytest.mark.parametrize("fmt", ["date-time", "email", "uuid"])
+def test_a_format_is_one_shared_rule_normalized_once(fmt: str) -> None:
+    from agentgrammar.grammar import json_values, pieces
+
+    schema = {"type": "object", "properties": {k: {"type": "string", "format": fmt} for k in "abc"}}
+    g, again = Grammar.from_json_schema(schema), Grammar.from_json_schema(schema)
+    rule = "json_format_" + fmt.replace("-", "_")
+    by_name = {r.name: r.body for r in g.rules}
+    # the three properties use one rule, already in the form the C core takes: the grammar's
+    # normalization has nothing to do, and its repeat rules are base rules of the format
+    assert g._normalized is g.rules
+    assert sorted(n for n in by_name if n.startswith(rule)) == sorted(
+        r.name for r in normalize_rules([Rule(rule, json_values.format_string(fmt))], use_pieces=False)
+    )
+    assert {r.name: r.body for r in again.rules}[rule] is by_name[rule]  # the same object: a piece
+    assert pieces.info(by_name[rule]) is not None
+    # the same language as the format's string inline
+    inline = Grammar.from_rules([Rule("root", json_values.format_string(fmt))])
+    samples = {
+        "date-time": ["2020-02-29T10:00:00Z", "2021-02-29T10:00:00Z", "2020-01-01t00:00:00.5+01:00"],
+        "email": ["a.b@example.com", "a..b@example.com", "x@[127.0.0.1]"],
+        "uuid": ["123e4567-e89b-12d3-a456-426614174000", "123e4567-e89b-12d3-a456-42661417400"],
+    }[fmt]
+    for value in samples:
+        text = json.dumps(value)
+        assert g.accepts('{"b": %s}' % text) == inline.accepts(text)
+    assert any(inline.accepts(json.dumps(v)) for v in samples)
+    assert not all(inline.accepts(json.dumps(v)) for v in samples)
 
 
 def test_any_order_accepts_every_order_once() -> None:
