@@ -214,6 +214,7 @@ typedef struct ag_classify {
    * follow the rule, and not with its FOLLOW set, as (begin, end) positions:
    * with `uncertain`, the classes of the state's "any follow" entry. */
   bool record_any;
+  bool skip_dead; /* a rejected run extends over the next bytes rejected alike (ag_skip_dead_bytes) */
   AG_VEC(int32_t) any_extra;
   size_t n_any_extra; /* tokens in those runs */
   int32_t state;
@@ -265,13 +266,56 @@ static inline bool ag_mark_accepted(ag_classify *w, const ag_vocab *v, int32_t i
   return true;
 }
 
+/*
+ * Where a rejected run that ends at `end` may extend to: token i was rejected at
+ * byte `depth`, and the tokens after its run that share its first depth bytes
+ * are sorted by their next byte. Those whose next byte has no edge from the
+ * state there, which is not accepting (no end flag on any byte), are rejected
+ * the same way, so the walk jumps over them by binary search instead of a step
+ * per distinct byte: a state with a few edges among many tokens of its prefix
+ * (the first letters of a request's tool names, past `"name": "`) is walked in
+ * a few steps. Depth 0 is ag_dead_first_bytes's.
+ */
+static int32_t ag_skip_dead_bytes(const ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
+                                  int32_t end) {
+  int32_t at = w->path[depth].at, u = at >= 0 ? w->rows.state[at] : ~at;
+  const ag_state *st = &w->g->states[u];
+  /* an accepting state puts end flags on every byte (ag_walk_rows.c): its tokens may be
+   * uncertain, so none is skipped */
+  if (depth == 0 || st->accepting || end >= v->n_sorted) return end;
+  int32_t run_end = ag_vocab_prefix_end(v, i, depth);
+  if (end >= run_end) return end;
+  uint32_t len, c = 256;
+  const uint32_t first = ag_vocab_sorted_token(v, end, &len)[depth]; /* len > depth */
+  for (uint32_t e = st->byte_begin; e < st->byte_end; e++) { /* edges in byte order */
+    const ag_byte_edge *be = &w->g->byte_edges[e];
+    if (be->hi >= first) {
+      c = be->lo > first ? be->lo : first;
+      break;
+    }
+  }
+  if (c == first) return end;
+  if (c == 256) return run_end;
+  int32_t lo = end + 1, hi = run_end; /* the first token whose byte `depth` is c or above */
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (ag_vocab_sorted_token(v, mid, &len)[depth] < c)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /* Classifies sorted token i, which failed at byte `depth`, and (unless `single`)
  * every later token sharing its first depth+1 bytes (they fail there too, the
- * same way); returns the next position. With `own` (the verdict is the state's own walk), a covered
- * walk stops at a token the cover leaves open: that one goes to the parser. */
+ * same way), or more when rejected (ag_skip_dead_bytes); returns the next
+ * position. With `own` (the verdict is the state's own walk), a covered walk
+ * stops at a token the cover leaves open: that one goes to the parser. */
 static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t depth,
                                   bool uncertain, bool own, bool single, bool *oom) {
   int32_t end = single ? i + 1 : ag_vocab_prefix_end(v, i, depth + 1);
+  if (own && !uncertain && !single && w->skip_dead) end = ag_skip_dead_bytes(w, v, i, depth, end);
   if (own && w->covered) end = ag_next_bit(w->kunc, i + 1, end);
   for (int32_t j = i; uncertain && j < end; j++)
     if (!ag_vec_push(&w->uncertain, j)) *oom = true;
@@ -443,6 +487,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
   uint32_t depth = 0, dead[8];
   bool oom = false;
   w->pshared = UINT32_MAX;
+  w->skip_dead = !w->record_any; /* a recorded run must be one failure's (ag_classify_token) */
   ag_dead_first_bytes(w, v, dead);
   int32_t last = -1, resume = 0, checked = 0, b = 0;
   for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !oom;

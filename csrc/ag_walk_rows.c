@@ -9,6 +9,8 @@ void ag_walk_rows_init(ag_walk_rows *r, const ag_grammar *g, const uint32_t *fol
   r->cells = NULL;
   r->n = r->cap = 0;
   memset(r->slot, 0, sizeof r->slot);
+  memset(r->seen_state, 0, sizeof r->seen_state);
+  r->n_seen = 0;
 }
 
 void ag_walk_rows_free(ag_walk_rows *r) {
@@ -75,8 +77,24 @@ int32_t ag_walk_rows_at(ag_walk_rows *r, int32_t s) {
   return k;
 }
 
+/* Counts a step into state s, which has no row; whether it is the one that earns
+ * it a row (AG_WALK_ROW_VISITS). With the table full, every state earns one. */
+static bool ag_row_earned(ag_walk_rows *r, int32_t s) {
+  uint32_t h = ((uint32_t)s * 2654435761u) >> 22; /* 10 bits: AG_WALK_SEEN_SLOTS */
+  while (r->seen_state[h] && r->seen_state[h] != s + 1) h = (h + 1) & (AG_WALK_SEEN_SLOTS - 1);
+  if (!r->seen_state[h]) {
+    if (2 * r->n_seen >= AG_WALK_SEEN_SLOTS) return true;
+    r->seen_state[h] = s + 1;
+    r->seen_steps[h] = 0;
+    r->n_seen++;
+  }
+  return ++r->seen_steps[h] >= AG_WALK_ROW_VISITS;
+}
+
 uint32_t ag_walk_rows_link(ag_walk_rows *r, int32_t at, uint8_t c, uint32_t cell) {
-  int32_t to = ag_walk_rows_at(r, (int32_t)(cell & AG_CELL_TARGET));
+  int32_t s = (int32_t)(cell & AG_CELL_TARGET);
+  uint32_t h = ag_row_slot(r, s);
+  int32_t to = r->slot[h] ? r->slot[h] - 1 : ag_row_earned(r, s) ? ag_walk_rows_at(r, s) : ~s;
   if (to < 0) return cell;
   cell = (cell & ~(AG_CELL_STATE | AG_CELL_TARGET)) | (uint32_t)to;
   if (at >= 0) r->cells[(size_t)at * 256 + c] = cell;

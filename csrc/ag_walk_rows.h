@@ -9,9 +9,14 @@
  * step besides its target (whether the rule could end before the byte, or the
  * target leaves the rule), so the walk's bookkeeping is one OR.
  *
- * Rows are made the first time the walk steps from a state, up to
- * AG_WALK_ROWS of them; a state beyond that (or out of memory) is stepped by
- * binary search, with the same cells. Memory is the walk's: freed with it.
+ * A row is made for the walk's start state at once, and for another state the
+ * AG_WALK_ROW_VISITS-th time the walk steps into it, up to AG_WALK_ROWS rows;
+ * until then (or beyond the bound, or out of memory) a state is stepped by
+ * binary search, with the same cells. A row (1 KiB) costs as much as a few
+ * searches: the states of a string's body are stepped from thousands of times,
+ * but a trie of tool names has hundreds of states that a few tokens each enter
+ * (rows for all of them were most of the first visit of its root). Memory is
+ * the walk's: freed with it.
  */
 #ifndef AG_WALK_ROWS_H
 #define AG_WALK_ROWS_H
@@ -29,6 +34,8 @@ _Static_assert(AG_MAX_STATES - 1 <= AG_CELL_TARGET, "state ids fit in a cell");
 
 #define AG_WALK_ROWS 256       /* rows per walk at most: 256 KiB of cells */
 #define AG_WALK_ROW_SLOTS 512  /* open addressing from state to row, twice the rows */
+#define AG_WALK_ROW_VISITS 4   /* steps into a state before it gets a row */
+#define AG_WALK_SEEN_SLOTS 1024 /* open addressing from state to its steps so far; half full: rows at once */
 
 typedef struct ag_walk_rows {
   const ag_grammar *g;
@@ -38,6 +45,9 @@ typedef struct ag_walk_rows {
   int32_t n, cap;
   int32_t state[AG_WALK_ROWS];         /* the state of each row */
   uint16_t slot[AG_WALK_ROW_SLOTS];    /* 1 + a row, 0: empty */
+  int32_t seen_state[AG_WALK_SEEN_SLOTS]; /* 1 + a state without a row, 0: empty */
+  uint8_t seen_steps[AG_WALK_SEEN_SLOTS]; /* the steps into it so far */
+  int32_t n_seen;
 } ag_walk_rows;
 
 /* Starts with no rows; `exit_flags` is what a step into a state with rule edges
@@ -47,7 +57,7 @@ void ag_walk_rows_init(ag_walk_rows *r, const ag_grammar *g, const uint32_t *fol
 void ag_walk_rows_free(ag_walk_rows *r);
 
 /* Where the walk is at state s: its row (made now when there is room), or ~s
- * (negative) for a state stepped by search. */
+ * (negative) for a state stepped by search. For the walk's start state. */
 int32_t ag_walk_rows_at(ag_walk_rows *r, int32_t s);
 
 /* The cell of a step by byte c from a state with no row (at = ~s), by search. */
@@ -55,7 +65,7 @@ uint32_t ag_walk_rows_search(const ag_walk_rows *r, int32_t at, uint8_t c);
 
 /* A cell whose target is a state (AG_CELL_STATE) with that state's row put in,
  * and written back to the row it came from (at >= 0); unchanged when the state
- * gets no row. */
+ * has no row (yet: this counts a step into it). */
 uint32_t ag_walk_rows_link(ag_walk_rows *r, int32_t at, uint8_t c, uint32_t cell);
 
 /* The cell of the step by byte c from `at` (a row or ~state), as it stands: its

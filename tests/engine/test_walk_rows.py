@@ -1,7 +1,7 @@
 """First-visit walks step by dense transition rows (``csrc/ag_walk_rows.c``).
 
-A walk makes a 256-cell row for each state it steps from, up to a bound, and steps any further
-state by binary search. These tests check the masks against the uncached walk where rows are
+A walk makes a 256-cell row for its start state and for each state it steps into a few times,
+up to a bound, and steps any other state by binary search. These tests check the masks against the uncached walk where rows are
 made for states with many byte edges (every byte met, most with no edge), where a rule's end
 depends on the byte that follows it, where steps leave the rule (HYBRID) and where one walk
 visits more states than it may make rows for, so both kinds of step mix in one walk. Random
@@ -195,3 +195,58 @@ def test_first_bytes_no_token_may_start_with_are_skipped_together() -> None:
         assert allowed == {b"\x00", b"\x7f", b"\xc3", b"\x00a", b"\x00\x00", b"\x7fz", b"\xc3\xbf"}
         cached, direct = cached_and_direct(matcher, vocab.vocab_size)
         assert np.array_equal(cached, direct)
+
+
+def test_bytes_a_state_has_no_edge_for_are_skipped_past_the_first() -> None:
+    """Past the first byte, a rejected token's run extends over the next bytes the state has no
+    edge for (csrc/ag_mask_cache.c, ag_skip_dead_bytes), found by binary search among the tokens
+    that share the prefix; and states that few tokens enter are stepped by search, not given a
+    row (csrc/ag_walk_rows.c). Names over a-f branch sparsely under prefixes that every two- and
+    three-letter token shares, and one name is a prefix of others. Inline, the names' states
+    step out of the rule into ``val``; in a rule of their own, "ab" ends the rule in the middle
+    of the trie (an accepting state, whose bytes are never skipped). The masks are checked
+    against the language itself and against the direct walk."""
+    names = [
+        "ab",
+        "abcf",
+        "abd",
+        "adf",
+        "bad",
+        "bead",
+        "cab",
+        "cafe",
+        "dab",
+        "deaf",
+        "ebb",
+        "face",
+        "fade",
+        "fed",
+    ]
+    tokens = sorted(
+        {"".join(p) for n in (1, 2, 3) for p in itertools.product("abcdef", repeat=n)} | set(names)
+    )
+    tokens += ["ab=1", "abd=", "fed=12", "=1"]
+    vocab = Vocabulary([*tokens, "</s>"], stop_token_ids=[len(tokens)])
+    alt = " | ".join(f'"{n}"' for n in names)
+    val = 'val ::= "=" [0-9]+'
+    for source in (f"root ::= ({alt}) val\n{val}", f"root ::= name val\nname ::= {alt}\n{val}"):
+        compiled = Compiler(vocab).compile(Grammar.from_ebnf(source))
+        for _ in range(2):  # the second matcher of each prefix reads the cached classes
+            for prefix in ["", "a", "ab", "abc", "c", "ca", "fe", "d"]:
+                matcher = Matcher(compiled)
+                assert prefix == "" or matcher.accept_string(prefix)
+                allowed = {vocab.token_bytes[i].decode() for i in matcher.allowed_token_ids()} - {"</s>"}
+                assert allowed == {t for t in tokens if _begins_a_call(prefix + t, names)}, (source, prefix)
+                cached, direct = cached_and_direct(matcher, vocab.vocab_size)
+                assert np.array_equal(cached, direct), (source, prefix)
+
+
+def _begins_a_call(text: str, names: List[str]) -> bool:
+    """Whether ``text`` begins some string of NAME "=" [0-9]+."""
+    for n in names:
+        if n.startswith(text):
+            return True
+        rest = text[len(n) :] if text.startswith(n) else ""
+        if rest == "=" or (rest.startswith("=") and rest[1:].isdigit()):
+            return True
+    return False
