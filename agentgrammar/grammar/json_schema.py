@@ -648,6 +648,12 @@ class _Layout:
         self.sig = (self.mode, self.indent, self.item_sep, self.key_sep, max_whitespace)
         self.ws: Expr = Repeat(CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))), 0, max_whitespace)
         self.ws_ref = RuleRef("ws")
+        # The separators, made once: every member and item of every schema asks for one (IR is
+        # immutable, so one object serves them all, and later stages meet the same object).
+        ws = self.ws_ref
+        self._ws_sep, self._ws_colon = seq([ws, Literal(b","), ws]), seq([ws, Literal(b":"), ws])
+        self._ws_empty = {b: seq([Literal(b[:1]), ws, Literal(b[1:])]) for b in (b"{}", b"[]")}
+        self._item_sep, self._key_sep = Literal(self.item_sep), Literal(self.key_sep)
 
     def flexible_at(self, depth: int) -> bool:
         return self.mode == "flexible" or (self.mode == "indent" and depth >= INDENT_DEPTH_LIMIT)
@@ -675,19 +681,19 @@ class _Layout:
 
     def sep(self, depth: int) -> Expr:
         if self.flexible_at(depth):
-            return seq([self.ws_ref, Literal(b","), self.ws_ref])
+            return self._ws_sep
         if self.mode == "indent":
-            return seq([Literal(self.item_sep), self._nl(depth + 1)])
-        return Literal(self.item_sep)
+            return seq([self._item_sep, self._nl(depth + 1)])
+        return self._item_sep
 
     def colon(self, depth: int) -> Expr:
         if self.flexible_at(depth):
-            return seq([self.ws_ref, Literal(b":"), self.ws_ref])
-        return Literal(self.key_sep)
+            return self._ws_colon
+        return self._key_sep
 
     def empty(self, depth: int, brackets: bytes) -> Expr:
         if self.flexible_at(depth):
-            return seq([Literal(brackets[:1]), self.ws_ref, Literal(brackets[1:])])
+            return self._ws_empty[brackets]
         return Literal(brackets)
 
     def container(self, depth: int, brackets: bytes, content: Expr) -> Expr:
