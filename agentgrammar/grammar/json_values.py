@@ -144,6 +144,17 @@ _HEX_CHAR_RANGES = {  # digit value -> characters spelling it (both cases)
 
 
 def _hex_class(lo: int, hi: int) -> Expr:
+    """One hex digit (either case) with value in [lo, hi]: a table of the 136 ranges, made at
+    the first call (every ``\\uXXXX`` spelling of a pattern's classes asks for several)."""
+    if not _HEX_CLASSES:
+        _HEX_CLASSES.update(((a, b), _make_hex_class(a, b)) for a in range(16) for b in range(a, 16))
+    return _HEX_CLASSES[lo, hi]
+
+
+_HEX_CLASSES: Dict[Tuple[int, int], Expr] = {}
+
+
+def _make_hex_class(lo: int, hi: int) -> Expr:
     if lo == 0 and hi == 15:
         return _HEXDIG
     if lo == hi and lo < 10:
@@ -238,7 +249,22 @@ def _unicode_escapes(ranges: Ranges) -> Optional[Expr]:
 def _json_char_of(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
     """Every JSON spelling of one code point from ``ranges``: raw, short escape or ``\\uXXXX``
     (surrogate pair for astral characters). None when no code point has a spelling."""
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1] < 0x80:
+        return _ascii_spellings()[ranges[0][0]]
     return _json_char_of_cached(tuple(normalize_ranges(ranges)))
+
+
+_ASCII_SPELLINGS: List[Optional[Expr]] = []
+
+
+def _ascii_spellings() -> List[Optional[Expr]]:
+    """``_json_char_of`` of each ASCII code point, all made at the first call. A pattern's
+    literal characters are nearly all ASCII, each of them a few dozen IR nodes to build (its
+    ``\\u00XX`` spellings in either case); they depend on nothing else, so, like the base
+    rules of the JSON Schema converter, they are made once for the process."""
+    if not _ASCII_SPELLINGS:
+        _ASCII_SPELLINGS.extend(_json_char_of_cached.__wrapped__(((c, c),)) for c in range(0x80))
+    return _ASCII_SPELLINGS
 
 
 @functools.lru_cache(maxsize=1024)
@@ -918,10 +944,12 @@ def pattern_chars(pattern: str) -> Expr:
     (search semantics, the dialect rules of :func:`pattern_string`)."""
     if not isinstance(pattern, str):
         raise TypeError(f"a pattern must be a str, not {type(pattern).__name__}")
-    parse_regex(pattern)  # syntax errors point into the user's pattern
+    # A syntax error is reported in the user's pattern: parsed on its own once the rewritten
+    # regex fails (a second parse of every valid pattern was half the time of converting it).
     alternatives = _split_alternatives(_portable(pattern))
-    if alternatives is None:  # pragma: no cover - parse_regex accepted it
-        raise GrammarError(f"malformed regex pattern {pattern!r}")
+    if alternatives is None:
+        parse_regex(pattern)
+        raise GrammarError(f"malformed regex pattern {pattern!r}")  # pragma: no cover - parsed
     # Alternatives are grouped by their anchors, and each group padded once: ``.*(?:a|b).*``
     # rather than ``.*a.*|.*b.*``, the same language, whose automaton is the size of the words
     # (the other's subset construction tracks every alternative's own ``.*`` separately:
@@ -945,6 +973,7 @@ def pattern_chars(pattern: str) -> Expr:
     try:
         return parse_regex(regex)
     except GrammarError:
+        parse_regex(pattern)
         raise GrammarError(
             f"regex pattern {pattern!r}: an anchor ('^', '$', '\\A', '\\Z') is only supported at the "
             "start or end of a top-level alternative"
