@@ -702,6 +702,22 @@ class _Layout:
         )
 
 
+_LAYOUTS: Dict[str, _Layout] = {}
+
+
+def _layout(whitespace: str, indent: Any, separators: Any, max_whitespace: Any) -> _Layout:
+    """The layout of these options, made once per distinct options (a layout never changes
+    once made): keyed by their ``repr``, which tells ``True`` from ``1`` and a bad option from
+    a good one, so that a bad one still reaches ``_Layout``'s checks."""
+    key = repr((whitespace, indent, separators, max_whitespace))
+    found = _LAYOUTS.get(key)
+    if found is None:
+        found = _Layout(whitespace, indent, separators, max_whitespace)
+        if len(_LAYOUTS) < 64:
+            _LAYOUTS[key] = found
+    return found
+
+
 # --------------------------------------------------------------------------- converter
 
 #: Base rule bodies (``json_string``, ``json_value_3``, ...), the names they reference and their
@@ -2459,7 +2475,7 @@ def json_schema_rules(
     """
     doc = _load(schema)
     _check_depth(doc)
-    layout = _Layout(whitespace, indent, separators, max_whitespace)
+    layout = _layout(whitespace, indent, separators, max_whitespace)
     conv = _Converter(
         doc, layout, strict=strict, lenient=lenient, any_order=any_order, xgrammar=xgrammar_types
     )
