@@ -271,6 +271,27 @@ def _productive(e: Expr, known: Dict[str, bool]) -> bool:
     raise TypeError(f"not a grammar expression: {e!r}")
 
 
+class _NothingKnown(Dict[str, bool]):
+    """No rule known to derive a finite string (and none remembered as asked about)."""
+
+    def __missing__(self, name: str) -> bool:
+        return False
+
+
+_NOTHING_KNOWN = _NothingKnown()
+
+
+def _productive_alone(body: Expr) -> bool:
+    """Whether a piece ``body`` derives some finite string whatever the rules it references
+    derive (worked out once, ``PieceInfo.productive``); False for any other body."""
+    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
+    if piece is None:
+        return False
+    if piece.productive is None:
+        piece.productive = _productive(body, _NOTHING_KNOWN)
+    return piece.productive
+
+
 def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool = True) -> Tuple[Rule, ...]:
     """Check ``rules`` and return those reachable from ``root``, in their original order.
 
@@ -341,7 +362,7 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
     while changed:
         changed = False
         for r in after:
-            if not known[r.name] and _productive(r.body, known):
+            if not known[r.name] and (_productive_alone(r.body) or _productive(r.body, known)):
                 known[r.name] = True
                 changed = True
     if not known[root]:

@@ -35,17 +35,19 @@ __all__ = ["GROUPS_KEPT", "PieceInfo", "group", "info", "mark"]
 
 class PieceInfo:
     """What the stages derived from one piece, each filled the first time it is needed:
-    ``refs`` (the rule names it references, after validation), ``unchanged`` (normalization
+    ``refs`` (the rule names it references, after validation), ``productive`` (it derives some
+    finite string whatever the rules it references derive), ``unchanged`` (normalization
     leaves it as it is), ``embeds`` (the grammars it embeds, in order) and ``chunk`` (its
     serialized nodes, ``serialize._Chunk``), ``word`` (its entry in a group's SWITCH node, or
     False when it is not a literal then an embedded grammar). ``group``: for a choice of pieces
     made by ``group``, its items' information, from which the serializer writes it (it has no
     chunk of its own); None for any other piece."""
 
-    __slots__ = ("chunk", "embeds", "group", "refs", "unchanged", "word")
+    __slots__ = ("chunk", "embeds", "group", "productive", "refs", "unchanged", "word")
 
     def __init__(self, group: Optional[Tuple["PieceInfo", ...]] = None) -> None:
         self.refs: Optional[Tuple[str, ...]] = None
+        self.productive: Optional[bool] = None
         self.unchanged: Optional[bool] = None
         self.embeds: Optional[Tuple[Any, ...]] = None
         self.chunk: Any = None

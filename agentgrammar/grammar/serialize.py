@@ -102,7 +102,7 @@ class _Writer:
             return found
         idx = len(self.offsets)
         self.offsets.append(len(self.data))
-        self.data.extend(words)
+        self.data.fromlist(list(key))  # from a list: half the time of extend() from a tuple
         self._memo[key] = idx
         return idx
 
