@@ -78,7 +78,8 @@ int32_t ag_walk_rows_at(ag_walk_rows *r, int32_t s) {
 }
 
 /* Counts a step into state s, which has no row; whether it is the one that earns
- * it a row (AG_WALK_ROW_VISITS). With the table full, every state earns one. */
+ * it a row (AG_WALK_ROW_VISITS). Once the table is half full, a new state earns one
+ * at once. */
 static bool ag_row_earned(ag_walk_rows *r, int32_t s) {
   uint32_t h = ((uint32_t)s * 2654435761u) >> 22; /* 10 bits: AG_WALK_SEEN_SLOTS */
   while (r->seen_state[h] && r->seen_state[h] != s + 1) h = (h + 1) & (AG_WALK_SEEN_SLOTS - 1);

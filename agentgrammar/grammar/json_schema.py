@@ -925,14 +925,13 @@ class _Converter:
                 )
             elif name.startswith("json_format_"):
                 body = _format_rule_body(name)
+                for dep in referenced_rules(body):  # the rules its counted repeats use
+                    self.base(dep)
             else:  # pragma: no cover
                 raise AssertionError(name)
             self.taken.add(name)
             self.base_rules[name] = body
             self._to_cache(name, body)
-            if name.startswith("json_format_"):  # the rules its counted repeats use
-                for dep in referenced_rules(body):
-                    self.base(dep)
         return RuleRef(name)
 
     def any_value(self, depth: int) -> RuleRef:
