@@ -29,14 +29,14 @@ Example:
 
 from __future__ import annotations
 
-import array
 import functools
 import math
 import re
-import sys
 from decimal import Decimal
 from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy
 
 from ..errors import GrammarError
 from .ir import (
@@ -841,25 +841,19 @@ def _wide_ranges(letter: str) -> Tuple[Tuple[int, int], ...]:
     ranges: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)] if letter == "w" else []
     if letter == "s":
         ranges += _ECMA_SPACE
-    ranges += _python_shorthand_ranges()[letter]
+    ranges += _python_shorthand_ranges(letter)
     return tuple(normalize_ranges(ranges))
 
 
-@functools.lru_cache(maxsize=1)
-def _python_shorthand_ranges() -> Dict[str, Ranges]:
-    """The code point ranges Python's ``re`` puts in ``\\d``, ``\\w`` and ``\\s`` (what Python
-    validators run): found by running ``re`` over every code point at once (a tenth of the time
-    of testing them one by one in Python, which first use of a shorthand paid)."""
-    codes = array.array("I", range(MAX_CODE_POINT + 1))
-    if codes.itemsize == 4:
-        text = codes.tobytes().decode(
-            "utf-32-le" if sys.byteorder == "little" else "utf-32-be", "surrogatepass"
-        )
-    else:  # pragma: no cover - no 32-bit array type
-        text = "".join(map(chr, range(MAX_CODE_POINT + 1)))
-    return {
-        letter: [(m.start(), m.end() - 1) for m in re.finditer("\\" + letter + "+", text)] for letter in "dws"
-    }
+@functools.lru_cache(maxsize=3)
+def _python_shorthand_ranges(letter: str) -> Ranges:
+    """The code point ranges Python's ``re`` puts in ``\\d``, ``\\w`` or ``\\s`` (what Python
+    validators run): found by running ``re`` over every code point at once, one letter at a time
+    (a schema's pattern rarely needs more than one), the text of all code points made by numpy
+    (a third of the time of an ``array`` over ``range``)."""
+    codes = numpy.arange(MAX_CODE_POINT + 1, dtype="<u4").tobytes()
+    text = codes.decode("utf-32-le", "surrogatepass")
+    return [(m.start(), m.end() - 1) for m in re.finditer("\\" + letter + "+", text)]
 
 
 @functools.lru_cache(maxsize=None)

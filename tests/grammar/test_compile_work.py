@@ -352,11 +352,10 @@ def test_shared_all_of_definitions_keep_their_meaning() -> None:
 
 def test_python_shorthand_ranges_match_per_code_point_tests() -> None:
     # found with re over all code points at once; the definition is per code point
-    found = json_values._python_shorthand_ranges()
     tests = {"d": str.isdecimal, "w": lambda c: c.isalnum() or c == "_", "s": str.isspace}
     for letter, test in tests.items():
         inside = set()
-        for lo, hi in found[letter]:
+        for lo, hi in json_values._python_shorthand_ranges(letter):
             inside.update(range(lo, hi + 1))
         rng = random.Random(letter)
         probes = set(rng.sample(range(0x110000), 20000)) | set(range(0x3000)) | inside
