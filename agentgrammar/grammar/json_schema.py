@@ -1178,7 +1178,12 @@ class _Converter:
                 out.pop("const", None)
                 out["enum"] = common
             elif k in ("anyOf", "oneOf"):
-                out[k] = [self.merge(p, q, path) for p in x for q in y]
+                # a pair whose types conflict merges to False: drop it, so that negated
+                # 'anyOf's (one branch per type) stay near one branch per type
+                merged = [self.merge(p, q, path) for p in x for q in y]
+                out[k] = [m for m in merged if m is not False]
+                if not out[k]:
+                    return False
                 if len(out[k]) > 256:
                     raise self.fail(f"merging two '{k}' lists gives too many branches", path, k)
                 if k == "oneOf":

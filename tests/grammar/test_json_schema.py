@@ -490,6 +490,14 @@ COMPOSITION = [
         {"type": "object", "properties": {"é": {"type": "integer"}, "a/b": {"type": "string"}}},
         [{"é": 1}, {"a/b": "x"}, {"é": "x"}, {"e": "x"}, {"éé": "x"}],
     ),
+    (  # negated anyOfs merged pairwise: branches whose types conflict are dropped, not counted
+        {
+            "if": {"anyOf": [{"enum": [None]}, {"const": 0}]},
+            "then": {"type": "string"},
+            "else": {"not": {"anyOf": [{"const": None}, {"enum": [False]}]}},
+        },
+        [None, 0, False, True, 1, "a", [], {}],
+    ),
 ]
 
 
