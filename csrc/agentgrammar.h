@@ -229,6 +229,26 @@ ag_status ag_batch_fill_masks(ag_pool *pool, ag_matcher *const *matchers, const 
                               int32_t n, uint32_t *masks, size_t n_rows, size_t row_words,
                               int32_t *results, ag_error *err);
 
+/* ---- applying masks --------------------------------------------------- */
+
+/* Element types of a logits row. */
+enum {
+  AG_LOGITS_F32 = 0,  /* float */
+  AG_LOGITS_F16 = 1,  /* IEEE half precision */
+  AG_LOGITS_BF16 = 2, /* bfloat16 */
+  AG_LOGITS_F64 = 3   /* double */
+};
+
+/*
+ * Sets to -infinity every element i of the row `logits` (n_logits elements of
+ * type `kind`, contiguous) whose token the mask does not allow: token i is
+ * allowed when i < limit, i < 32 * n_words and bit i % 32 of mask[i / 32] is
+ * set (the layout ag_matcher_fill_mask writes). Allowed elements are left as
+ * they are.
+ */
+ag_status ag_apply_mask(void *logits, int kind, size_t n_logits, const uint32_t *mask,
+                        size_t n_words, size_t limit, ag_error *err);
+
 #ifdef __cplusplus
 }
 #endif

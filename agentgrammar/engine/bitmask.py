@@ -18,12 +18,12 @@ Example:
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..errors import BitmaskError
-from ._native import ffi
+from ._native import ffi, lib, new_error, raise_error
 
 __all__ = [
     "allocate_token_bitmask",
@@ -146,6 +146,8 @@ def apply_token_bitmask_inplace(
     (default: the logits width) and past the mask's width are masked off.
     ``indices`` applies mask row ``i`` to logits row ``indices[i]``.
     """
+    if vocab_size is not None and vocab_size < 0:
+        raise BitmaskError(f"vocab_size must be >= 0, got {vocab_size}")
     torch = _torch()
     if torch is not None and isinstance(logits, torch.Tensor):
         _apply_torch(torch, logits, bitmask, vocab_size, indices)
@@ -160,11 +162,59 @@ def apply_token_bitmask_inplace(
     rows = list(indices) if indices is not None else list(range(mask2d.shape[0]))
     _check_rows(rows, mask2d.shape[0], rows2d.shape[0])
     width = rows2d.shape[1]
+    kind = _NUMPY_KINDS.get(rows2d.dtype.name)
+    if kind is not None and rows2d.strides[1] == rows2d.itemsize and rows2d.flags.writeable:
+        words = np.ascontiguousarray(mask2d)
+        base, step = rows2d.__array_interface__["data"][0], rows2d.strides[0]
+        limit = vocab_size if vocab_size is not None else width
+        address = words.__array_interface__["data"][0]
+        _apply_native(lambda r: base + r * step, kind, width, address, words.shape[1], rows, limit)
+        return
     allowed = np.zeros((len(rows), width), dtype=bool)
     n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
     allowed[:, :n] = _unpack(np.ascontiguousarray(mask2d[: len(rows)]), n)
     for k, r in enumerate(rows):
         rows2d[r][~allowed[k]] = -np.inf
+
+
+# ag_apply_mask's element kinds (NumPy has no bfloat16 of its own).
+_NUMPY_KINDS = {"float32": lib.AG_LOGITS_F32, "float16": lib.AG_LOGITS_F16, "float64": lib.AG_LOGITS_F64}
+
+
+def _torch_kind(torch: Any, dtype: Any) -> Optional[int]:
+    """ag_apply_mask's element kind for a torch dtype, or None where it has none."""
+    if dtype is torch.float32:
+        return lib.AG_LOGITS_F32  # type: ignore[no-any-return]
+    if dtype is torch.bfloat16:
+        return lib.AG_LOGITS_BF16  # type: ignore[no-any-return]
+    if dtype is torch.float16:
+        return lib.AG_LOGITS_F16  # type: ignore[no-any-return]
+    if dtype is torch.float64:
+        return lib.AG_LOGITS_F64  # type: ignore[no-any-return]
+    return None
+
+
+def _apply_native(
+    row_address: Callable[[int], int],
+    kind: int,
+    width: int,
+    mask_address: int,
+    n_words: int,
+    rows: Sequence[int],
+    limit: int,
+) -> None:
+    """Mask logits rows in place in C (``ag_apply_mask``): row ``rows[k]``, of ``width``
+    contiguous elements at ``row_address(rows[k])``, by mask row ``k`` of the C-contiguous
+    int32 words at ``mask_address`` (``n_words`` a row). One pass over the row, with no
+    boolean row made: for a 128k vocabulary, a few times faster than unpacking the bits and
+    a masked fill."""
+    mask = ffi.cast("uint32_t *", mask_address)
+    err = new_error()
+    for k, r in enumerate(rows):
+        row = ffi.cast("void *", row_address(r))
+        status = lib.ag_apply_mask(row, kind, width, mask + k * n_words, n_words, limit, err)
+        if status != lib.AG_OK:
+            raise_error(status, err, BitmaskError)
 
 
 def _check_rows(rows: Sequence[int], mask_rows: int, logit_rows: int) -> None:
@@ -185,6 +235,21 @@ def _apply_torch(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int
     rows = list(indices) if indices is not None else list(range(mask2d.shape[0]))
     _check_rows(rows, mask2d.shape[0], rows2d.shape[0])
     width = rows2d.shape[1]
+    kind = _torch_kind(torch, rows2d.dtype)
+    # (is_cpu, not .device.type: this runs at every decoding step, and making the device
+    # object costs microseconds)
+    if (
+        kind is not None
+        and rows2d.is_cpu
+        and mask2d.is_cpu
+        and rows2d.stride(1) == 1
+        and not rows2d.requires_grad
+    ):
+        words = mask2d if mask2d.is_contiguous() else mask2d.contiguous()
+        base, step = rows2d.data_ptr(), rows2d.stride(0) * rows2d.element_size()
+        limit = vocab_size if vocab_size is not None else width
+        _apply_native(lambda r: base + r * step, kind, width, words.data_ptr(), words.shape[1], rows, limit)
+        return
     n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
     allowed = torch.zeros((len(rows), width), dtype=torch.bool, device=rows2d.device)
     if rows2d.device.type == "cpu" and mask2d.device.type == "cpu":
