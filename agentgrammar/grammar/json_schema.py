@@ -1182,7 +1182,7 @@ class _Converter:
                 # 'anyOf's (one branch per type) stay near one branch per type
                 merged = [self.merge(p, q, path) for p in x for q in y]
                 out[k] = [m for m in merged if m is not False]
-                if not out[k]:
+                if merged and not out[k]:  # (an empty list stays: the checks name it)
                     return False
                 if len(out[k]) > 256:
                     raise self.fail(f"merging two '{k}' lists gives too many branches", path, k)

@@ -701,6 +701,9 @@ def test_malformed_schemas() -> None:
     ):
         with pytest.raises(SchemaError):
             Grammar.from_json_schema(bad)
+    # an empty list is named, not merged into an unsatisfiable schema
+    with pytest.raises(SchemaError, match="'anyOf' must be a non-empty array"):
+        Grammar.from_json_schema({"allOf": [{"anyOf": []}, {"anyOf": [{"type": "string"}]}]})
     assert issubclass(SchemaError, GrammarError)
 
 
