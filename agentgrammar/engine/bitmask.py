@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -165,10 +165,8 @@ def apply_token_bitmask_inplace(
     kind = _NUMPY_KINDS.get(rows2d.dtype.name)
     if kind is not None and rows2d.strides[1] == rows2d.itemsize and rows2d.flags.writeable:
         words = np.ascontiguousarray(mask2d)
-        base, step = rows2d.__array_interface__["data"][0], rows2d.strides[0]
-        limit = vocab_size if vocab_size is not None else width
-        address = words.__array_interface__["data"][0]
-        _apply_native(lambda r: base + r * step, kind, width, address, words.shape[1], rows, limit)
+        row0, mask0 = rows2d.__array_interface__["data"][0], words.__array_interface__["data"][0]
+        _apply_native(row0, rows2d.strides[0], width, kind, mask0, words.shape[1], rows, vocab_size)
         return
     allowed = np.zeros((len(rows), width), dtype=bool)
     n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
@@ -195,23 +193,25 @@ def _torch_kind(torch: Any, dtype: Any) -> Optional[int]:
 
 
 def _apply_native(
-    row_address: Callable[[int], int],
-    kind: int,
+    row0: int,
+    step: int,
     width: int,
-    mask_address: int,
+    kind: int,
+    mask0: int,
     n_words: int,
     rows: Sequence[int],
-    limit: int,
+    vocab_size: Optional[int],
 ) -> None:
-    """Mask logits rows in place in C (``ag_apply_mask``): row ``rows[k]``, of ``width``
-    contiguous elements at ``row_address(rows[k])``, by mask row ``k`` of the C-contiguous
-    int32 words at ``mask_address`` (``n_words`` a row). One pass over the row, with no
-    boolean row made: for a 128k vocabulary, a few times faster than unpacking the bits and
-    a masked fill."""
-    mask = ffi.cast("uint32_t *", mask_address)
+    """Mask logits rows in place in C (``ag_apply_mask``): row ``rows[k]``, ``width``
+    contiguous elements of ``kind`` at address ``row0 + rows[k] * step``, by mask row ``k`` of
+    the C-contiguous int32 words at address ``mask0`` (``n_words`` a row). One pass over the
+    row, with no boolean row made: for a 128k vocabulary, a few times faster than unpacking
+    the bits and a masked fill."""
+    mask = ffi.cast("uint32_t *", mask0)
+    limit = vocab_size if vocab_size is not None else width
     err = new_error()
     for k, r in enumerate(rows):
-        row = ffi.cast("void *", row_address(r))
+        row = ffi.cast("void *", row0 + r * step)
         status = lib.ag_apply_mask(row, kind, width, mask + k * n_words, n_words, limit, err)
         if status != lib.AG_OK:
             raise_error(status, err, BitmaskError)
@@ -246,9 +246,10 @@ def _apply_torch(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int
         and not rows2d.requires_grad
     ):
         words = mask2d if mask2d.is_contiguous() else mask2d.contiguous()
-        base, step = rows2d.data_ptr(), rows2d.stride(0) * rows2d.element_size()
-        limit = vocab_size if vocab_size is not None else width
-        _apply_native(lambda r: base + r * step, kind, width, words.data_ptr(), words.shape[1], rows, limit)
+        step = rows2d.stride(0) * rows2d.element_size()
+        _apply_native(
+            rows2d.data_ptr(), step, width, kind, words.data_ptr(), words.shape[1], rows, vocab_size
+        )
         return
     n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
     allowed = torch.zeros((len(rows), width), dtype=torch.bool, device=rows2d.device)
