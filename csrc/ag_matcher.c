@@ -257,20 +257,70 @@ static int32_t ag_next_position(ag_candidates *c, int32_t i, int32_t n) {
 }
 
 /*
+ * The scannable states of the parser's current set, at most AG_BYTE_PATHS of
+ * them, as a mask walk tries them on the rest of a token (ag_stays_in_rule);
+ * n < 0 until gathered for the set (a scan or truncation makes them stale).
+ */
+#define AG_BYTE_PATHS 8
+typedef struct ag_byte_paths {
+  int32_t states[AG_BYTE_PATHS];
+  int n;
+} ag_byte_paths;
+
+static void ag_gather_byte_paths(const ag_parser *p, ag_byte_paths *b) {
+  const ag_grammar *g = p->g;
+  b->n = 0;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1];
+       it < p->items.len && b->n < AG_BYTE_PATHS; it++) {
+    int32_t s = p->items.data[it].state;
+    if (g->states[s].byte_begin == g->states[s].byte_end) continue;
+    bool seen = false;
+    for (int k = 0; k < b->n && !seen; k++) seen = b->states[k] == s;
+    if (!seen) b->states[b->n++] = s;
+  }
+}
+
+/*
+ * Whether some item of the parser's current set scans all of bytes[0..n) by
+ * byte edges of its own rule. Such a chain of states is a path the parser takes
+ * too (a scan steps each item's state and keeps its origin and count), so the
+ * token is allowed without building its Earley sets: a few nanoseconds a byte
+ * against the parser's hundred. False proves nothing (the path may need a
+ * completion or a prediction): the parser decides then. This is what makes a
+ * token that leaves a rule into free text cheap, as `>\n` after `</tool_call`
+ * is: the bytes after the rule's end run inside the dispatch rule.
+ */
+static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t *bytes,
+                             uint32_t n) {
+  if (b->n < 0) ag_gather_byte_paths(p, b);
+  for (int k = 0; k < b->n; k++) {
+    int32_t s = b->states[k];
+    uint32_t i = 0;
+    while (i < n && (s = ag_state_step(p->g, s, bytes[i])) >= 0) i++;
+    if (i == n) return true;
+  }
+  return false;
+}
+
+/*
  * Checks the tokens at the candidate sorted positions against the real parser
  * and marks the allowed ones; tokens already marked are skipped. A token reuses
  * the Earley sets of the prefix it shares with the previous one; once byte
  * `depth` fails, following tokens that share the first depth+1 bytes are
  * skipped (found with the vocabulary's LCP array). With `record`, the ids of
  * the tokens the parser takes are also appended to its list (ag_verdicts).
+ * With `byte_paths`, a token whose rest stays inside one item's rule is taken
+ * without the parser (ag_stays_in_rule); the direct fill, the oracle of the
+ * cached one, goes without, so the property tests compare the two ways.
  */
 static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32_t *mask,
-                                ag_verdicts *record, ag_error *err) {
+                                ag_verdicts *record, bool byte_paths, ag_error *err) {
   const ag_vocab *v = m->compiled->vocab;
   ag_parser *p = &m->parser;
   uint32_t base = ag_parser_num_sets(p), depth = 0;
   ag_status st = AG_OK;
   int32_t prev = -1, n = v->n_sorted, walked = 0;
+  ag_byte_paths paths = {.n = -1};
   for (int32_t i = ag_next_position(candidates, 0, n); i < n;) {
     if (m->deadline > 0 && (++walked & 1023) == 0 && (st = ag_check_deadline(m->deadline, err)))
       goto done;
@@ -283,12 +333,18 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
     if (l < depth) {
       ag_parser_truncate(p, base + l);
       depth = l;
+      paths.n = -1;
     }
     prev = i;
+    /* At depth 0 the classes have decided every path inside a rule already. The
+     * parser's sets stay at `depth` when the rest goes by bytes. */
     bool ok = true;
-    while (depth < len && ok) {
+    bool by_bytes = byte_paths && depth > 0 && depth < len &&
+                    ag_stays_in_rule(p, &paths, tok + depth, len - depth);
+    while (!by_bytes && depth < len && ok) {
       if ((st = ag_parser_scan(p, tok[depth], &ok, err))) goto done;
       depth += ok;
+      paths.n = -1;
     }
     int32_t j = i + 1;
     if (ok) ag_bit_set(mask, v->sorted_ids[i]);
@@ -429,9 +485,9 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
       return AG_OK;
     }
     ag_candidates list = {NULL, only->uncertain, only->n_uncertain, 0};
-    if (!kept) return ag_walk_tokens(m, &list, mask, NULL, err);
+    if (!kept) return ag_walk_tokens(m, &list, mask, NULL, true, err);
     kept->accepted.len = 0;
-    ag_status st = ag_walk_tokens(m, &list, mask, kept, err);
+    ag_status st = ag_walk_tokens(m, &list, mask, kept, true, err);
     if (!st) {
       kept->state = item.state;
       kept->origin = item.origin;
@@ -454,7 +510,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   /* A token that some state accepts needs no check, however uncertain elsewhere. */
   for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
   ag_candidates bits = {m->pos_bits, NULL, 0, 0};
-  return ag_walk_tokens(m, &bits, mask, NULL, err);
+  return ag_walk_tokens(m, &bits, mask, NULL, true, err);
 }
 
 /* Whether the first n bits of mask are all set; stops at the first block with a gap. */
@@ -490,7 +546,7 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
     m->deadline = m->budget > 0 ? ag_now() + m->budget : 0;
     ag_candidates every = {NULL, NULL, 0, 0};
     ag_status st =
-        cached ? ag_cached_mask(m, mask, need, err) : ag_walk_tokens(m, &every, mask, NULL, err);
+        cached ? ag_cached_mask(m, mask, need, err) : ag_walk_tokens(m, &every, mask, NULL, false, err);
     m->deadline = 0;
     if (st) return st;
   }

@@ -603,6 +603,25 @@ def test_tokens_spanning_many_rules():
     exhaustive(text, ["k", "=", ":", "1", "k=", "=1", "1,", ",k", "1,k=", "::", ":=", "</s>"], 5, stops=[11])
 
 
+@pytest.mark.parametrize(
+    "ebnf",
+    [
+        'root ::= "<" tag ">" [a-z>]*\ntag ::= "ab" | "a"',  # the rest runs in the parent's bytes
+        'root ::= "<" tag ">" text\ntag ::= "ab" | "a"\ntext ::= [a-z>]*',  # ... or needs a rule edge
+        'root ::= "<" tag ">" [a-z]{0,2} "!"\ntag ::= "ab" | "a"',  # a count bounds the rest
+        'root ::= ("<" tag ">")+\ntag ::= "ab" | "a"',  # the parent loops back into the rule
+    ],
+)
+def test_tokens_running_past_a_rule_end(ebnf: str) -> None:
+    """A token that leaves a rule part-way ('b>x' after '<a') is checked by the parser up to the
+    rule's end and taken without it when the rest stays in one item's own bytes
+    (csrc/ag_matcher.c, ag_stays_in_rule): both ways must agree with the reference matcher,
+    where the rest fits, where it needs a rule edge or a completion, and where it fails."""
+    tokens = ["<", "a", "b", "ab", ">", ">x", ">xy", "b>", "b>x", "b>xy", "a>", "a>>", ">>", "x", "y"]
+    tokens += ["!", "y!", ">!", "b>x!", "><", "b><a", "b><a>", "</s>"]
+    assert exhaustive(ebnf, tokens, 4, stops=[len(tokens) - 1]) > 20
+
+
 # ---- apply_token_bitmask_inplace --------------------------------------------------------------
 
 
