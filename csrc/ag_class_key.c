@@ -90,9 +90,35 @@ static bool ag_class_key_fill(const ag_grammar *g, int32_t state, const ag_dispa
   return ok;
 }
 
+/* The most byte edges ag_meets_rule_edge follows. */
+#define AG_RULE_EDGE_PROBE 64
+
+/*
+ * Whether a descent from `state` along byte edges meets a state with rule
+ * edges within AG_RULE_EDGE_PROBE steps: then a key made with bytes_only fails,
+ * and only after its breadth-first survey has reached that state. In a trie of
+ * tool names the rule edges wait at the leaves, a name's length below the
+ * root, past nearly every state: the survey cost a fifth of a first visit to
+ * the root of a hundred names. The descent takes each state's first edge that
+ * leaves it (a loop on itself would hold it); false proves nothing.
+ */
+static bool ag_meets_rule_edge(const ag_grammar *g, int32_t state) {
+  for (int step = 0; step < AG_RULE_EDGE_PROBE; step++) {
+    const ag_state *st = &g->states[state];
+    if (st->rule_begin != st->rule_end) return true;
+    int32_t next = -1;
+    for (uint32_t e = st->byte_begin; e < st->byte_end && next < 0; e++)
+      if (g->byte_edges[e].target != state) next = g->byte_edges[e].target;
+    if (next < 0) return false;
+    state = next;
+  }
+  return false;
+}
+
 bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
                        const uint32_t *follow, bool bytes_only, ag_vcache_key *key) {
   memset(key, 0, sizeof *key);
+  if (bytes_only && ag_meets_rule_edge(g, state)) return false;
   size_t cap = 256;
   if (!(key->words = malloc(sizeof *key->words * cap))) return false;
   int32_t small_state[2 * AG_CLASS_KEY_SMALL], small_order[2 * AG_CLASS_KEY_SMALL],

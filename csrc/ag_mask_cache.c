@@ -748,7 +748,11 @@ typedef struct ag_loop_memo {
 
 static uint32_t ag_loop_depth(const ag_grammar *g, const ag_vocab *v, int32_t state,
                               ag_loop_memo *m) {
-  if (!m->known) m->depth = ag_class_depth(g, v, state, v->max_token_len, m->cls);
+  /* A trie's states never loop, and the closure that looks for a bounded class
+   * visits its 512 states before it gives up: a tenth of a first visit to the
+   * root of a hundred tool names. */
+  bool trie = g->rule_trie && g->rule_trie[g->state_rule[state]];
+  if (!m->known) m->depth = trie ? 0 : ag_class_depth(g, v, state, v->max_token_len, m->cls);
   m->known = true;
   return m->depth;
 }
