@@ -83,25 +83,44 @@ static bool ag_first_sets(const ag_follow_ctx *x) {
   return false;
 }
 
-/* FOLLOW of the grammar's own rules, to a fixpoint; false when it took too many rounds. */
+/* A rule edge of the grammar's own states and what may come after it. */
+typedef struct ag_follow_edge {
+  int32_t rule, from; /* the edge's rule, and the rule of the state it leaves */
+  bool can_end;       /* from its target, `from` can end without a byte */
+  uint32_t first[8];  /* the bytes its target can scan first */
+} ag_follow_edge;
+
+/* FOLLOW of the grammar's own rules, to a fixpoint; false when it took too many
+ * rounds or memory ran out. FIRST is final by now, so what comes after each
+ * rule edge is found once; the rounds revisit the edges alone, not every state
+ * (a request's name trie has thousands, and its rule edges wait at the leaves). */
 static bool ag_follow_sets(const ag_follow_ctx *x, int32_t first_state, uint32_t *follow) {
   const ag_grammar *g = x->g;
-  for (int round = 0; round < AG_FOLLOW_ROUNDS; round++) {
-    bool changed = false;
-    for (int32_t s = first_state; s < g->n_states; s++) {
-      const ag_state *st = &g->states[s];
-      for (uint32_t e = st->rule_begin; e < st->rule_end; e++) {
-        int32_t r = g->rule_edges[e].rule, t = g->rule_edges[e].target;
-        if (r < x->part_rules) continue; /* a part's masks come from its own grammar */
-        uint32_t tmp[8] = {0};
-        ag_state_first(x, t, 0, tmp);
-        if (ag_state_can_end(g, t, 0)) ag_or_into(tmp, follow + (size_t)g->state_rule[s] * 8);
-        changed |= ag_or_into(follow + (size_t)r * 8, tmp);
-      }
+  AG_VEC(ag_follow_edge) edges = {0};
+  bool ok = true;
+  for (int32_t s = first_state; s < g->n_states && ok; s++) {
+    const ag_state *st = &g->states[s];
+    for (uint32_t e = st->rule_begin; e < st->rule_end && ok; e++) {
+      int32_t r = g->rule_edges[e].rule, t = g->rule_edges[e].target;
+      if (r < x->part_rules) continue; /* a part's masks come from its own grammar */
+      ag_follow_edge fe = {r, g->state_rule[s], ag_state_can_end(g, t, 0), {0}};
+      ag_state_first(x, t, 0, fe.first);
+      ok = ag_vec_push(&edges, fe);
     }
-    if (!changed) return true;
   }
-  return false;
+  bool settled = false;
+  for (int round = 0; ok && round < AG_FOLLOW_ROUNDS && !settled; round++) {
+    settled = true;
+    for (size_t k = 0; k < edges.len; k++) {
+      const ag_follow_edge *fe = &edges.data[k];
+      uint32_t tmp[8];
+      memcpy(tmp, fe->first, sizeof tmp);
+      if (fe->can_end) ag_or_into(tmp, follow + (size_t)fe->from * 8);
+      if (ag_or_into(follow + (size_t)fe->rule * 8, tmp)) settled = false;
+    }
+  }
+  ag_vec_free(&edges);
+  return ok && settled;
 }
 
 ag_status ag_grammar_follow(const ag_grammar *g, uint32_t **out, ag_error *err) {
