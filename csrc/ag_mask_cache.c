@@ -307,6 +307,40 @@ static int32_t ag_skip_dead_bytes(const ag_classify *w, const ag_vocab *v, int32
   return lo;
 }
 
+/*
+ * Where a run of tokens the parser rejected may extend to: token i failed at
+ * byte `at` > 0 of the parser's walk (ag_earley_resolve), and the tokens after
+ * its run that share its first `at` bytes share the parser's sets too. Those
+ * whose byte `at` no item of the last set can scan fail there the same way, so
+ * the walk jumps over them by binary search instead of a parser resolution per
+ * distinct byte: after `"arguments":` a space leads into the arguments' rule,
+ * which takes `{` alone, and each of the 140-odd other bytes that follow a
+ * space in Llama-3.2's tokens went to the parser, most of the state's first
+ * visit, met once per tool called.
+ */
+static int32_t ag_skip_parser_dead(ag_classify *w, const ag_vocab *v, int32_t i, uint32_t at,
+                                   int32_t end) {
+  if (at == 0 || end >= v->n_sorted) return end;
+  int32_t run_end = ag_vocab_prefix_end(v, i, at);
+  if (end >= run_end) return end;
+  uint32_t next[8], len;
+  ag_parser_next_bytes(&w->parser, next);
+  const uint32_t first = ag_vocab_sorted_token(v, end, &len)[at]; /* len > at */
+  uint32_t c = first;
+  while (c < 256 && !ag_bit(next, (int32_t)c)) c++;
+  if (c == first) return end;
+  if (c == 256) return run_end;
+  int32_t lo = end + 1, hi = run_end; /* the first token whose byte `at` is c or above */
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (ag_vocab_sorted_token(v, mid, &len)[at] < c)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /* Classifies sorted token i, which failed at byte `depth`, and (unless `single`)
  * every later token sharing its first depth+1 bytes (they fail there too, the
  * same way), or more when rejected (ag_skip_dead_bytes); returns the next
@@ -316,6 +350,7 @@ static int32_t ag_classify_failed(ag_classify *w, const ag_vocab *v, int32_t i, 
                                   bool uncertain, bool own, bool single, bool *oom) {
   int32_t end = single ? i + 1 : ag_vocab_prefix_end(v, i, depth + 1);
   if (own && !uncertain && !single && w->skip_dead) end = ag_skip_dead_bytes(w, v, i, depth, end);
+  if (!own && !single) end = ag_skip_parser_dead(w, v, i, depth, end);
   if (own && w->covered) end = ag_next_bit(w->kunc, i + 1, end);
   for (int32_t j = i; uncertain && j < end; j++)
     if (!ag_vec_push(&w->uncertain, j)) *oom = true;

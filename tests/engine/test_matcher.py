@@ -622,6 +622,26 @@ def test_tokens_running_past_a_rule_end(ebnf: str) -> None:
     assert exhaustive(ebnf, tokens, 4, stops=[len(tokens) - 1]) > 20
 
 
+@pytest.mark.parametrize(
+    "ebnf",
+    [
+        'root ::= "a" " " obj "!"\nobj ::= "{" [a-z]* "}"',  # after the space only the rule's "{"
+        'root ::= "a" " " obj? "!"\nobj ::= "{" [a-z]* "}"',  # ... or the rule's end: "!" too
+        'root ::= "a" tail\ntail ::= " " obj | " " "x"\nobj ::= "{" [a-z]* "}"',  # two ways on
+    ],
+)
+def test_runs_the_parser_rejects_after_a_rule_edge(ebnf: str) -> None:
+    """A first visit hands a token that passes a rule reference (' ' then `obj`) to the parser;
+    the tokens after it that share the bytes the parser took, and whose next byte no item there
+    can scan, fail the same way and are classified together (csrc/ag_mask_cache.c,
+    ag_skip_parser_dead). Tokens with every next byte around '{', '!' and 'x' must still get the
+    reference matcher's verdicts, and so must the ones cut short by the rule's end."""
+    tokens = ["a", "a ", " ", "{", "}", "!", "x", "ab", "a {", "a !", "}!"]
+    tokens += [" " + chr(c) for c in range(0x21, 0x7F)]  # a space, then every printable byte
+    tokens += [" {a", " {}", " {}!", " !x", " xy", " x!", "</s>"]
+    assert exhaustive(ebnf, tokens, 3, stops=[len(tokens) - 1]) > 10
+
+
 # ---- apply_token_bitmask_inplace --------------------------------------------------------------
 
 
