@@ -266,6 +266,21 @@ static inline bool ag_mark_accepted(ag_classify *w, const ag_vocab *v, int32_t i
   return true;
 }
 
+/* The first sorted position in [lo, hi) whose byte `depth` is c or above, or hi;
+ * the tokens there share their first depth bytes and are longer. */
+static int32_t ag_first_byte_from(const ag_vocab *v, int32_t lo, int32_t hi, uint32_t depth,
+                                  uint32_t c) {
+  uint32_t len;
+  while (lo < hi) {
+    int32_t mid = lo + (hi - lo) / 2;
+    if (ag_vocab_sorted_token(v, mid, &len)[depth] < c)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
 /*
  * Where a rejected run that ends at `end` may extend to: token i was rejected at
  * byte `depth`, and the tokens after its run that share its first depth bytes
@@ -296,15 +311,7 @@ static int32_t ag_skip_dead_bytes(const ag_classify *w, const ag_vocab *v, int32
   }
   if (c == first) return end;
   if (c == 256) return run_end;
-  int32_t lo = end + 1, hi = run_end; /* the first token whose byte `depth` is c or above */
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (ag_vocab_sorted_token(v, mid, &len)[depth] < c)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return ag_first_byte_from(v, end + 1, run_end, depth, c);
 }
 
 /*
@@ -330,15 +337,7 @@ static int32_t ag_skip_parser_dead(ag_classify *w, const ag_vocab *v, int32_t i,
   while (c < 256 && !ag_bit(next, (int32_t)c)) c++;
   if (c == first) return end;
   if (c == 256) return run_end;
-  int32_t lo = end + 1, hi = run_end; /* the first token whose byte `at` is c or above */
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (ag_vocab_sorted_token(v, mid, &len)[at] < c)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return ag_first_byte_from(v, end + 1, run_end, at, c);
 }
 
 /* Classifies sorted token i, which failed at byte `depth`, and (unless `single`)
