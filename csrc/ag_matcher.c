@@ -308,7 +308,7 @@ static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t
  * the Earley sets of the prefix it shares with the previous one; once byte
  * `depth` fails, following tokens that share the first depth+1 bytes are
  * skipped (found with the vocabulary's LCP array). With `record`, the ids of
- * the tokens the parser takes are also appended to its list (ag_verdicts).
+ * the tokens the walk allows are also appended to its list (ag_verdicts).
  * With `byte_paths`, a token whose rest stays inside one item's rule is taken
  * without the parser (ag_stays_in_rule); the direct fill, the oracle of the
  * cached one, goes without, so the property tests compare the two ways.
