@@ -34,8 +34,9 @@ hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, defau
    time of ``fill_next_token_bitmask`` + ``accept_token`` per token (mean, p50, p99, max).
 2. ``maskbench``: ``--maskbench-sample`` (200) MaskBench files drawn with a fixed seed; per
    schema, cold (fresh compilers, our caches of schemas and tools cleared; what depends on no
-   schema, such as the converter's helper rules for strings and numbers, stays converted, as
-   in any process after its first schema; a fresh compiler of ours has empty caches over the
+   schema, such as the converter's helper rules for strings and numbers and the grammar of
+   any value, whose automata are loaded once per process, stays converted, as in any process
+   after its first schema; a fresh compiler of ours has empty caches over the
    vocabulary's token tables, built once per ``Vocabulary`` as the peers' tokenizer info is
    once per tokenizer), time to first mask (compile + first mask) and,
    walking each valid instance

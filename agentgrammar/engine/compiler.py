@@ -76,7 +76,18 @@ def _new_vocab_handle(vocab: Vocabulary) -> Any:
 
 
 def _load_grammar(grammar: Grammar, parts: Sequence["CompiledGrammar"]) -> Any:
-    """Load ``grammar``; with ``parts`` (its embedded grammars, compiled), link them."""
+    """Load ``grammar``; with ``parts`` (its embedded grammars, compiled), link them. A grammar
+    that many grammars embed (``Grammar._shared_part``: any JSON value) is loaded once per
+    process: its automata depend on no vocabulary, and every compiler binds the same ones."""
+    kept = grammar._kept
+    if kept is not None and not parts:
+        if not kept:  # two threads may both load it: either result serves
+            kept.append(_load_grammar_now(grammar, parts))
+        return kept[0]
+    return _load_grammar_now(grammar, parts)
+
+
+def _load_grammar_now(grammar: Grammar, parts: Sequence["CompiledGrammar"]) -> Any:
     words = grammar.to_bytes()
     out = ffi.new("ag_grammar **")
     err = new_error()

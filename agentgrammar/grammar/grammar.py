@@ -36,7 +36,7 @@ from .ir import (
     fresh_name,
     seq,
 )
-from .json_schema import json_schema_rules
+from .json_schema import schema_rules_and_parts
 from .printer import to_ebnf
 from .regex import parse_regex
 from .serialize import serialize
@@ -509,23 +509,56 @@ class Grammar:
         'root'
     """
 
-    __slots__ = ("_bytes", "_compiled_bytes", "_key", "_link", "_normalized", "_parts", "root", "rules")
+    __slots__ = (
+        "_bytes",
+        "_compiled_bytes",
+        "_kept",
+        "_key",
+        "_link",
+        "_normalized",
+        "_parts",
+        "_pieces",
+        "root",
+        "rules",
+    )
 
     rules: Tuple[Rule, ...]
     root: str
 
-    def __init__(self, rules: Iterable[Rule], root: str = "root", *, _converted: bool = False) -> None:
+    def __init__(
+        self,
+        rules: Iterable[Rule],
+        root: str = "root",
+        *,
+        _converted: bool = False,
+        _parts: Tuple["Grammar", ...] = (),
+    ) -> None:
         # ``_converted``: rules from this package's EBNF, regex or JSON Schema converters, whose
-        # nodes have the right types by construction and never embed a grammar.
+        # nodes have the right types by construction, whose pieces are whole rule bodies (the
+        # JSON converter's base rules) and which embed ``_parts`` (the converter knows them).
+        rules = tuple(rules)
         kept, normal = _validate(rules, root, check_nodes=not _converted)
+        if _parts and len(kept) < len(rules):  # an embed may have been in a dropped rule
+            _parts = tuple(embedded_grammars(kept))
         object.__setattr__(self, "rules", kept)
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
         object.__setattr__(self, "_normalized", kept if normal else None)  # normalize_rules: no change
         object.__setattr__(self, "_compiled_bytes", None)
-        object.__setattr__(self, "_parts", () if _converted else None)
+        object.__setattr__(self, "_parts", _parts if _converted else None)
+        object.__setattr__(self, "_pieces", not _converted)  # pieces looked up inside rule bodies
         object.__setattr__(self, "_link", None)
         object.__setattr__(self, "_key", None)  # the Compiler's content digest, once computed
+        object.__setattr__(self, "_kept", None)  # see _shared_part
+
+    @classmethod
+    def _shared_part(cls, rules: Iterable[Rule], root: str) -> "Grammar":
+        """A converter's grammar that many grammars embed (any JSON value): validated like
+        converted rules, and marked so that the engine keeps its C automata, built once per
+        process, for every compiler that links it (``engine.compiler._load_grammar``)."""
+        g = cls(rules, root, _converted=True)
+        object.__setattr__(g, "_kept", [])  # its loaded C grammar, once loaded
+        return g
 
     @classmethod
     def from_rules(cls, rules: Iterable[Rule], root: str = "root") -> "Grammar":
@@ -561,7 +594,7 @@ class Grammar:
     @classmethod
     def from_json_schema(cls, schema: Any, **options: Any) -> "Grammar":
         """The JSON texts valid against ``schema`` (a dict, a JSON string or a Pydantic model
-        class); ``options`` are those of ``json_schema.json_schema_rules`` (``whitespace``,
+        class); ``options`` are those of ``json_schema.schema_rules_and_parts`` (``whitespace``,
         ``indent``, ``separators``, ``strict``, ``any_order``, ``max_whitespace``, ``lenient``). Raises
         ``SchemaError`` for what cannot be expressed exactly (unless ``lenient=True``).
 
@@ -571,9 +604,9 @@ class Grammar:
             >>> g.root
             'root'
         """
-        rules, root = json_schema_rules(schema, **options)
+        rules, root, parts = schema_rules_and_parts(schema, **options)
         try:
-            return cls(rules, root, _converted=True)
+            return cls(rules, root, _converted=True, _parts=parts)
         except SchemaError:
             raise
         except GrammarError as e:  # e.g. a recursive schema with no way out
@@ -623,7 +656,7 @@ class Grammar:
         """
         found = self._normalized
         if found is None:
-            found = tuple(normalize_rules(self.rules, use_pieces=bool(self.parts)))
+            found = tuple(normalize_rules(self.rules, use_pieces=self._pieces and bool(self.parts)))
             object.__setattr__(self, "_normalized", found)
         return found
 
@@ -668,8 +701,10 @@ class Grammar:
             ("_normalized", (rule, *own)),
             ("_compiled_bytes", None),
             ("_parts", self._parts),  # the new rule embeds nothing
+            ("_pieces", self._pieces),
             ("_link", None),
             ("_key", None),
+            ("_kept", None),
         ):
             object.__setattr__(out, slot, value)
         return out
@@ -712,7 +747,10 @@ class Grammar:
         """
         data = self._bytes
         if data is None:
-            data = serialize(self.normalized_rules, self.root, self._embed_index() if self.parts else None)
+            embeds = self._embed_index() if self.parts else None
+            data = serialize(
+                self.normalized_rules, self.root, embeds, use_pieces=self._pieces and embeds is not None
+            )
             object.__setattr__(self, "_bytes", data)
         return data
 

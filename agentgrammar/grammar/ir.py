@@ -393,14 +393,33 @@ def flatten_embeds(rules: Sequence[Rule]) -> List[Rule]:
     """
     out = list(rules)
     taken = {r.name for r in out}
+    bodies = {r.name: r.body for r in out}
     counters: Dict[str, int] = {}
     embeds: Dict[int, str] = {}
     queue = embedded_grammars(out)
     for g in queue:  # grows as embedded grammars reveal their own embeds
         if id(g) in embeds:
             continue
-        names = {r.name: fresh_name(r.name, taken, counters) for r in g.rules}
+        same = _same_rules(g.rules, bodies)
+        names = {r.name: r.name if r.name in same else fresh_name(r.name, taken, counters) for r in g.rules}
         embeds[id(g)] = names[g.root]
-        out.extend(Rule(names[r.name], rename(r.body, names)) for r in g.rules)
+        added = [Rule(names[r.name], rename(r.body, names)) for r in g.rules if r.name not in same]
+        out.extend(added)
+        bodies.update((r.name, r.body) for r in added)
         queue.extend(x for x in embedded_grammars(g.rules) if id(x) not in embeds)
     return [Rule(r.name, rename(r.body, {}, embeds)) for r in out]
+
+
+def _same_rules(rules: Sequence[Rule], bodies: Dict[str, Expr]) -> Set[str]:
+    """The rules that are already among ``bodies`` (same name, the very same body object, as a
+    converter's shared base rules are) and reference only such rules: they need no copy."""
+    same = {r.name for r in rules if bodies.get(r.name) is r.body}
+    refs = {r.name: referenced_rules(r.body) for r in rules if r.name in same}
+    changed = True
+    while changed:  # drop those that reference a rule that is copied under a new name
+        changed = False
+        for name in list(same):
+            if any(ref not in same and ref in bodies for ref in refs[name]):
+                same.discard(name)
+                changed = True
+    return same

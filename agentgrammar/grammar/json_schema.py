@@ -84,6 +84,7 @@ from .ir import (
     EMPTY,
     CharClass,
     Choice,
+    Embed,
     Expr,
     KeyTrie,
     Literal,
@@ -98,7 +99,7 @@ from .ir import (
 from .regex import parse_regex
 from .utf8 import cut_points, normalize_ranges
 
-__all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules"]
+__all__ = ["ANY_ORDER_LIMIT", "INDENT_DEPTH_LIMIT", "json_schema_rules", "schema_rules_and_parts"]
 
 
 def _compact_encoder() -> Callable[[Any], str]:
@@ -720,6 +721,28 @@ def _layout(whitespace: str, indent: Any, separators: Any, max_whitespace: Any) 
 
 # --------------------------------------------------------------------------- converter
 
+#: The grammar of any JSON value (``json_value`` and the base rules it references) and an
+#: ``Embed`` of it, by layout signature (layouts without indentation): made once, kept like
+#: ``_BASE_CACHE``, and marked to keep its loaded automata (``Grammar._shared_part``).
+_VALUE_GRAMMARS: Dict[Tuple[Any, ...], Tuple[Any, Embed]] = {}
+
+
+def _value_embed(layout: "_Layout") -> Tuple[Any, Embed]:
+    """(the grammar of any JSON value in ``layout``, an ``Embed`` of it), made once."""
+    found = _VALUE_GRAMMARS.get(layout.sig)
+    if found is None:
+        from .grammar import Grammar  # it imports this module
+
+        conv = _Converter(True, layout, strict=False, lenient=False, embed_values=False)
+        conv.value_rule(0)
+        if layout.mode != "compact":
+            conv.base("ws")
+        rules = [Rule(n, b) for n, b in conv.base_rules.items()]
+        grammar = Grammar._shared_part(rules, "json_value")
+        found = _VALUE_GRAMMARS.setdefault(layout.sig, (grammar, Embed(grammar)))
+    return found
+
+
 #: Base rule bodies (``json_string``, ``json_value_3``, ...), the names they reference and their
 #: piece information (``pieces.PieceInfo``), by (layout signature, name): they depend on nothing
 #: else, so conversions share them, and what the stages derived from them (their checks and
@@ -763,8 +786,11 @@ class _Converter:
         lenient: bool,
         any_order: bool = False,
         xgrammar: bool = False,
+        embed_values: bool = True,
     ) -> None:
         self.root = root
+        self.embed_values = embed_values  # any value as an Embed (any_value), not a rule
+        self.parts: Optional[Tuple[Any, Embed]] = None  # (the value grammar, its Embed) once embedded
         self.layout = layout
         self.strict = strict
         self.lenient = lenient
@@ -830,7 +856,7 @@ class _Converter:
         for dep in deps:
             if dep not in self.base_rules:
                 if dep.startswith("json_value"):
-                    self.any_value(int(dep.rsplit("_", 1)[1]) if dep != "json_value" else 0)
+                    self.value_rule(int(dep.rsplit("_", 1)[1]) if dep != "json_value" else 0)
                 else:
                     self.base(dep)
         return True
@@ -934,7 +960,20 @@ class _Converter:
             self._to_cache(name, body)
         return RuleRef(name)
 
-    def any_value(self, depth: int) -> RuleRef:
+    def any_value(self, depth: int) -> Expr:
+        """Any JSON value at ``depth``. Without indentation it is the same at every depth, and
+        it is embedded (``ir.Embed``) from one grammar per layout (``_value_embed``), whose
+        automata the C core builds once per process and links into every grammar that embeds
+        it, and whose token masks one compiler computes once for all of them: ``{"type":
+        "object"}``, ``additionalProperties`` and ``items`` left open are in most schemas."""
+        if self.embed_values and self.layout.mode != "indent":
+            self.parts = _value_embed(self.layout)
+            return self.parts[1]
+        return self.value_rule(depth)
+
+    def value_rule(self, depth: int) -> RuleRef:
+        """Any JSON value at ``depth`` as a base rule of this grammar (``json_value``, or
+        ``json_value_<depth>`` with indentation), with the base rules it references."""
         d = self.layout.key(depth)
         name = "json_value" if self.layout.mode != "indent" else f"json_value_{d}"
         if name in self.base_rules or self._from_cache(name):
@@ -942,7 +981,7 @@ class _Converter:
         self.taken.add(name)
         self.base_rules[name] = EMPTY  # placeholder for recursion
         lay = self.layout
-        nxt = self.any_value(depth + 1)
+        nxt = self.value_rule(depth + 1)
         member = seq([self.base("json_string"), lay.colon(depth), nxt])
         obj = choice(
             [
@@ -988,11 +1027,11 @@ class _Converter:
         expr = self.convert(schema, path, depth, hint)
         if (
             expr is None
-            or isinstance(expr, (RuleRef, Literal, CharClass))
+            or isinstance(expr, (RuleRef, Literal, CharClass, Embed))
             or (
                 isinstance(expr, Seq)
                 and len(expr.items) <= 3
-                and all(isinstance(x, (RuleRef, Literal)) for x in expr.items)
+                and all(isinstance(x, (RuleRef, Literal, Embed)) for x in expr.items)
             )
             or (
                 isinstance(expr, Choice)
@@ -2449,7 +2488,20 @@ def _load(schema: Any) -> Any:
     )
 
 
-def json_schema_rules(
+def json_schema_rules(schema: Any, **options: Any) -> Tuple[List[Rule], str]:
+    """Grammar rules (root first) for the JSON texts valid against ``schema``, and the root name:
+    ``schema_rules_and_parts`` (the same options) without the parts.
+
+    Example:
+        >>> rules, root = json_schema_rules({"enum": ["a", 1, None]})
+        >>> rules[0]
+        Rule(name='root', body=Choice(items=(Literal(value=b'"a"'), Literal(value=b'1'), Literal(value=b'null'))))
+    """
+    rules, root, _ = schema_rules_and_parts(schema, **options)
+    return rules, root
+
+
+def schema_rules_and_parts(
     schema: Any,
     *,
     whitespace: str = "flexible",
@@ -2460,8 +2512,9 @@ def json_schema_rules(
     max_whitespace: Optional[int] = None,
     lenient: bool = False,
     xgrammar_types: bool = False,
-) -> Tuple[List[Rule], str]:
-    """Grammar rules (root first) for the JSON texts valid against ``schema``, and the root name.
+) -> Tuple[List[Rule], str, Tuple[Any, ...]]:
+    """Grammar rules (root first) for the JSON texts valid against ``schema``, the root name, and
+    the grammars the rules embed (``Grammar.parts``, known here without a walk of the rules).
 
     Raises ``SchemaError`` for what cannot be expressed exactly (``lenient=True``: a warning and
     an over-approximation instead) and for malformed schemas. ``any_order=True`` accepts the
@@ -2472,10 +2525,15 @@ def json_schema_rules(
     ``xgrammar_types=True`` reads a schema without ``type`` but with object (or array) keywords
     as an object (or array) schema, as xgrammar does inside structural tags.
 
+    Where any value is allowed, the rules embed (``ir.Embed``) one grammar of any JSON value,
+    made once per layout (``_value_embed``); with ``indent``, rules of their own instead.
+
     Example:
-        >>> rules, root = json_schema_rules({"enum": ["a", 1, None]})
-        >>> rules[0]
-        Rule(name='root', body=Choice(items=(Literal(value=b'"a"'), Literal(value=b'1'), Literal(value=b'null'))))
+        >>> rules, root, parts = schema_rules_and_parts({"enum": ["a", 1, None]})
+        >>> rules[0], parts
+        (Rule(name='root', body=Choice(items=(Literal(value=b'"a"'), Literal(value=b'1'), Literal(value=b'null')))), ())
+        >>> [g.root for g in schema_rules_and_parts({"type": "array"})[2]]
+        ['json_value']
     """
     doc = _load(schema)
     _check_depth(doc)
@@ -2505,4 +2563,4 @@ def json_schema_rules(
         conv.base("ws")  # referenced by the layout's separators (unused ones are dropped by Grammar)
     rules = [Rule(n, b) for n, b in conv.rules.items()]
     rules += [Rule(n, b) for n, b in conv.base_rules.items()]
-    return rules, "root"
+    return rules, "root", () if conv.parts is None else conv.parts[:1]

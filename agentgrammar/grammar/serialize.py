@@ -407,13 +407,22 @@ def _class_sequences(
     return tuple(tuple(s) for s in class_to_sequences(ranges, negated))
 
 
-def serialize(rules: Sequence[Rule], root: str, embed_index: Optional[Callable[[Any], int]] = None) -> bytes:
+def serialize(
+    rules: Sequence[Rule],
+    root: str,
+    embed_index: Optional[Callable[[Any], int]] = None,
+    *,
+    use_pieces: Optional[bool] = None,
+) -> bytes:
     """Serialize ``rules`` (names must be unique and every reference defined). An ``Embed`` of
     grammar ``g`` becomes a reference to rule ``embed_index(g)``: an index past ``rules``, into
-    the parts the C core links (``ag_grammar_link``)."""
+    the parts the C core links (``ag_grammar_link``). ``use_pieces``: whether pieces are looked
+    up inside rule bodies (whole-body pieces always are); by default only with parts."""
     rule_index = {r.name: i for i, r in enumerate(rules)}
     # Pieces come with the parts of structural tags: a grammar without parts looks none up.
-    w = _Writer(rule_index, embed_index, use_pieces=embed_index is not None)
+    if use_pieces is None:
+        use_pieces = embed_index is not None
+    w = _Writer(rule_index, embed_index, use_pieces=use_pieces)
     bodies = [w.rule_body(r.body) for r in rules]
     header = array("i", [MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data)])
     out = header + array("i", bodies) + array("i", w.offsets) + w.data

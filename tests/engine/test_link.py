@@ -146,3 +146,41 @@ def test_printing_and_errors() -> None:
     # an embed is opaque: its rules are not the outer grammar's
     with pytest.raises(GrammarError, match="'x' is not defined"):
         Grammar.from_rules([Rule("root", Seq((Embed(NUMBER), RuleRef("x"))))])
+
+
+# JSON's punctuation, a few values' pieces, a backslash and a wide character: enough to write
+# any value's structure.
+JSON_TOKENS = '{" "} { } [ ] " , : SP a b 1 - . e true null ": \\ u 0 é </s>'.split()
+JSON_TOKENS[JSON_TOKENS.index("SP")] = " "
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_schemas_embedded_value_grammar_masks_as_its_own_rules(seed: int) -> None:
+    """Any JSON value is embedded from one shared grammar (``json_schema._value_embed``): the
+    masks along random paths are those of the same rules flattened into the schema's own."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array"}}}
+    grammar = Grammar.from_json_schema(schema)
+    assert len(grammar.parts) == 1
+    flat = Grammar.from_rules(flatten_embeds(grammar.rules))
+    v = Vocabulary(JSON_TOKENS, stop_token_ids=[len(JSON_TOKENS) - 1])
+    linked = masks_along(Compiler(v).compile(grammar), random.Random(seed), steps=40)
+    plain = masks_along(Compiler(v).compile(flat), random.Random(seed), steps=40)
+    assert len(linked) == len(plain)
+    for a, b in zip(linked, plain):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def test_the_shared_value_grammar_is_loaded_once_for_every_compiler() -> None:
+    """Its automata depend on no vocabulary: two compilers over different vocabularies bind
+    the same loaded grammar, and each compiles it once for all the schemas that embed it."""
+    first = Grammar.from_json_schema({"type": "array"})
+    second = Grammar.from_json_schema({"type": "object", "properties": {"k": {"type": "string"}}})
+    value = first.parts[0]
+    assert second.parts == (value,)
+    c1 = Compiler(Vocabulary(JSON_TOKENS, stop_token_ids=[len(JSON_TOKENS) - 1]))
+    c2 = Compiler(vocab())
+    parts = [c.compile(g)._parts[0] for c in (c1, c2) for g in (first, second)]
+    assert parts[0] is parts[1] and parts[2] is parts[3] and parts[0] is not parts[2]
+    assert parts[0]._grammar_handle == parts[2]._grammar_handle  # one load, bound twice
+    m = Matcher(c1.compile(second))
+    assert m.accept_string('{"k": "x", "z": [1, {"y": null}]}') and m.is_completed()

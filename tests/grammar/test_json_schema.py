@@ -1362,3 +1362,48 @@ def test_json_pointer_segments_escape_only_tilde_and_slash() -> None:
 
     assert _ptr("/properties", "a/b", "~c", 3, "plain") == "/properties/a~1b/~0c/3/plain"
     assert _ptr("", "~1") == "/~01"
+
+
+# --------------------------------------------------------------------------- the any-value part
+
+
+def test_open_values_embed_one_shared_value_grammar() -> None:
+    """Where any value is allowed (``true``, an open object, an array without ``items``), the
+    rules embed one grammar of any JSON value per layout, the same object in every schema."""
+    a = Grammar.from_json_schema({"type": "object", "properties": {"x": {"type": "integer"}}})
+    b = Grammar.from_json_schema({"type": "array"})
+    assert len(a.parts) == 1 and a.parts == b.parts
+    value = a.parts[0]
+    assert value.root == "json_value" and "json_value" not in {r.name for r in a.rules}
+    assert Grammar.from_json_schema({"type": "array"}, whitespace="compact").parts[0] is not value
+    closed = Grammar.from_json_schema(
+        {"type": "object", "properties": {"x": {"type": "integer"}}}, strict=True
+    )
+    assert closed.parts == ()
+    checker = Checker({"type": "object", "properties": {"x": {"type": "integer"}}})
+    assert checker.accepts('{"x": 1, "y": [true, {"z": null}, "s", -2.5e3]}')
+    assert not checker.accepts('{"x": 1, "y": [true,]}')
+    assert not checker.accepts('{"x": "1"}')
+
+
+def test_indented_values_stay_rules_of_the_grammar() -> None:
+    """With indentation a value's layout depends on its depth: no shared grammar, rules of its own."""
+    g = Grammar.from_json_schema({"type": "array"}, indent=2)
+    assert g.parts == ()
+    assert any(r.name.startswith("json_value") for r in g.rules)
+    assert Checker({"type": "array"}, indent=2).accepts(json.dumps([1, {"a": [2]}], indent=2))
+
+
+def test_printed_grammar_shows_the_value_rules_once() -> None:
+    """The printed grammar names the embedded value grammar's rules as before: the base rules
+    it shares with the schema's own (the same bodies) are printed once, not renamed apart."""
+    text = str(Grammar.from_json_schema({"type": "object", "properties": {"s": {"type": "string"}}}))
+    names = [line.split(" ::= ")[0] for line in text.splitlines()]
+    assert len(names) == len(set(names))
+    assert {"json_value", "json_string", "ws"} <= set(names)
+    assert not any(n.endswith("_2") for n in names), names
+    reparsed = Grammar.from_ebnf(text)
+    for doc in ('{"s": "a", "t": {"u": [1, 2]}}', '{"s": 1}', '{"t": []}'):
+        assert reparsed.accepts(doc) == Checker(
+            {"type": "object", "properties": {"s": {"type": "string"}}}
+        ).accepts(doc), doc
