@@ -139,6 +139,7 @@ typedef struct ag_builder {
   uint64_t inlined;      /* inlining work spent on the current rule */
   AG_VEC(ag_hidden) hidden;     /* hidden rule k has id ir->n_rules + k */
   AG_VEC(int32_t) rule_start;   /* [IR rules, then hidden ones] */
+  bool *stub;                   /* [IR rules] no automaton: nothing names the rule (ag_rules_build) */
   AG_VEC(ag_repeat_bounds) bounds; /* [hidden rules] bounds of the counted ones */
 
   /* The current rule's NFA. State 0 is the start, state 1 the only accepting one. */
@@ -1425,6 +1426,7 @@ static void ag_builder_free(ag_builder *b) {
   free(b->node_rule);
   ag_vec_free(&b->hidden);
   ag_vec_free(&b->rule_start);
+  free(b->stub);
   ag_vec_free(&b->bounds);
   ag_vec_free(&b->tasks);
   free(b->share);
@@ -1481,8 +1483,10 @@ static ag_status ag_builder_hand_over(ag_builder *b, ag_grammar *g) {
   g->rule_nullable = calloc(n_rules, sizeof *g->rule_nullable);
   g->rule_repeat = calloc(n_rules, sizeof *g->rule_repeat);
   g->rule_trie = calloc(n_rules ? n_rules : 1, sizeof *g->rule_trie);
-  if (!g->rule_nullable || !g->rule_repeat || !g->rule_trie) return ag_nomem(b);
+  g->rule_stub = calloc(n_rules ? n_rules : 1, sizeof *g->rule_stub);
+  if (!g->rule_nullable || !g->rule_repeat || !g->rule_trie || !g->rule_stub) return ag_nomem(b);
   for (size_t k = 0; k < b->trie_rules.len; k++) g->rule_trie[b->trie_rules.data[k]] = true;
+  if (n_ir) memcpy(g->rule_stub, b->stub, n_ir * sizeof *g->rule_stub);
   if (b->bounds.len) memcpy(g->rule_repeat + n_ir, b->bounds.data, b->bounds.len * sizeof *b->bounds.data);
   g->n_rules = (int32_t)n_rules;
   g->n_ir_rules = (int32_t)n_ir;
@@ -1628,22 +1632,85 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
   return st;
 }
 
-/* Builds the hidden rules, in order; building one may add more (nested repeats). */
-static ag_status ag_hidden_build(ag_builder *b) {
-  ag_status st = AG_OK;
-  for (size_t k = 0; !st && k < b->hidden.len; k++) {
-    ag_hidden h = b->hidden.data[k];
-    ag_repeat_bounds none = {0, 0};
-    b->rule = h.owner;
-    b->rule_id = b->ir->n_rules + (int32_t)k;
-    if (b->counted[h.node]) {
-      st = ag_counted_build(b, h.node);
-    } else {
-      st = ag_rule_build(b, h.node);
-      if (!st && !ag_vec_push(&b->bounds, none)) st = ag_nomem(b);
-    }
-    if (!st && !ag_vec_push(&b->rule_start, b->base)) st = ag_nomem(b);
+/* Builds hidden rule k (its id follows the IR rules'). */
+static ag_status ag_hidden_one(ag_builder *b, size_t k) {
+  ag_hidden h = b->hidden.data[k];
+  ag_repeat_bounds none = {0, 0};
+  b->rule = h.owner;
+  b->rule_id = b->ir->n_rules + (int32_t)k;
+  ag_status st;
+  if (b->counted[h.node]) {
+    st = ag_counted_build(b, h.node);
+  } else {
+    st = ag_rule_build(b, h.node);
+    if (!st && !ag_vec_push(&b->bounds, none)) st = ag_nomem(b);
   }
+  if (!st && !ag_vec_push(&b->rule_start, b->base)) st = ag_nomem(b);
+  return st;
+}
+
+/* Queues the IR rules that the rule edges from index `from` on name, each once
+ * (rule_start -2: queued). Part rules and hidden rules are labelled past the
+ * IR rules: the former are built already, the latter in order of creation. */
+static void ag_queue_named(ag_builder *b, size_t from, int32_t *queue, size_t *tail) {
+  for (size_t e = from; e < b->rule_edges.len; e++) {
+    int32_t r = b->rule_edges.data[e].rule;
+    if (r < b->ir->n_rules && b->rule_start.data[r] == -1) {
+      b->rule_start.data[r] = -2;
+      queue[(*tail)++] = r;
+    }
+  }
+}
+
+/* A rule that no automaton names gets a bare start state and no automaton. */
+static ag_status ag_stub_rule(ag_builder *b, int32_t r) {
+  if (b->states.len >= AG_MAX_STATES)
+    return ag_fail(b->err, AG_ERR_LIMIT, r, "the grammar's automata need more than %d states",
+                   AG_MAX_STATES);
+  uint32_t nb = (uint32_t)b->byte_edges.len, nr = (uint32_t)b->rule_edges.len;
+  ag_state s = {nb, nb, nr, nr, false, false};
+  b->rule_start.data[r] = (int32_t)b->states.len;
+  b->stub[r] = true;
+  if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, r)) return ag_nomem(b);
+  return AG_OK;
+}
+
+/* Builds the rules the root needs: the root, every rule an automaton built so
+ * far names (a rule edge), and the hidden rules they make. A small rule made of
+ * bytes alone is inlined wherever it is referenced (ag_nfa_ruleref), so no edge
+ * may name it: a JSON string's characters, its escapes, whitespace, a number.
+ * Its own automaton would serve nothing, and building those was a fifth of
+ * loading a typical JSON Schema grammar; it keeps a bare start (b->stub), which
+ * analysis finds unproductive and nothing reaches. */
+static ag_status ag_rules_build(ag_builder *b) {
+  int32_t n = b->ir->n_rules;
+  int32_t *queue = malloc(sizeof *queue * (size_t)(n ? n : 1));
+  b->stub = calloc((size_t)(n ? n : 1), sizeof *b->stub);
+  if (!queue || !b->stub || !ag_vec_reserve(&b->rule_start, (size_t)n)) {
+    free(queue);
+    return ag_nomem(b);
+  }
+  for (int32_t r = 0; r < n; r++) b->rule_start.data[r] = -1;
+  b->rule_start.len = (size_t)n;
+  size_t head = 0, tail = 0, hidden = 0;
+  ag_status st = AG_OK;
+  b->rule_start.data[b->ir->root] = -2;
+  queue[tail++] = b->ir->root;
+  while (!st && (head < tail || hidden < b->hidden.len)) {
+    size_t first_edge = b->rule_edges.len;
+    if (head < tail) {
+      int32_t r = queue[head++];
+      b->rule = b->rule_id = r;
+      st = ag_rule_build(b, b->ir->body[r]);
+      if (!st) b->rule_start.data[r] = b->base;
+    } else {
+      st = ag_hidden_one(b, hidden++);
+    }
+    if (!st) ag_queue_named(b, first_edge, queue, &tail);
+  }
+  for (int32_t r = 0; !st && r < n; r++)
+    if (b->rule_start.data[r] == -1) st = ag_stub_rule(b, r);
+  free(queue);
   return st;
 }
 
@@ -1657,12 +1724,7 @@ ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
   b.table = calloc(b.table_cap, sizeof *b.table);
   ag_status st = b.table ? AG_OK : ag_nomem(&b);
   if (!st) st = ag_node_sizes(&b);
-  for (int32_t r = 0; !st && r < ir->n_rules; r++) {
-    b.rule = b.rule_id = r;
-    st = ag_rule_build(&b, ir->body[r]);
-    if (!st && !ag_vec_push(&b.rule_start, b.base)) st = ag_nomem(&b);
-  }
-  if (!st) st = ag_hidden_build(&b);
+  if (!st) st = ag_rules_build(&b);
   if (!st) st = ag_builder_hand_over(&b, g);
   ag_builder_free(&b);
   return st;

@@ -252,6 +252,7 @@ void ag_grammar_destroy(ag_grammar *g) {
   free(g->rule_nullable);
   free(g->rule_repeat);
   free(g->rule_trie);
+  free(g->rule_stub);
   free(g->states);
   free(g->state_rule);
   free(g->byte_edges);

@@ -149,6 +149,10 @@ struct ag_grammar {
    * from what minimization merged, hardly two agree for long, and the notes
    * cost most of each first visit of a large trie (its survey does not fit). */
   bool *rule_trie;
+  /* [n_rules] has no automaton, only a bare start: an IR rule that every
+   * reference inlines, which no edge names (ag_fsm.c, ag_rules_build). A grammar
+   * that links this one may name its root and the rules its edges name, not these. */
+  bool *rule_stub;
   int32_t n_states;
   ag_state *states;      /* [n_states] */
   int32_t *state_rule;   /* [n_states] */

@@ -64,6 +64,7 @@ static ag_status ag_link_alloc(ag_grammar *g, const ag_grammar *own, const ag_li
   g->rule_nullable = malloc((rules ? rules : 1) * sizeof *g->rule_nullable);
   g->rule_repeat = malloc((rules ? rules : 1) * sizeof *g->rule_repeat);
   g->rule_trie = malloc((rules ? rules : 1) * sizeof *g->rule_trie);
+  g->rule_stub = malloc((rules ? rules : 1) * sizeof *g->rule_stub);
   g->states = malloc((states ? states : 1) * sizeof *g->states);
   g->state_rule = malloc((states ? states : 1) * sizeof *g->state_rule);
   g->byte_edges = malloc((bytes ? bytes : 1) * sizeof *g->byte_edges);
@@ -72,9 +73,9 @@ static ag_status ag_link_alloc(ag_grammar *g, const ag_grammar *own, const ag_li
   g->part_rule_begin = calloc((size_t)n_parts + 1, sizeof *g->part_rule_begin);
   g->part_hidden_begin = calloc((size_t)n_parts + 1, sizeof *g->part_hidden_begin);
   g->part_state_begin = calloc((size_t)n_parts + 1, sizeof *g->part_state_begin);
-  if (!g->rule_start || !g->rule_nullable || !g->rule_repeat || !g->rule_trie || !g->states ||
-      !g->state_rule || !g->byte_edges || !g->rule_edges || !g->parts || !g->part_rule_begin ||
-      !g->part_hidden_begin || !g->part_state_begin)
+  if (!g->rule_start || !g->rule_nullable || !g->rule_repeat || !g->rule_trie || !g->rule_stub ||
+      !g->states || !g->state_rule || !g->byte_edges || !g->rule_edges || !g->parts ||
+      !g->part_rule_begin || !g->part_hidden_begin || !g->part_state_begin)
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
   return AG_OK;
 }
@@ -111,6 +112,7 @@ static void ag_link_copy(ag_grammar *g, const ag_grammar *a, ag_link_at *at, int
     g->rule_nullable[id] = a->rule_nullable[r];
     g->rule_repeat[id] = a->rule_repeat[r];
     g->rule_trie[id] = a->rule_trie && a->rule_trie[r];
+    g->rule_stub[id] = a->rule_stub && a->rule_stub[r];
   }
   for (int32_t s = 0; s < a->n_states; s++) {
     ag_state st = a->states[s];
@@ -207,6 +209,13 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
       if (!used[label]) {
         any_unused = true;
         continue;
+      }
+      if (parts[k]->rule_stub && parts[k]->rule_stub[r]) {
+        free(used);
+        return ag_fail(err, AG_ERR_INVALID, -1,
+                       "the grammar names rule %d of part %d, which the part only inlines "
+                       "(it has no automaton): name a part's root or a rule its own edges name",
+                       r, k);
       }
       int32_t n = ag_link_stub_states(parts[k], r, &nullable, &productive);
       more_states += (size_t)n;

@@ -48,6 +48,22 @@ static const int32_t LINKED_GRAMMAR[] = {
     3, 2, 0, 1,                /* node 2: SEQ */
 };
 
+/* root ::= "x" h, h ::= "a": every reference to h is inlined, so h gets no
+ * automaton of its own (a bare start) */
+static const int32_t INLINED_PART[] = {
+    0x52494741, 1, 2, 0, 4, 12, /* header */
+    3, 2,                       /* bodies: rule 0 = node 3, rule 1 = node 2 */
+    0, 3, 5, 8,                 /* node offsets */
+    1, 1, 'x',                  /* node 0: LITERAL "x" */
+    5, 1,                       /* node 1: RULEREF rule 1 */
+    1, 1, 'a',                  /* node 2: LITERAL "a" */
+    3, 2, 0, 1,                 /* node 3: SEQ */
+};
+
+/* root ::= <rule 1 of a linked part> (reference 2 = n_rules + 1), or its rule 0 */
+static const int32_t NAMES_PART_RULE_1[] = {0x52494741, 1, 1, 0, 1, 2, 0, 0, 5, 2};
+static const int32_t NAMES_PART_ROOT[] = {0x52494741, 1, 1, 0, 1, 2, 0, 0, 5, 1};
+
 /* root ::= "ab" | "ac" <rule 0 of a linked part> | "b": a choice of literals, built as a trie */
 static const int32_t TRIE_GRAMMAR[] = {
     0x52494741, 1, 1, 0, 6, 22, /* header */
@@ -314,6 +330,36 @@ static void test_link(ag_vocab *v) {
   ag_grammar_free(part_grammar);
 }
 
+/* A part rule that every reference inlines has no automaton: naming it from a
+ * linking grammar is refused with a message, naming the part's root links. */
+static void test_link_inlined_rule(ag_vocab *v) {
+  ag_grammar *part = NULL, *g = NULL;
+  ag_compiled *pc = NULL, *c = NULL;
+  ag_matcher *m = NULL;
+  ag_error err;
+  int ok = -1;
+  size_t n = sizeof NAMES_PART_ROOT / sizeof NAMES_PART_ROOT[0];
+  CHECK(ag_grammar_load(INLINED_PART, sizeof INLINED_PART / sizeof INLINED_PART[0], &part, &err) ==
+        AG_OK);
+  if (!part) return;
+  ag_grammar *parts[1] = {part};
+  CHECK(ag_grammar_link(NAMES_PART_RULE_1, n, parts, 1, &g, &err) == AG_ERR_INVALID);
+  CHECK(g == NULL && strstr(err.message, "only inlines") != NULL);
+  CHECK(ag_grammar_link(NAMES_PART_ROOT, n, parts, 1, &g, &err) == AG_OK);
+  CHECK(ag_compiled_new(part, v, &pc, &err) == AG_OK);
+  CHECK(ag_compiled_new_linked(g, v, &pc, 1, &c, &err) == AG_OK);
+  CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
+  CHECK(ag_matcher_accept_token(m, 5, &ok, &err) == AG_OK && ok == 1); /* "x" */
+  CHECK(mask_of(m) == (1u << 0));                                     /* then "a" alone */
+  CHECK(ag_matcher_accept_token(m, 0, &ok, &err) == AG_OK && ok == 1);
+  CHECK(ag_matcher_can_end(m));
+  ag_matcher_free(m);
+  ag_compiled_free(c);
+  ag_compiled_free(pc);
+  ag_grammar_free(g);
+  ag_grammar_free(part);
+}
+
 /* Every truncation and every single-word corruption must be rejected or loaded cleanly. */
 static void test_corruptions(ag_vocab *v, const int32_t *gram, size_t n_words) {
   ag_grammar *g = NULL;
@@ -573,6 +619,7 @@ int main(void) {
   test_switch(v);
   test_keytrie(v);
   test_link(v);
+  test_link_inlined_rule(v);
   test_batch(c);
   test_shared_tables();
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
