@@ -120,6 +120,18 @@ typedef struct ag_min_sig {
   uint32_t len, hash;
 } ag_min_sig;
 
+/* A way out of a KEYTRIE's trie (ag_nfa_keytrie): `other` (a character that
+ * continues no name, then the tail) from most trie nodes, `any` (any
+ * character, then the tail) past a name that no other continues. Every trie
+ * node's DFA state holds the way's closure beside the node, so the way's byte
+ * edges are the same in all of them: swept once (ag_key_way_row), then copied. */
+typedef struct ag_key_way {
+  int32_t entry;          /* NFA entry of the way */
+  int8_t ready;           /* 0: row not made yet; 1: made; -1: unusable (the way has rule edges) */
+  uint32_t set_at, set_n; /* its closure, in key_sets */
+  uint32_t row_at, row_n; /* its byte edges with their DFA targets, in key_rows */
+} ag_key_way;
+
 /* A rule the builder adds: for a counted repeat node, or for a node that is the
  * child of one (when the child is not already a rule reference). */
 typedef struct ag_hidden {
@@ -195,6 +207,16 @@ typedef struct ag_builder {
   AG_VEC(ag_state) tmp_states;
   AG_VEC(ag_byte_edge) tmp_bytes;
   AG_VEC(ag_rule_edge) tmp_rules;
+
+  /* The KEYTRIE nodes of the current rule (ag_key_state): their ways out, the
+   * NFA states of their trie nodes with the way each takes ((state << 32) | way),
+   * and, per NFA state, that way or -1. */
+  AG_VEC(ag_key_way) key_ways;
+  AG_VEC(uint64_t) key_nodes;
+  AG_VEC(int32_t) nfa_way; /* [n_nfa] when key_ways is not empty */
+  AG_VEC(int32_t) key_sets;
+  AG_VEC(ag_byte_edge) key_rows;
+  AG_VEC(ag_byte_edge) key_own; /* scratch: a trie node's own byte edges */
 
   ag_trie trie; /* a rule that is a choice of literals (ag_trie_rule) */
   AG_VEC(int32_t) trie_rules; /* the ids of the rules built so */
@@ -738,10 +760,16 @@ static ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, i
   if (!st) st = ag_nfa_entry(b, p[1], to, &tail);
   if (!st) st = ag_nfa_entry(b, p[2], tail, &other);
   if (!st) st = ag_nfa_entry(b, p[3], tail, &any);
+  size_t way = b->key_ways.len; /* other, then any */
+  ag_key_way w_other = {other, 0, 0, 0, 0, 0}, w_any = {any, 0, 0, 0, 0, 0};
+  if (!st && (!ag_vec_push(&b->key_ways, w_other) || !ag_vec_push(&b->key_ways, w_any)))
+    st = ag_nomem(b);
   for (int32_t k = 0; !st && k < n_keys; k++) {
     const ag_key_node *key = &keys[k];
     bool leaf = !key->next[0] && !key->next[1];
-    if (!key->terminal) st = ag_nfa_edge_add(b, key->state, to, AG_NFA_BYTES, '"', '"', -1);
+    uint64_t node = (uint64_t)(uint32_t)key->state << 32 | (uint32_t)(way + (leaf && key->terminal));
+    if (!ag_vec_push(&b->key_nodes, node)) st = ag_nomem(b);
+    if (!st && !key->terminal) st = ag_nfa_edge_add(b, key->state, to, AG_NFA_BYTES, '"', '"', -1);
     if (!st && leaf && key->terminal) st = ag_nfa_eps(b, key->state, any);
     else if (!st) {
       st = ag_key_other(b, ranges, p[4], key->next, key->state, tail);
@@ -782,6 +810,7 @@ static ag_status ag_nfa_build(ag_builder *b, int32_t body) {
   b->edges.len = 0;
   b->tasks.len = 0;
   b->share_len = 0;
+  b->key_ways.len = b->key_nodes.len = b->key_sets.len = b->key_rows.len = 0;
   if (++b->share_gen == 0) { /* wrapped: forget every old slot */
     if (b->share) memset(b->share, 0, b->share_cap * sizeof *b->share);
     b->share_gen = 1;
@@ -811,6 +840,13 @@ static ag_status ag_nfa_index(ag_builder *b) {
   memset(b->mark.data, 0, n * sizeof *b->mark.data);
   memset(b->count.data, 0, n * sizeof *b->count.data);
   b->mark_gen = 0;
+  if (b->key_ways.len) {
+    if (!ag_vec_reserve(&b->nfa_way, n)) return ag_nomem(b);
+    for (size_t u = 0; u < n; u++) b->nfa_way.data[u] = -1;
+    for (size_t i = 0; i < b->key_nodes.len; i++)
+      b->nfa_way.data[b->key_nodes.data[i] >> 32] = (int32_t)(uint32_t)b->key_nodes.data[i];
+    b->nfa_way.len = n;
+  }
   return AG_OK;
 }
 
@@ -1030,16 +1066,23 @@ static ag_status ag_dfa_target(ag_builder *b, const int32_t *seeds, size_t n, in
 
 /* Gathers the byte-range events and rule moves of DFA state k. This reads
  * the pool, so it runs before anything can be interned (which may move it). */
+static ag_status ag_collect_set(ag_builder *b, const int32_t *set, size_t n, bool *accepting);
+
 static ag_status ag_dfa_collect(ag_builder *b, int32_t k, bool *accepting) {
   size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1];
+  return ag_collect_set(b, b->pool.data + lo, hi - lo, accepting);
+}
+
+/* ag_dfa_collect of the NFA states set[0 .. n). */
+static ag_status ag_collect_set(ag_builder *b, const int32_t *set, size_t n, bool *accepting) {
   b->events.len = b->moves.len = 0;
   *accepting = false;
-  ag_status st = ag_dfa_spend(b, hi - lo);
-  for (size_t i = lo; !st && i < hi; i++)
-    st = ag_dfa_spend(b, b->csr_begin.data[b->pool.data[i] + 1] - b->csr_begin.data[b->pool.data[i]]);
+  ag_status st = ag_dfa_spend(b, n);
+  for (size_t i = 0; !st && i < n; i++)
+    st = ag_dfa_spend(b, b->csr_begin.data[set[i] + 1] - b->csr_begin.data[set[i]]);
   if (st) return st;
-  for (size_t i = lo; i < hi; i++) {
-    int32_t u = b->pool.data[i];
+  for (size_t i = 0; i < n; i++) {
+    int32_t u = set[i];
     *accepting |= u == 1;
     for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
       const ag_nfa_edge *ed = &b->csr.data[e];
@@ -1170,11 +1213,139 @@ static ag_status ag_dfa_rules(ag_builder *b) {
 
 /* Computes the edges of local DFA state k and appends the state. States are
  * processed in id order, so state k's edges are contiguous. */
+/* ---- key tries: the DFA states of trie nodes ---------------------------- */
+
+/* A fresh mark generation (see ag_dfa_closure). */
+static uint32_t ag_mark_next(ag_builder *b) {
+  if (++b->mark_gen == 0) { /* wrapped: forget every old mark */
+    memset(b->mark.data, 0, (size_t)b->n_nfa * sizeof *b->mark.data);
+    b->mark_gen = 1;
+  }
+  return b->mark_gen;
+}
+
+/* Sweeps way w's closure once: its byte edges, with their DFA targets, into
+ * key_rows (interning the targets, as the first trie state's sweep would). A
+ * way with rule edges is left to the general path. */
+static ag_status ag_key_way_row(ag_builder *b, size_t w) {
+  ag_status st = ag_dfa_closure(b, &b->key_ways.data[w].entry, 1);
+  size_t at = b->key_sets.len, n = b->closure.len;
+  if (!st && !ag_vec_reserve(&b->key_sets, at + n)) st = ag_nomem(b);
+  if (st) return st;
+  memcpy(b->key_sets.data + at, b->closure.data, n * sizeof *b->closure.data);
+  b->key_sets.len = at + n;
+  bool accepting = false;
+  st = ag_collect_set(b, b->key_sets.data + at, n, &accepting);
+  if (st) return st;
+  ag_key_way *way = &b->key_ways.data[w];
+  way->set_at = (uint32_t)at;
+  way->set_n = (uint32_t)n;
+  if (b->moves.len || accepting) {
+    way->ready = -1;
+    return AG_OK;
+  }
+  size_t first = b->byte_edges.len;
+  st = ag_dfa_bytes(b, (uint32_t)first);
+  size_t m = b->byte_edges.len - first, row = b->key_rows.len;
+  if (!st && !ag_vec_reserve(&b->key_rows, row + m)) st = ag_nomem(b);
+  if (st) return st;
+  memcpy(b->key_rows.data + row, b->byte_edges.data + first, m * sizeof *b->byte_edges.data);
+  b->key_rows.len = row + m;
+  b->byte_edges.len = first;
+  way = &b->key_ways.data[w];
+  way->row_at = (uint32_t)row;
+  way->row_n = (uint32_t)m;
+  way->ready = 1;
+  return AG_OK;
+}
+
+/* The trie node u of DFA state k's set when the set is exactly u and the
+ * closure of u's way out (*way), else -1. */
+static int32_t ag_key_node_of(ag_builder *b, int32_t k, int32_t *way) {
+  size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1];
+  int32_t u = -1;
+  for (size_t i = lo; i < hi; i++) {
+    int32_t x = b->pool.data[i];
+    if (b->nfa_way.data[x] < 0) continue;
+    if (u >= 0) return -1; /* two trie nodes: some other path joined */
+    u = x;
+  }
+  if (u >= 0) *way = b->nfa_way.data[u];
+  return u;
+}
+
+static bool ag_key_set_is(ag_builder *b, int32_t k, int32_t u, const ag_key_way *w) {
+  size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1];
+  if (hi - lo != (size_t)w->set_n + 1) return false;
+  uint32_t gen = ag_mark_next(b);
+  for (uint32_t i = 0; i < w->set_n; i++) b->mark.data[b->key_sets.data[w->set_at + i]] = gen;
+  for (size_t i = lo; i < hi; i++)
+    if (b->pool.data[i] != u && b->mark.data[b->pool.data[i]] != gen) return false;
+  return true;
+}
+
+static void ag_sort_edges_by_lo(ag_byte_edge *v, size_t n) {
+  for (size_t i = 1; i < n; i++) {
+    ag_byte_edge x = v[i];
+    size_t j = i;
+    for (; j > 0 && v[j - 1].lo > x.lo; j--) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
+/* The byte edges of DFA state k when it is a trie node's (ag_key_node_of): the
+ * node's own (name bytes to its children, the quote, raw bytes to the tail),
+ * each to the DFA state of its one target, beside the way's row, in byte order.
+ * The two are disjoint (a name byte is plain ASCII; a way starts with a wide
+ * byte or a backslash), so the sweep would find exactly these; *done false
+ * leaves k to it. */
+static ag_status ag_key_state(ag_builder *b, int32_t k, uint32_t first, bool *done) {
+  int32_t w = -1, u = ag_key_node_of(b, k, &w);
+  *done = false;
+  if (u < 0) return AG_OK;
+  ag_status st = b->key_ways.data[w].ready == 0 ? ag_key_way_row(b, (size_t)w) : AG_OK;
+  if (st || b->key_ways.data[w].ready < 0 || !ag_key_set_is(b, k, u, &b->key_ways.data[w])) return st;
+  b->key_own.len = 0;
+  for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
+    const ag_nfa_edge *ed = &b->csr.data[e];
+    if (ed->kind == AG_NFA_RULE) return AG_OK;
+    ag_byte_edge own = {ed->lo, ed->hi, ed->to};
+    if (ed->kind == AG_NFA_BYTES && !ag_vec_push(&b->key_own, own)) return ag_nomem(b);
+  }
+  ag_byte_edge *own = b->key_own.data;
+  size_t n_own = b->key_own.len;
+  const ag_key_way *way = &b->key_ways.data[w];
+  ag_sort_edges_by_lo(own, n_own);
+  /* disjoint (checked before anything is interned), else the sweep decides */
+  const ag_byte_edge *row = b->key_rows.data + way->row_at;
+  int prev_hi = -1;
+  for (size_t i = 0, j = 0; i < n_own || j < way->row_n;) {
+    const ag_byte_edge *e = j == way->row_n || (i < n_own && own[i].lo < row[j].lo) ? &own[i++] : &row[j++];
+    if (e->lo <= prev_hi) return AG_OK;
+    prev_hi = e->hi;
+  }
+  st = ag_dfa_spend(b, (uint64_t)way->set_n + 1 + n_own + way->row_n);
+  for (size_t i = 0; !st && i < n_own; i++) {
+    int32_t seed = own[i].target; /* the NFA state the edge leads to */
+    st = ag_dfa_target(b, &seed, 1, &own[i].target);
+  }
+  for (size_t i = 0, j = 0; !st && (i < n_own || j < way->row_n);) {
+    const ag_byte_edge *e = j == way->row_n || (i < n_own && own[i].lo < row[j].lo) ? &own[i++] : &row[j++];
+    st = ag_emit_byte_edge(b, first, e->lo, e->hi, e->target);
+  }
+  *done = !st;
+  return st;
+}
+
 static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
   ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false, false};
-  ag_status st = ag_dfa_collect(b, k, &s.accepting);
-  if (!st) st = ag_dfa_bytes(b, s.byte_begin);
-  if (!st) st = ag_dfa_rules(b);
+  bool done = false;
+  ag_status st = b->key_ways.len ? ag_key_state(b, k, s.byte_begin, &done) : AG_OK;
+  if (!st && !done) {
+    st = ag_dfa_collect(b, k, &s.accepting);
+    if (!st) st = ag_dfa_bytes(b, s.byte_begin);
+    if (!st) st = ag_dfa_rules(b);
+  }
   if (st) return st;
   s.byte_end = (uint32_t)b->byte_edges.len;
   s.rule_end = (uint32_t)b->rule_edges.len;
@@ -1458,6 +1629,12 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->tmp_states);
   ag_vec_free(&b->tmp_bytes);
   ag_vec_free(&b->tmp_rules);
+  ag_vec_free(&b->key_ways);
+  ag_vec_free(&b->key_nodes);
+  ag_vec_free(&b->nfa_way);
+  ag_vec_free(&b->key_sets);
+  ag_vec_free(&b->key_rows);
+  ag_vec_free(&b->key_own);
   ag_trie_free(&b->trie);
   ag_vec_free(&b->trie_rules);
   ag_vec_free(&b->states);

@@ -153,3 +153,28 @@ def test_a_name_longer_than_the_recursion_limit_converts_and_compiles() -> None:
     assert len(node.subtries()) == 3001 and node.subtries()[-1]["a"] is not None
     with pytest.raises(GrammarError, match="root_other_key' is nested too deeply to print"):
         str(g)  # printing recurses: a clear error, not a RecursionError
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_prefix_allows_the_bytes_the_plain_trie_allows(seed: int) -> None:
+    """The C core builds a trie node's state from the node's own edges beside its way out's,
+    swept once for all the nodes: byte by byte along keys near the names, the allowed next
+    bytes are those of the same trie written as plain IR, and the states are as many."""
+    from agentgrammar import Compiler, Matcher, Vocabulary
+    from agentgrammar.engine._native import lib
+
+    names = name_sets(200 + seed, 1)[0]
+    fast = Grammar([Rule("root", Seq((Literal(b'"'), trie(names)))), *HELPERS], _converted=True)
+    plain = Grammar.from_rules([Rule("root", Seq((Literal(b'"'), Choice(trie(names).items)))), *HELPERS])
+    compiler = Compiler(Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256]))
+    compiled = [compiler.compile(g) for g in (fast, plain)]
+    states = [lib.ag_grammar_num_states(c._grammar_handle) for c in compiled]
+    assert states[0] == states[1], (names, states)
+    rng = random.Random(seed)
+    for key in keys(rng, 60):
+        matchers = [Matcher(c) for c in compiled]
+        for byte in key.encode():
+            allowed = [set(m.allowed_token_ids()) for m in matchers]
+            assert allowed[0] == allowed[1], (names, key)
+            if not all(m.accept_token(byte) for m in matchers):
+                break
