@@ -88,6 +88,10 @@ class _Writer:
         self.offsets: List[int] = []
         self.data = array("i")
         self._memo: Dict[Tuple[int, ...], int] = {}
+        # the nodes of references and literals, by rule name and by bytes (most of the items
+        # written, and a bytes object keeps its hash): found without building their words
+        self._refs: Dict[str, int] = {}
+        self._literals: Dict[bytes, int] = {}
         self._by_id: Dict[int, int] = {}  # the rules keep every node alive while they are written
         self._class_chunks = class_chunks  # character classes copied from their chunk (_class_chunk)
         # a class split or chunk written already, by identity -> (it, kept alive so that its
@@ -190,15 +194,26 @@ class _Writer:
         items, are written here: their nodes are found by their words (``node``), so the
         lookup by identity that ``expr`` makes first would only repeat that."""
         kids: List[int] = []
+        refs, literals = self._refs, self._literals
         for x in items:
             t = type(x)
             if t is RuleRef:
-                kids.append(self.node((KIND_RULEREF, self.rule_index[x.name])))  # type: ignore[union-attr]
+                found = refs.get(x.name)  # type: ignore[union-attr]
+                kids.append(found if found is not None else self._ref(x.name))  # type: ignore[union-attr]
             elif t is Literal:
-                kids.append(self.node((KIND_LITERAL, len(x.value), *x.value)))  # type: ignore[union-attr]
+                found = literals.get(x.value)  # type: ignore[union-attr]
+                kids.append(found if found is not None else self._literal(x.value))  # type: ignore[union-attr]
             else:
                 kids.append(self.expr(x))
         return kids
+
+    def _ref(self, name: str) -> int:
+        found = self._refs[name] = self.node((KIND_RULEREF, self.rule_index[name]))
+        return found
+
+    def _literal(self, value: bytes) -> int:
+        found = self._literals[value] = self.node((KIND_LITERAL, len(value), *value))
+        return found
 
     def _expr(self, e: Expr) -> int:
         # the most frequent kinds first: every node of every grammar passes here
@@ -206,9 +221,11 @@ class _Writer:
             kids = self._kids(e.items)
             return kids[0] if len(kids) == 1 else self.node((KIND_SEQ, len(kids), *kids))
         if isinstance(e, Literal):
-            return self.node((KIND_LITERAL, len(e.value), *e.value))
+            found = self._literals.get(e.value)
+            return found if found is not None else self._literal(e.value)
         if isinstance(e, RuleRef):
-            return self.node((KIND_RULEREF, self.rule_index[e.name]))
+            found = self._refs.get(e.name)
+            return found if found is not None else self._ref(e.name)
         if isinstance(e, Choice):
             if type(e) is KeyTrie:
                 return self._key_trie(e)
