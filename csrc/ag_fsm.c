@@ -127,7 +127,7 @@ typedef struct ag_min_sig {
  * edges are the same in all of them: swept once (ag_key_way_row), then copied. */
 typedef struct ag_key_way {
   int32_t entry;          /* NFA entry of the way */
-  int8_t ready;           /* 0: row not made yet; 1: made; -1: unusable (the way has rule edges) */
+  int8_t ready;           /* 0: row not made yet; 1: made; -1: unusable (rule edges, or accepting) */
   uint32_t set_at, set_n; /* its closure, in key_sets */
   uint32_t row_at, row_n; /* its byte edges with their DFA targets, in key_rows */
 } ag_key_way;
@@ -916,14 +916,19 @@ static ag_status ag_dfa_spend(ag_builder *b, uint64_t units) {
   return AG_OK;
 }
 
-/* The epsilon closure of seeds (duplicates allowed) into b->closure, in the
- * order found, each state marked (see ag_closure_hash). */
-static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
+/* A fresh mark generation: every old mark is below it. */
+static uint32_t ag_mark_next(ag_builder *b) {
   if (++b->mark_gen == 0) { /* wrapped: forget every old mark */
     memset(b->mark.data, 0, (size_t)b->n_nfa * sizeof *b->mark.data);
     b->mark_gen = 1;
   }
-  uint32_t gen = b->mark_gen, *mark = b->mark.data;
+  return b->mark_gen;
+}
+
+/* The epsilon closure of seeds (duplicates allowed) into b->closure, in the
+ * order found, each state marked (see ag_closure_hash). */
+static ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
+  uint32_t gen = ag_mark_next(b), *mark = b->mark.data;
   uint64_t scanned = 0; /* edges looked at */
   b->closure.len = b->stack.len = 0;
   for (size_t i = 0; i < n; i++) {
@@ -1064,16 +1069,7 @@ static ag_status ag_dfa_target(ag_builder *b, const int32_t *seeds, size_t n, in
   return st;
 }
 
-/* Gathers the byte-range events and rule moves of DFA state k. This reads
- * the pool, so it runs before anything can be interned (which may move it). */
-static ag_status ag_collect_set(ag_builder *b, const int32_t *set, size_t n, bool *accepting);
-
-static ag_status ag_dfa_collect(ag_builder *b, int32_t k, bool *accepting) {
-  size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1];
-  return ag_collect_set(b, b->pool.data + lo, hi - lo, accepting);
-}
-
-/* ag_dfa_collect of the NFA states set[0 .. n). */
+/* Gathers the byte-range events and rule moves of the NFA states set[0 .. n). */
 static ag_status ag_collect_set(ag_builder *b, const int32_t *set, size_t n, bool *accepting) {
   b->events.len = b->moves.len = 0;
   *accepting = false;
@@ -1097,6 +1093,13 @@ static ag_status ag_collect_set(ag_builder *b, const int32_t *set, size_t n, boo
     }
   }
   return AG_OK;
+}
+
+/* ag_collect_set of DFA state k. This reads the pool, so it runs before
+ * anything can be interned (which may move it). */
+static ag_status ag_dfa_collect(ag_builder *b, int32_t k, bool *accepting) {
+  size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1];
+  return ag_collect_set(b, b->pool.data + lo, hi - lo, accepting);
 }
 
 static ag_status ag_emit_byte_edge(ag_builder *b, uint32_t first, int lo, int hi, int32_t target) {
@@ -1211,18 +1214,7 @@ static ag_status ag_dfa_rules(ag_builder *b) {
   return AG_OK;
 }
 
-/* Computes the edges of local DFA state k and appends the state. States are
- * processed in id order, so state k's edges are contiguous. */
 /* ---- key tries: the DFA states of trie nodes ---------------------------- */
-
-/* A fresh mark generation (see ag_dfa_closure). */
-static uint32_t ag_mark_next(ag_builder *b) {
-  if (++b->mark_gen == 0) { /* wrapped: forget every old mark */
-    memset(b->mark.data, 0, (size_t)b->n_nfa * sizeof *b->mark.data);
-    b->mark_gen = 1;
-  }
-  return b->mark_gen;
-}
 
 /* Sweeps way w's closure once: its byte edges, with their DFA targets, into
  * key_rows (interning the targets, as the first trie state's sweep would). A
@@ -1293,6 +1285,13 @@ static void ag_sort_edges_by_lo(ag_byte_edge *v, size_t n) {
   }
 }
 
+/* The next of two edge lists sorted by lo, merged in byte order; NULL past both. */
+static const ag_byte_edge *ag_key_next(const ag_byte_edge *a, size_t n_a, size_t *i,
+                                       const ag_byte_edge *b, size_t n_b, size_t *j) {
+  if (*i < n_a && (*j == n_b || a[*i].lo < b[*j].lo)) return &a[(*i)++];
+  return *j < n_b ? &b[(*j)++] : NULL;
+}
+
 /* The byte edges of DFA state k when it is a trie node's (ag_key_node_of): the
  * node's own (name bytes to its children, the quote, raw bytes to the tail),
  * each to the DFA state of its one target, beside the way's row, in byte order.
@@ -1313,30 +1312,26 @@ static ag_status ag_key_state(ag_builder *b, int32_t k, uint32_t first, bool *do
     if (ed->kind == AG_NFA_BYTES && !ag_vec_push(&b->key_own, own)) return ag_nomem(b);
   }
   ag_byte_edge *own = b->key_own.data;
-  size_t n_own = b->key_own.len;
+  size_t n_own = b->key_own.len, i = 0, j = 0;
   const ag_key_way *way = &b->key_ways.data[w];
+  const ag_byte_edge *row = b->key_rows.data + way->row_at, *e;
   ag_sort_edges_by_lo(own, n_own);
   /* disjoint (checked before anything is interned), else the sweep decides */
-  const ag_byte_edge *row = b->key_rows.data + way->row_at;
-  int prev_hi = -1;
-  for (size_t i = 0, j = 0; i < n_own || j < way->row_n;) {
-    const ag_byte_edge *e = j == way->row_n || (i < n_own && own[i].lo < row[j].lo) ? &own[i++] : &row[j++];
+  for (int prev_hi = -1; (e = ag_key_next(own, n_own, &i, row, way->row_n, &j)); prev_hi = e->hi)
     if (e->lo <= prev_hi) return AG_OK;
-    prev_hi = e->hi;
-  }
   st = ag_dfa_spend(b, (uint64_t)way->set_n + 1 + n_own + way->row_n);
-  for (size_t i = 0; !st && i < n_own; i++) {
+  for (i = 0; !st && i < n_own; i++) {
     int32_t seed = own[i].target; /* the NFA state the edge leads to */
     st = ag_dfa_target(b, &seed, 1, &own[i].target);
   }
-  for (size_t i = 0, j = 0; !st && (i < n_own || j < way->row_n);) {
-    const ag_byte_edge *e = j == way->row_n || (i < n_own && own[i].lo < row[j].lo) ? &own[i++] : &row[j++];
+  for (i = j = 0; !st && (e = ag_key_next(own, n_own, &i, row, way->row_n, &j));)
     st = ag_emit_byte_edge(b, first, e->lo, e->hi, e->target);
-  }
   *done = !st;
   return st;
 }
 
+/* Computes the edges of local DFA state k and appends the state. States are
+ * processed in id order, so state k's edges are contiguous. */
 static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
   ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false, false};
   bool done = false;
