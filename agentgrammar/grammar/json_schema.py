@@ -721,14 +721,14 @@ def _layout(whitespace: str, indent: Any, separators: Any, max_whitespace: Any) 
 
 # --------------------------------------------------------------------------- converter
 
-#: The grammar of any JSON value (``json_value`` and the base rules it references) and an
-#: ``Embed`` of it, by layout signature (layouts without indentation): made once, kept like
-#: ``_BASE_CACHE``, and marked to keep its loaded automata (``Grammar._shared_part``).
-_VALUE_GRAMMARS: Dict[Tuple[Any, ...], Tuple[Any, Embed]] = {}
+#: An ``Embed`` of the grammar of any JSON value (``json_value`` and the base rules it
+#: references), by layout signature (layouts without indentation): made once, kept like
+#: ``_BASE_CACHE``, the grammar marked to keep its loaded automata (``Grammar._shared_part``).
+_VALUE_GRAMMARS: Dict[Tuple[Any, ...], Embed] = {}
 
 
-def _value_embed(layout: "_Layout") -> Tuple[Any, Embed]:
-    """(the grammar of any JSON value in ``layout``, an ``Embed`` of it), made once."""
+def _value_embed(layout: "_Layout") -> Embed:
+    """An ``Embed`` of the grammar of any JSON value in ``layout``, made once."""
     found = _VALUE_GRAMMARS.get(layout.sig)
     if found is None:
         from .grammar import Grammar  # it imports this module
@@ -739,7 +739,7 @@ def _value_embed(layout: "_Layout") -> Tuple[Any, Embed]:
             conv.base("ws")
         rules = [Rule(n, b) for n, b in conv.base_rules.items()]
         grammar = Grammar._shared_part(rules, "json_value")
-        found = _VALUE_GRAMMARS.setdefault(layout.sig, (grammar, Embed(grammar)))
+        found = _VALUE_GRAMMARS.setdefault(layout.sig, Embed(grammar))
     return found
 
 
@@ -790,7 +790,7 @@ class _Converter:
     ) -> None:
         self.root = root
         self.embed_values = embed_values  # any value as an Embed (any_value), not a rule
-        self.parts: Optional[Tuple[Any, Embed]] = None  # (the value grammar, its Embed) once embedded
+        self.value_embed: Optional[Embed] = None  # the Embed of any value, once used
         self.layout = layout
         self.strict = strict
         self.lenient = lenient
@@ -967,8 +967,8 @@ class _Converter:
         it, and whose token masks one compiler computes once for all of them: ``{"type":
         "object"}``, ``additionalProperties`` and ``items`` left open are in most schemas."""
         if self.embed_values and self.layout.mode != "indent":
-            self.parts = _value_embed(self.layout)
-            return self.parts[1]
+            self.value_embed = _value_embed(self.layout)
+            return self.value_embed
         return self.value_rule(depth)
 
     def value_rule(self, depth: int) -> RuleRef:
@@ -2563,4 +2563,4 @@ def schema_rules_and_parts(
         conv.base("ws")  # referenced by the layout's separators (unused ones are dropped by Grammar)
     rules = [Rule(n, b) for n, b in conv.rules.items()]
     rules += [Rule(n, b) for n, b in conv.base_rules.items()]
-    return rules, "root", () if conv.parts is None else conv.parts[:1]
+    return rules, "root", () if conv.value_embed is None else (conv.value_embed.grammar,)

@@ -191,7 +191,7 @@ class _Writer:
 
     def _kids(self, items: Sequence[Expr]) -> List[int]:
         """The nodes of a sequence's or choice's items. References and literals, most of the
-        items, are written here: their nodes are found by their words (``node``), so the
+        items, are written here: their nodes are found by rule name and by bytes, so the
         lookup by identity that ``expr`` makes first would only repeat that."""
         kids: List[int] = []
         refs, literals = self._refs, self._literals
