@@ -203,6 +203,9 @@ typedef struct ag_builder {
   AG_VEC(int32_t) sig;    /* signatures of this round's class representatives */
   AG_VEC(ag_min_sig) sigs; /* [k] where each representative's signature is */
   AG_VEC(int32_t) order;  /* classes in breadth-first order */
+  AG_VEC(int32_t) post;   /* local states in depth-first postorder (ag_min_postorder) */
+  AG_VEC(int32_t) rank;   /* local state -> its index in post */
+  AG_VEC(uint64_t) dfs;   /* depth-first stack: state << 32 | its next edge */
   AG_VEC(int32_t) new_id; /* class -> new local id */
   AG_VEC(ag_state) tmp_states;
   AG_VEC(ag_byte_edge) tmp_bytes;
@@ -1373,10 +1376,12 @@ static ag_status ag_dfa_build(ag_builder *b) {
  * state count. States with the same acceptance and the same edges, up to
  * targets already merged, are merged until a round changes nothing. Each
  * merge preserves every state's language, so this is always sound. It
- * reaches the minimal automaton on acyclic parts (visiting states in reverse
- * breadth-first order sees most targets before their sources, so rounds are
- * few); equivalent states on distinct cycles may stay apart, which is
- * harmless.
+ * reaches the minimal automaton on acyclic parts, in one round there: states
+ * are visited in depth-first postorder, every target before its sources but
+ * where a cycle closes (reverse breadth-first order, used before, met a
+ * target first only along tree edges and took three or four rounds where
+ * paths of different lengths join). Equivalent states on distinct cycles may
+ * stay apart, which is harmless.
  */
 
 static int32_t ag_min_find(int32_t *rep, int32_t s) {
@@ -1392,14 +1397,14 @@ static ag_status ag_min_signature(ag_builder *b, int32_t s, uint32_t *len) {
   size_t need = 2 + 3 * (size_t)(st->byte_end - st->byte_begin) +
                 2 * (size_t)(st->rule_end - st->rule_begin);
   if (!ag_vec_reserve(&b->sig, b->sig.len + need)) return ag_nomem(b);
-  int32_t *w = b->sig.data + b->sig.len, *rep = b->rep.data;
+  int32_t *w = b->sig.data + b->sig.len, *rep = b->rep.data, *rank = b->rank.data;
   uint32_t *watch = b->watch.data, gen = b->min_gen;
   size_t n = 0;
   w[n++] = st->accepting;
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &b->byte_edges.data[e];
     int32_t t = ag_min_find(rep, be->target - b->base);
-    if (t < s) watch[t] = gen;
+    if (rank[t] > rank[s]) watch[t] = gen;
     if (n > 1 && w[n - 1] == t && w[n - 2] + 1 == be->lo) {
       w[n - 2] = be->hi;
     } else {
@@ -1411,7 +1416,7 @@ static ag_status ag_min_signature(ag_builder *b, int32_t s, uint32_t *len) {
   w[n++] = -1;
   for (uint32_t e = st->rule_begin; e < st->rule_end; e++) {
     int32_t t = ag_min_find(rep, b->rule_edges.data[e].target - b->base);
-    if (t < s) watch[t] = gen;
+    if (rank[t] > rank[s]) watch[t] = gen;
     w[n++] = b->rule_edges.data[e].rule;
     w[n++] = t;
   }
@@ -1445,7 +1450,8 @@ static ag_status ag_min_round(ag_builder *b, int32_t k, const uint8_t *only, boo
     memset(b->watch.data, 0, b->watch.len * sizeof *b->watch.data);
     b->min_gen = 1;
   }
-  for (int32_t s = k - 1; s >= 0; s--) {
+  for (int32_t i = 0; i < k; i++) {
+    int32_t s = b->post.data[i];
     if (b->rep.data[s] != s || (only && !only[s])) continue;
     size_t at = b->sig.len;
     uint32_t n = 0;
@@ -1558,6 +1564,56 @@ static ag_status ag_min_table(ag_builder *b, size_t k) {
   return AG_OK;
 }
 
+/* The target of edge i of local state s (byte edges, then rule edges), local;
+ * -1 past its last edge. */
+static int32_t ag_min_edge(const ag_builder *b, int32_t s, uint32_t i) {
+  const ag_state *st = &b->states.data[b->base + s];
+  uint32_t nb = st->byte_end - st->byte_begin;
+  if (i < nb) return b->byte_edges.data[st->byte_begin + i].target - b->base;
+  if (i - nb >= st->rule_end - st->rule_begin) return -1;
+  return b->rule_edges.data[st->rule_begin + i - nb].target - b->base;
+}
+
+/* Runs the depth-first search on b->dfs to its end, appending each state to
+ * post (and its rank) once every edge out of it is done. */
+static void ag_min_dfs(ag_builder *b) {
+  int32_t *rank = b->rank.data;
+  while (b->dfs.len) {
+    uint64_t top = b->dfs.data[b->dfs.len - 1];
+    int32_t s = (int32_t)(top >> 32), t;
+    uint32_t i = (uint32_t)top;
+    while ((t = ag_min_edge(b, s, i)) >= 0 && rank[t] != -1) i++;
+    if (t < 0) { /* every edge done: s is finished */
+      b->dfs.len--;
+      rank[s] = (int32_t)b->post.len;
+      b->post.data[b->post.len++] = s;
+      continue;
+    }
+    b->dfs.data[b->dfs.len - 1] = ((uint64_t)s << 32) | (i + 1);
+    rank[t] = -2;
+    b->dfs.data[b->dfs.len++] = (uint64_t)t << 32;
+  }
+}
+
+/* Orders the k local states in depth-first postorder (post), each with its
+ * index (rank): from the start, which reaches every state, then from any
+ * state left, to be safe. */
+static ag_status ag_min_postorder(ag_builder *b, int32_t k) {
+  if (!ag_vec_reserve(&b->post, (size_t)k) || !ag_vec_reserve(&b->rank, (size_t)k) ||
+      !ag_vec_reserve(&b->dfs, (size_t)k))
+    return ag_nomem(b);
+  int32_t *rank = b->rank.data;
+  for (int32_t s = 0; s < k; s++) rank[s] = -1; /* -1 unseen, -2 on the stack */
+  b->post.len = b->dfs.len = 0;
+  for (int32_t root = 0; root < k; root++) {
+    if (rank[root] != -1) continue;
+    rank[root] = -2;
+    b->dfs.data[b->dfs.len++] = (uint64_t)root << 32;
+    ag_min_dfs(b);
+  }
+  return AG_OK;
+}
+
 /* Minimizes the rule just determinized (states base .. end of the arrays), in
  * at most max_rounds rounds, merging only states that `only` marks (NULL: all). */
 static ag_status ag_min_rule(ag_builder *b, int max_rounds, const uint8_t *only) {
@@ -1572,6 +1628,7 @@ static ag_status ag_min_rule(ag_builder *b, int max_rounds, const uint8_t *only)
     b->watch.len = k;
   }
   ag_status st = ag_min_table(b, k);
+  if (!st) st = ag_min_postorder(b, (int32_t)k);
   for (size_t s = 0; s < k; s++) b->rep.data[s] = (int32_t)s;
   bool any = false, again = true;
   for (int round = 0; !st && again && round < max_rounds; round++) {
@@ -1621,6 +1678,9 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->sigs);
   ag_vec_free(&b->order);
   ag_vec_free(&b->new_id);
+  ag_vec_free(&b->post);
+  ag_vec_free(&b->rank);
+  ag_vec_free(&b->dfs);
   ag_vec_free(&b->tmp_states);
   ag_vec_free(&b->tmp_bytes);
   ag_vec_free(&b->tmp_rules);
