@@ -180,26 +180,32 @@ def _checked_refs(body: Expr, rule: str) -> List[str]:
     return list(refs)
 
 
-def _refs_of(body: Expr, rule: str) -> Tuple[List[str], bool]:
+def _refs_of(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
     """The rule names ``body`` references, its nodes not checked: IR that a converter of this
     package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
     any other type is checked in full. A body that is a piece (a converter's shared helper
-    rule, in every grammar it builds) is walked once, then looked up. Also whether
-    ``normalize_rules`` leaves the body as it is (``_normal_already``), found on the same walk."""
+    rule, in every grammar it builds) is walked once, then looked up. Also, found on the same
+    walk, whether ``normalize_rules`` leaves the body as it is (``_normal_already``) and
+    whether it derives some finite string once the rules it references do (``_walk_refs``)."""
     piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
     if piece is not None:
         if piece.refs is None:
-            refs, normal = _walk_refs(body, rule)
+            refs, normal, _ = _walk_refs(body, rule)
             piece.refs = tuple(refs)
             if piece.unchanged is None:
                 piece.unchanged = normal
-        return list(piece.refs), _piece_unchanged(piece, body)
+        return list(piece.refs), _piece_unchanged(piece, body), _productive_alone(body)
     return _walk_refs(body, rule)
 
 
-def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool]:
+def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
+    """``_refs_of`` of a body that is no piece: its references, whether normalization leaves
+    it as it is, and whether it has no node that may derive nothing by itself (an empty or
+    negated class, an empty choice, a dispatch), so that it derives some finite string once
+    the rules it references do."""
     refs: List[str] = []
     normal = True  # no counted repeat copies an item of more than one edge
+    plain = True  # no node that may derive nothing whatever the references derive
     stack, seen = [body], set()
     while stack:
         e = stack.pop()
@@ -207,9 +213,17 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool]:
         if t is Seq or t is Choice:
             if id(e) not in seen:
                 seen.add(id(e))
-                stack.extend(reversed(e.items))  # type: ignore[union-attr]  # source order
+                items = e.items  # type: ignore[union-attr]
+                if not items and t is Choice:
+                    plain = False
+                stack.extend(reversed(items))  # source order
         elif t is RuleRef:
             refs.append(e.name)  # type: ignore[union-attr]
+        elif t is Literal:
+            pass
+        elif t is CharClass:
+            if e.negated or not e.ranges:  # type: ignore[union-attr]
+                plain = False
         elif t is KeyTrie:
             stack.extend(e.parts)  # type: ignore[union-attr]  # not its items: never made here
         elif t is Repeat:
@@ -217,10 +231,13 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool]:
             if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
                 normal = _is_single_edge(item)
             stack.append(item)
-        elif t is not Literal and t is not CharClass and t is not ByteClass:
+        elif t is ByteClass:
+            plain = plain and bool(e.ranges)  # type: ignore[union-attr]
+        else:
             _check_expr(e, rule, refs)
             normal = normal and _normal_already(e)
-    return refs, normal
+            plain = plain and t is Embed  # a validated grammar derives some string
+    return refs, normal, plain
 
 
 def _class_is_empty(e: Expr) -> bool:
@@ -319,6 +336,7 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
     by_name: Dict[str, Rule] = {}
     refs: Dict[str, List[str]] = {}
     normal: Dict[str, bool] = {}
+    plain = not check_nodes  # every body derives some string once its references do (_walk_refs)
     for r in rules:
         if not isinstance(r, Rule):
             raise GrammarError(f"expected a Rule, got {r!r}")
@@ -330,7 +348,8 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
         if check_nodes:
             refs[r.name], normal[r.name] = _checked_refs(r.body, r.name), False
         else:
-            refs[r.name], normal[r.name] = _refs_of(r.body, r.name)
+            refs[r.name], normal[r.name], alone = _refs_of(r.body, r.name)
+            plain = plain and alone
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
     for r in rules:
@@ -343,17 +362,24 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
     reachable: Set[str] = {root}
     after: List[Rule] = []
     stack = [(root, iter(refs[root]))]
+    open_ = {root}  # the rules on the stack: a reference to one closes a cycle
+    cyclic = False
     while stack:
         name, todo = stack[-1]
         for ref in todo:
             if ref not in reachable:
                 reachable.add(ref)
+                open_.add(ref)
                 stack.append((ref, iter(refs[ref])))
                 break
+            cyclic = cyclic or ref in open_
         else:
             stack.pop()
+            open_.discard(name)
             after.append(by_name[name])
     kept = tuple(r for r in rules if r.name in reachable)
+    if plain and not cyclic:  # by induction along `after`, every rule derives some string
+        return kept, all(normal[r.name] for r in kept)
 
     # Least fixed point: which rules derive some finite string. In `after` order one pass
     # settles a grammar without recursion, instead of a pass per level of references.

@@ -134,6 +134,12 @@ def test_validation_errors(rules, root, message):
         ('root ::= "x" root', "rule 'root' can never finish: every alternative recurses into 'root' itself"),
         ("root ::= []", "it matches nothing"),
         ("root ::= [^\\x00-\\U0010FFFF]", "it matches nothing"),
+        # no cycle: each rule derives some string once its references do, but for an empty class
+        (
+            'root ::= "a" x\nx ::= "b" y\ny ::= []',
+            "every alternative needs rule 'x', which derives no finite string",
+        ),
+        ('root ::= "a" x | y\nx ::= [^\\x00-\\U0010FFFF]\ny ::= x "b"', "needs one of the rules 'x', 'y'"),
         (
             'root ::= a\na ::= "(" b\nb ::= a ")"',
             (
@@ -155,6 +161,8 @@ def test_rules_that_never_finish(text, message):
         'root ::= a | b\na ::= "x" a\nb ::= b "y"',
         'root ::= item ("," item)*\nitem ::= [a-z]+ | "(" root ")"\nunused ::= "u"',
         'root ::= x{2,5}\nx ::= ("a" "b")+ y\ny ::= [^"\\\\]',
+        'root ::= "a" x "c"\nx ::= "b" y?\ny ::= [^\\x00-\\U0010FFFF]',  # acyclic, a dead rule optional
+        'root ::= "a" x\nx ::= "b" | y\ny ::= []\nunused ::= unused',
     ],
 )
 def test_converted_rules_skip_node_checks_with_the_same_outcome(text: str) -> None:
