@@ -1847,8 +1847,8 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
   bool is_trie = false;
   ag_status st = ag_trie_shape(b, node, &is_trie);
   if (is_trie) {
-    /* One round is exact: visited in reverse order, a trie state's byte edges
-     * lead to later states, merged already, or to ends, which never merge
+    /* One round is exact: visited in postorder, a trie state's byte edges
+     * lead to states merged already, or to ends, which never merge
      * (each has its own rules or acceptance, and no byte edge). Only the
      * states that may have another's language are compared (ag_trie.h). */
     if (!st) st = ag_trie_rule(b);
