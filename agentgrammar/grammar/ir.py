@@ -245,15 +245,33 @@ def seq(items: Sequence[Expr]) -> Expr:
         Seq(items=(Literal(value=b'ab'), RuleRef(name='x')))
     """
     merged: List[Expr] = []
+    last: Optional[Literal] = None  # merged[-1] when it is a literal
+    # every JSON object's members pass here: the usual item, not a sequence, takes one branch
     for x in items:
-        for y in x.items if type(x) is Seq else (x,):
-            if type(y) is Literal:
-                if not y.value:
-                    continue
-                if merged and type(merged[-1]) is Literal:
-                    merged[-1] = Literal(merged[-1].value + y.value)  # type: ignore[union-attr]
-                    continue
-            merged.append(y)
+        t = type(x)
+        if t is Seq:
+            for y in x.items:  # type: ignore[union-attr]
+                if type(y) is Literal:
+                    if not y.value:  # type: ignore[union-attr]
+                        continue
+                    if last is not None:
+                        last = merged[-1] = Literal(last.value + y.value)  # type: ignore[union-attr]
+                        continue
+                    last = y  # type: ignore[assignment]
+                else:
+                    last = None
+                merged.append(y)
+        elif t is Literal:
+            if not x.value:  # type: ignore[union-attr]
+                continue
+            if last is not None:
+                last = merged[-1] = Literal(last.value + x.value)  # type: ignore[union-attr]
+                continue
+            last = x  # type: ignore[assignment]
+            merged.append(x)
+        else:
+            last = None
+            merged.append(x)
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 
