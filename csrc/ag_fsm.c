@@ -335,7 +335,7 @@ static uint32_t ag_share_hash(int32_t node, int32_t to) {
 }
 
 static ag_status ag_share_grow(ag_builder *b) {
-  size_t cap = b->share_cap ? b->share_cap * 2 : 64;
+  size_t cap = b->share_cap ? b->share_cap * 2 : 1024; /* past the doublings small rules need */
   ag_share_slot *t = calloc(cap, sizeof *t);
   if (!t) return ag_nomem(b);
   for (size_t k = 0; k < b->share_cap; k++) {
@@ -1015,7 +1015,7 @@ static ag_status ag_dfa_intern(ag_builder *b, int32_t *id) {
 }
 
 static ag_status ag_seed_grow(ag_builder *b) {
-  size_t cap = b->seed_cap ? b->seed_cap * 2 : 64;
+  size_t cap = b->seed_cap ? b->seed_cap * 2 : 1024; /* past the doublings small rules need */
   ag_seed_slot *t = calloc(cap, sizeof *t);
   if (!t) return ag_nomem(b);
   for (size_t k = 0; k < b->seed_cap; k++) {
@@ -1946,6 +1946,29 @@ static ag_status ag_rules_build(ag_builder *b) {
   return st;
 }
 
+/* Room for a typical grammar in the vectors every rule uses: grown from nothing,
+ * they took over a hundred reallocations per grammar, a few percent of building
+ * it. The output arrays are shrunk to their length when handed over. */
+static ag_status ag_builder_reserve(ag_builder *b) {
+  const size_t n = 256, out = 1024;
+  bool ok = ag_vec_reserve(&b->tasks, n) && ag_vec_reserve(&b->edges, n) &&
+            ag_vec_reserve(&b->csr, n) && ag_vec_reserve(&b->csr_begin, n) &&
+            ag_vec_reserve(&b->pool, n) && ag_vec_reserve(&b->set_begin, n) &&
+            ag_vec_reserve(&b->set_hash, n) && ag_vec_reserve(&b->mark, n) &&
+            ag_vec_reserve(&b->count, n) && ag_vec_reserve(&b->stack, n) &&
+            ag_vec_reserve(&b->closure, n) && ag_vec_reserve(&b->active, n) &&
+            ag_vec_reserve(&b->prev, n) && ag_vec_reserve(&b->events, n) &&
+            ag_vec_reserve(&b->events_tmp, n) && ag_vec_reserve(&b->moves, n) &&
+            ag_vec_reserve(&b->rep, n) && ag_vec_reserve(&b->sig, n) && ag_vec_reserve(&b->sigs, n) &&
+            ag_vec_reserve(&b->order, n) && ag_vec_reserve(&b->post, n) &&
+            ag_vec_reserve(&b->rank, n) && ag_vec_reserve(&b->dfs, n) &&
+            ag_vec_reserve(&b->new_id, n) && ag_vec_reserve(&b->tmp_states, n) &&
+            ag_vec_reserve(&b->tmp_bytes, n) && ag_vec_reserve(&b->states, out) &&
+            ag_vec_reserve(&b->state_rule, out) && ag_vec_reserve(&b->byte_edges, out) &&
+            ag_vec_reserve(&b->rule_edges, n);
+  return ok ? AG_OK : ag_nomem(b);
+}
+
 ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
   ag_builder b;
   memset(&b, 0, sizeof b);
@@ -1955,6 +1978,7 @@ ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
   b.table_cap = 64;
   b.table = calloc(b.table_cap, sizeof *b.table);
   ag_status st = b.table ? AG_OK : ag_nomem(&b);
+  if (!st) st = ag_builder_reserve(&b);
   if (!st) st = ag_node_sizes(&b);
   if (!st) st = ag_rules_build(&b);
   if (!st) st = ag_builder_hand_over(&b, g);
