@@ -220,6 +220,7 @@ typedef struct ag_builder {
   AG_VEC(int32_t) key_sets;
   AG_VEC(ag_byte_edge) key_rows;
   AG_VEC(ag_byte_edge) key_own; /* scratch: a trie node's own byte edges */
+  AG_VEC(uint8_t) key_merge;    /* [local DFA states] 0 for a trie node's (ag_key_state) */
 
   ag_trie trie; /* a rule that is a choice of literals (ag_trie_rule) */
   AG_VEC(int32_t) trie_rules; /* the ids of the rules built so */
@@ -685,41 +686,78 @@ static ag_status ag_nfa_switch(ag_builder *b, const int32_t *p, int32_t from, in
 }
 
 /* A node of a KEYTRIE's trie: its NFA state, the bytes that continue a name
- * from it, and whether a whole name ends there. */
+ * from it, and whether a whole name ends there; its children as a list (first
+ * child, next sibling, each with the byte that leads to it, in descending byte
+ * order), and the node with the same subtrie that stands for it (ag_key_merge). */
 typedef struct ag_key_node {
   int32_t state;
   bool terminal;
   uint64_t next[2];
+  int32_t kid, sibling, canon;
+  uint8_t byte;
 } ag_key_node;
 
 /* The trie of KEYTRIE node p's names (sorted, ag_ir.c) into keys[0 ..
  * *n_keys): each name shares the path of its common prefix with the name
  * before it, so one pass with a stack of that path builds it. */
-static ag_status ag_key_trie(ag_builder *b, const int32_t *names, ag_key_node *keys,
-                             int32_t *path, int32_t *n_keys) {
+static void ag_key_trie(const int32_t *names, ag_key_node *keys, int32_t *path, int32_t *n_keys) {
   const int32_t *w = names + 1, *prev = NULL;
   int32_t n = 1, prev_len = 0;
-  ag_key_node root = {-1, false, {0, 0}};
-  keys[0] = root;
-  ag_status st = ag_nfa_state(b, &keys[0].state);
+  ag_key_node fresh = {-1, false, {0, 0}, -1, -1, -1, 0};
+  keys[0] = fresh;
   path[0] = 0;
-  for (int32_t k = 0; !st && k < names[0]; prev = w + 1, prev_len = w[0], w += 1 + w[0], k++) {
+  for (int32_t k = 0; k < names[0]; prev = w + 1, prev_len = w[0], w += 1 + w[0], k++) {
     int32_t d = 0;
     while (d < prev_len && d < w[0] && prev[d] == w[1 + d]) d++;
-    for (; !st && d < w[0]; d++) {
+    for (; d < w[0]; d++) {
       int c = w[1 + d];
-      ag_key_node *parent = &keys[path[d]], child = {-1, false, {0, 0}};
+      ag_key_node *parent = &keys[path[d]];
       parent->next[c >> 6] |= (uint64_t)1 << (c & 63);
-      keys[n] = child;
+      keys[n] = fresh;
+      keys[n].byte = (uint8_t)c;
+      keys[n].sibling = parent->kid; /* prepended: children in descending byte order */
+      parent->kid = n;
       path[d + 1] = n;
-      st = ag_nfa_state(b, &keys[n].state);
-      if (!st) st = ag_nfa_edge_add(b, parent->state, keys[n].state, AG_NFA_BYTES, (uint8_t)c, (uint8_t)c, -1);
       n++;
     }
-    if (!st) keys[path[w[0]]].terminal = true; /* the path is whole only on success */
+    keys[path[w[0]]].terminal = true;
   }
   *n_keys = n;
-  return st;
+}
+
+/* A hash of node k's subtrie: whether a name ends there, and its children by
+ * byte and by the node that stands for them. */
+static uint32_t ag_key_hash(const ag_key_node *keys, int32_t k) {
+  uint32_t h = keys[k].terminal ? 0x9e3779b1u : 0x85ebca6bu;
+  for (int32_t c = keys[k].kid; c >= 0; c = keys[c].sibling)
+    h = (h ^ ((uint32_t)keys[c].byte << 24 ^ (uint32_t)keys[c].canon)) * 0x9e3779b1u;
+  return h ^ (h >> 15);
+}
+
+/* Whether nodes j and k, their children merged already, have the same subtrie. */
+static bool ag_key_same(const ag_key_node *keys, int32_t j, int32_t k) {
+  if (keys[j].terminal != keys[k].terminal) return false;
+  int32_t a = keys[j].kid, c = keys[k].kid;
+  for (; a >= 0 && c >= 0; a = keys[a].sibling, c = keys[c].sibling)
+    if (keys[a].byte != keys[c].byte || keys[a].canon != keys[c].canon) return false;
+  return a < 0 && c < 0;
+}
+
+/* Gives each of the n trie nodes the first node (in merge order) with the same
+ * subtrie, bottom up: children come after their parent, so they are merged
+ * first. Nodes with the same subtrie accept the same rest of a key (they allow
+ * the quote alike, continue names alike and leave the trie by the same way),
+ * so they are one DFA state; merging them here, on small signatures, is what
+ * minimization would do on their DFA states, each carrying a way's thirty-odd
+ * byte ranges. `table` has cap (a power of two, at least 2n) slots. */
+static void ag_key_merge(ag_key_node *keys, int32_t n, int32_t *table, size_t cap) {
+  for (size_t i = 0; i < cap; i++) table[i] = -1;
+  for (int32_t k = n - 1; k >= 0; k--) {
+    size_t i = ag_key_hash(keys, k) & (cap - 1);
+    while (table[i] >= 0 && !ag_key_same(keys, table[i], k)) i = (i + 1) & (cap - 1);
+    if (table[i] < 0) table[i] = k;
+    keys[k].canon = table[i];
+  }
 }
 
 /* The raw ASCII ranges from `state` to `to`, less the bytes in `skip`. */
@@ -737,7 +775,8 @@ static ag_status ag_key_other(ag_builder *b, const int32_t *ranges, int32_t n_ra
   return st;
 }
 
-/* KEYTRIE: one state per prefix of the names. A prefix that is no name may
+/* KEYTRIE: one state per prefix of the names (prefixes with the same rest of
+ * the trie share one, ag_key_merge). A prefix that is no name may
  * close the key with the quote; any prefix may take a name's next byte (to
  * its child), or a character that continues no name (a raw byte outside the
  * next ones, or `other`: a wide or escaped one) and then `tail`, the rest of
@@ -754,11 +793,23 @@ static ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, i
   }
   ag_status st = ag_nfa_spend(b, (uint64_t)(bytes + 1) * (4 + (uint64_t)p[4]));
   if (st) return st;
+  size_t cap = 2;
+  while (cap < 2 * (size_t)(bytes + 1)) cap *= 2;
   ag_key_node *keys = malloc(sizeof *keys * (size_t)(bytes + 1));
   int32_t *path = malloc(sizeof *path * (size_t)(longest + 1));
+  int32_t *table = malloc(sizeof *table * cap);
   int32_t n_keys = 0, tail = -1, other = -1, any = -1;
-  if (!keys || !path) st = ag_nomem(b);
-  if (!st) st = ag_key_trie(b, names, keys, path, &n_keys);
+  if (!keys || !path || !table) st = ag_nomem(b);
+  if (!st) {
+    ag_key_trie(names, keys, path, &n_keys);
+    ag_key_merge(keys, n_keys, table, cap);
+  }
+  for (int32_t k = 0; !st && k < n_keys; k++) /* one NFA state per distinct subtrie */
+    if (keys[k].canon == k) st = ag_nfa_state(b, &keys[k].state);
+  for (int32_t k = 0; !st && k < n_keys; k++)
+    for (int32_t c = keys[k].canon == k ? keys[k].kid : -1; !st && c >= 0; c = keys[c].sibling)
+      st = ag_nfa_edge_add(b, keys[k].state, keys[keys[c].canon].state, AG_NFA_BYTES, keys[c].byte,
+                           keys[c].byte, -1);
   if (!st) st = ag_nfa_eps(b, from, keys[0].state);
   if (!st) st = ag_nfa_entry(b, p[1], to, &tail);
   if (!st) st = ag_nfa_entry(b, p[2], tail, &other);
@@ -769,6 +820,7 @@ static ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, i
     st = ag_nomem(b);
   for (int32_t k = 0; !st && k < n_keys; k++) {
     const ag_key_node *key = &keys[k];
+    if (key->canon != k) continue;
     bool leaf = !key->next[0] && !key->next[1];
     uint64_t node = (uint64_t)(uint32_t)key->state << 32 | (uint32_t)(way + (leaf && key->terminal));
     if (!ag_vec_push(&b->key_nodes, node)) st = ag_nomem(b);
@@ -781,6 +833,7 @@ static ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, i
   }
   free(keys);
   free(path);
+  free(table);
   return st;
 }
 
@@ -1348,6 +1401,7 @@ static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
   s.byte_end = (uint32_t)b->byte_edges.len;
   s.rule_end = (uint32_t)b->rule_edges.len;
   if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, b->rule_id)) return ag_nomem(b);
+  if (b->key_ways.len && !ag_vec_push(&b->key_merge, (uint8_t)!done)) return ag_nomem(b);
   return AG_OK;
 }
 
@@ -1355,7 +1409,7 @@ static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
 static ag_status ag_dfa_build(ag_builder *b) {
   int32_t start = 0, target;
   b->base = (int32_t)b->states.len;
-  b->pool.len = b->set_hash.len = b->set_begin.len = 0;
+  b->pool.len = b->set_hash.len = b->set_begin.len = b->key_merge.len = 0;
   b->dfa_work = 0;
   b->table_gen++;
   b->seed_len = b->seed_pool.len = 0;
@@ -1690,6 +1744,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->key_sets);
   ag_vec_free(&b->key_rows);
   ag_vec_free(&b->key_own);
+  ag_vec_free(&b->key_merge);
   ag_trie_free(&b->trie);
   ag_vec_free(&b->trie_rules);
   ag_vec_free(&b->states);
@@ -1859,7 +1914,9 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
     st = ag_nfa_build(b, node);
     if (!st) st = ag_nfa_index(b);
     if (!st) st = ag_dfa_build(b);
-    if (!st) st = ag_min_rule(b, AG_MIN_MAX_ROUNDS, NULL);
+    /* A trie node's state is the only one with its subtrie (ag_key_merge) and
+     * has a way's many edges: not compared, it saves most of minimizing a key trie. */
+    if (!st) st = ag_min_rule(b, AG_MIN_MAX_ROUNDS, b->key_ways.len ? b->key_merge.data : NULL);
   }
   return st;
 }

@@ -155,15 +155,20 @@ def test_a_name_longer_than_the_recursion_limit_converts_and_compiles() -> None:
         str(g)  # printing recurses: a clear error, not a RecursionError
 
 
-@pytest.mark.parametrize("seed", range(4))
+SUFFIXES = ("id", "user_id", "group_id", "name", "nickname", "surname", "ab", "xab", "b")
+
+
+@pytest.mark.parametrize("seed", [*range(12), -1])
 def test_each_prefix_allows_the_bytes_the_plain_trie_allows(seed: int) -> None:
     """The C core builds a trie node's state from the node's own edges beside its way out's,
-    swept once for all the nodes: byte by byte along keys near the names, the allowed next
-    bytes are those of the same trie written as plain IR, and the states are as many."""
+    swept once for all the nodes, and gives prefixes with the same rest of the trie one state
+    without minimizing them: byte by byte along keys near the names, the allowed next bytes
+    are those of the same trie written as plain IR (minimized in full), and the states are as
+    many. Seed -1: names that share suffixes."""
     from agentgrammar import Compiler, Matcher, Vocabulary
     from agentgrammar.engine._native import lib
 
-    names = name_sets(200 + seed, 1)[0]
+    names = SUFFIXES if seed < 0 else name_sets(200 + seed, 1)[0]
     fast = Grammar([Rule("root", Seq((Literal(b'"'), trie(names)))), *HELPERS], _converted=True)
     plain = Grammar.from_rules([Rule("root", Seq((Literal(b'"'), Choice(trie(names).items)))), *HELPERS])
     compiler = Compiler(Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256]))
@@ -171,7 +176,7 @@ def test_each_prefix_allows_the_bytes_the_plain_trie_allows(seed: int) -> None:
     states = [lib.ag_grammar_num_states(c._grammar_handle) for c in compiled]
     assert states[0] == states[1], (names, states)
     rng = random.Random(seed)
-    for key in keys(rng, 60):
+    for key in keys(rng, 60) + ['"' + n + '"' for n in names] + ['"' + n + 'a"' for n in names]:
         matchers = [Matcher(c) for c in compiled]
         for byte in key.encode():
             allowed = [set(m.allowed_token_ids()) for m in matchers]
