@@ -246,32 +246,25 @@ def seq(items: Sequence[Expr]) -> Expr:
     """
     merged: List[Expr] = []
     last: Optional[Literal] = None  # merged[-1] when it is a literal
-    # every JSON object's members pass here: the usual item, not a sequence, takes one branch
+    # every JSON object's members pass here: an item that is no sequence or literal, the
+    # usual one, takes one branch
     for x in items:
         t = type(x)
-        if t is Seq:
-            for y in x.items:  # type: ignore[union-attr]
-                if type(y) is Literal:
-                    if not y.value:  # type: ignore[union-attr]
-                        continue
-                    if last is not None:
-                        last = merged[-1] = Literal(last.value + y.value)  # type: ignore[union-attr]
-                        continue
-                    last = y  # type: ignore[assignment]
-                else:
-                    last = None
-                merged.append(y)
-        elif t is Literal:
-            if not x.value:  # type: ignore[union-attr]
-                continue
-            if last is not None:
-                last = merged[-1] = Literal(last.value + x.value)  # type: ignore[union-attr]
-                continue
-            last = x  # type: ignore[assignment]
-            merged.append(x)
-        else:
+        if t is not Seq and t is not Literal:
             last = None
             merged.append(x)
+            continue
+        for y in x.items if t is Seq else (x,):  # type: ignore[union-attr]
+            if type(y) is not Literal:
+                last = None
+            elif not y.value:  # type: ignore[union-attr]
+                continue
+            elif last is not None:
+                last = merged[-1] = Literal(last.value + y.value)  # type: ignore[union-attr]
+                continue
+            else:
+                last = y  # type: ignore[assignment]
+            merged.append(y)
     return merged[0] if len(merged) == 1 else Seq(tuple(merged))
 
 
