@@ -685,10 +685,11 @@ static ag_status ag_nfa_switch(ag_builder *b, const int32_t *p, int32_t from, in
   return st;
 }
 
-/* A node of a KEYTRIE's trie: its NFA state, the bytes that continue a name
- * from it, and whether a whole name ends there; its children as a list (first
- * child, next sibling, each with the byte that leads to it, in descending byte
- * order), and the node with the same subtrie that stands for it (ag_key_merge). */
+/* A node of a KEYTRIE's trie: its NFA state (made only for a node that stands
+ * for itself), the bytes that continue a name from it, and whether a whole
+ * name ends there; its children as a list (first child, next sibling, each
+ * with the byte that leads to it, in descending byte order), and the node with
+ * the same subtrie that stands for it (ag_key_merge). */
 typedef struct ag_key_node {
   int32_t state;
   bool terminal;
