@@ -22,6 +22,7 @@ import pytest
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
 from agentgrammar.engine._native import lib
 from agentgrammar.grammar.ir import ByteClass, Choice, Expr, Literal, Rule, RuleRef, Seq
+from tests.mask_oracle import allowed_checked
 
 ALPHABET = "ab_"
 # Rules after a literal: r0 and r1 recurse (rule edges), "small" is bytes-only (inlined).
@@ -138,3 +139,94 @@ def test_a_large_choice_of_names_compiles_and_matches() -> None:
     assert not g.accepts(names[0] + "x")  # names[0] is followed by r1
     compiled = Compiler(VOCAB).compile(g)
     assert np.frombuffer(masks(compiled, 0, 1)[0], dtype=np.uint8).any()
+
+
+# -- the walk of a trie state by sorted ranges (ag_classify_trie) against the direct walk
+
+
+def names_vocab(rng: random.Random, names: List[str]) -> Vocabulary:
+    """Tokens as a tokenizer would cut tool names: every prefix, a name with the quote or more
+    after it, pieces from inside names, single bytes and strays that share only a first byte."""
+    words = {chr(c) for c in range(32, 127)}
+    for name in names:
+        words.update(name[:k] for k in range(1, len(name) + 1))
+        words.update({name + '"', name + '",', name + '", "', name + "!", name + "x"})
+        start = rng.randrange(len(name))
+        words.add(name[start : start + rng.randint(1, 5)])
+        words.add(name[0] + "".join(rng.choice("qwz_") for _ in range(rng.randint(1, 4))))
+    tokens = sorted(w.encode() for w in words) + [b"</s>"]
+    return Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+
+
+def names_grammar(rng: random.Random, names: List[str]) -> Grammar:
+    """`{"n": "` then one of the names, most followed by their own arguments rule (rule edges
+    the walk leaves the trie by), some alone (the trie's rule may end there), then `!`."""
+    alts: List[Expr] = []
+    rules: List[Rule] = []
+    for k, name in enumerate(names):
+        if rng.random() < 0.25:
+            alts.append(Literal(name.encode()))
+            continue
+        rules.append(Rule(f"args{k}", Seq((Literal(b'", "a": '), RuleRef("digits"), Literal(b"}")))))
+        alts.append(Seq((Literal(name.encode()), RuleRef(f"args{k}"))))
+    pick = Rule("pick", Choice(tuple(alts)))
+    root = Rule("root", Seq((Literal(b'{"n": "'), RuleRef("pick"), Literal(b"!"))))
+    # recursive, so that no arguments rule is inlined into the choice (which keeps it a trie)
+    digits = Rule("digits", Choice((Literal(b"1"), Seq((Literal(b"2"), RuleRef("digits"))))))
+    return Grammar([root, pick, digits] + rules, "root")
+
+
+def random_names(rng: random.Random) -> List[str]:
+    stems = ["get", "get_", "search", "calc", "a", "ab"]
+    out = {
+        rng.choice(stems) + "".join(rng.choice("abcdeg_") for _ in range(rng.randint(0, 6)))
+        for _ in range(rng.randint(2, 30))
+    }
+    return sorted(out)
+
+
+@pytest.mark.parametrize("batch", range(4))
+def test_a_trie_state_walked_by_ranges_gives_the_direct_masks(batch: int) -> None:
+    """Tool names cut into tokens the ways a tokenizer does: past the opening quote, and along
+    random walks into the names, the cached masks (a trie's states walked by ranges of the
+    sorted vocabulary) equal the direct walk's, token by token."""
+    for seed in range(batch * 25, batch * 25 + 25):
+        rng = random.Random(seed)
+        names = random_names(rng)
+        vocab = names_vocab(rng, names)
+        compiled = Compiler(vocab).compile(names_grammar(rng, names))
+        for walk in range(4):
+            matcher = Matcher(compiled)
+            assert matcher.accept_string('{"n": "')
+            for _ in range(8):
+                allowed = allowed_checked(matcher, vocab.vocab_size)
+                assert allowed, f"seed {seed}: nothing allowed at {walk}"
+                choices = sorted(i for i in allowed if i not in vocab.stop_token_ids)
+                if not choices or matcher.is_terminated():
+                    break
+                assert matcher.accept_token(rng.choice(choices))
+
+
+def test_the_root_of_the_names_allows_exactly_their_prefixes() -> None:
+    """At the first byte of a name the mask allows the tokens that begin a name and the ones
+    that run past a whole name into what follows it, no other: each token checked by
+    accepting it alone after the opening quote."""
+    rng = random.Random(7)
+    names = ["calc", "get_time", "get_weather", "search", "searchAll"]
+    vocab = names_vocab(rng, names)
+    compiled = Compiler(vocab).compile(names_grammar(rng, names))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('{"n": "')
+    allowed = allowed_checked(matcher, vocab.vocab_size)
+    expected = set()
+    for i in range(vocab.vocab_size):
+        if i in vocab.stop_token_ids:
+            continue
+        fresh = Matcher(compiled)
+        assert fresh.accept_string('{"n": "')
+        if fresh.accept_token(i):
+            expected.add(i)
+    assert allowed == expected
+    texts = {vocab.token_bytes[i] for i in allowed}
+    assert {b"get", b"get_w", b"search", b"searchA", b"c"} <= texts
+    assert not texts & {b"x", b"getx", b"g_", b"searchAlls"}
