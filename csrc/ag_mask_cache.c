@@ -1246,14 +1246,20 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   if (!e) {
     /* cheapest first: another FOLLOW set's classes, an equivalent state's, a walk */
     ag_vcache_key any_key = {0};
-    bool by_follow = keyed && c->rule_walk[rule] != AG_WALK_DISPATCH && !ag_follow_is_any(follow);
-    bool refuses = false;
-    uint32_t plain = by_follow ? ag_plain_depth(g, state, v->max_token_len, &refuses) : AG_PLAIN_UNKNOWN;
-    by_follow = by_follow && plain >= v->max_token_len &&
-                ag_class_key_refollow(&key, ag_any_follow, &any_key);
-    bool any_found = false;
+    /* Only a state that takes every plain token keeps an "any follow" entry
+     * (ag_compute); equal keys are equal automata, so one found under the
+     * state's key answers that without ag_plain_depth, a fifth of the first
+     * visit of a string value in another tool's arguments. */
+    bool by_follow = keyed && c->rule_walk[rule] != AG_WALK_DISPATCH && !ag_follow_is_any(follow) &&
+                     ag_class_key_refollow(&key, ag_any_follow, &any_key);
+    bool refuses = false, any_found = false;
+    uint32_t plain = AG_PLAIN_UNKNOWN;
     ag_status st =
         by_follow ? ag_by_any_follow(c, g, v, state, follow, &any_key, &any_found, &e, err) : AG_OK;
+    if (!st && by_follow && !any_found) {
+      plain = ag_plain_depth(g, state, v->max_token_len, &refuses);
+      by_follow = plain >= v->max_token_len;
+    }
     if (!st && !e) st = ag_try_derive(c, g, v, state, follow, &narrow, &loop, &e, err);
     origin = &c->n_derived;
     if (!st && !e) {
