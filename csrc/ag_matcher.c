@@ -303,15 +303,39 @@ static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t
 }
 
 /*
+ * The state of the current set's only item when that item is all the set holds
+ * after a byte of the state's self loop: no rule edge to predict by, no end to
+ * complete, no count to raise. A token's leading bytes that loop so leave the
+ * parser where it was, so the token's verdict is its rest's: inside a JSON
+ * string, `abc",` is decided by `",` (the few hundred uncertain tokens that
+ * close a string, checked at the first token of every string value).
+ */
+static int32_t ag_lone_loop_state(const ag_parser *p) {
+  uint32_t begin = p->set_start.data[p->set_start.len - 1];
+  if (p->items.len - begin != 1) return -1;
+  int32_t s = p->items.data[begin].state;
+  const ag_state *st = &p->g->states[s];
+  return st->rule_begin == st->rule_end && !st->accepting && !st->counted ? s : -1;
+}
+
+/* The bytes of tok[0..len) that the lone item's self loop takes first (ag_lone_loop_state). */
+static uint32_t ag_loop_prefix(const ag_grammar *g, int32_t loop, const uint8_t *tok, uint32_t len) {
+  uint32_t k = 0;
+  while (loop >= 0 && k < len && ag_state_step(g, loop, tok[k]) == loop) k++;
+  return k;
+}
+
+/*
  * Checks the tokens at the candidate sorted positions against the real parser
  * and marks the allowed ones; tokens already marked are skipped. A token reuses
- * the Earley sets of the prefix it shares with the previous one; once byte
+ * the Earley sets of the bytes it shares with the previous one; once byte
  * `depth` fails, following tokens that share the first depth+1 bytes are
  * skipped (found with the vocabulary's LCP array). With `record`, the ids of
  * the tokens the walk allows are also appended to its list (ag_verdicts).
  * With `byte_paths`, a token whose rest stays inside one item's rule is taken
- * without the parser (ag_stays_in_rule); the direct fill, the oracle of the
- * cached one, goes without, so the property tests compare the two ways.
+ * without the parser (ag_stays_in_rule), and a lone looping item's bytes are
+ * not scanned (ag_lone_loop_state); the direct fill, the oracle of the cached
+ * one, goes without both, so the property tests compare the two ways.
  */
 static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32_t *mask,
                                 ag_verdicts *record, bool byte_paths, ag_error *err) {
@@ -319,23 +343,34 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
   ag_parser *p = &m->parser;
   uint32_t base = ag_parser_num_sets(p), depth = 0;
   ag_status st = AG_OK;
-  int32_t prev = -1, n = v->n_sorted, walked = 0;
+  int32_t n = v->n_sorted, walked = 0;
+  int32_t loop = byte_paths ? ag_lone_loop_state(p) : -1;
+  const uint8_t *held = NULL; /* the bytes the parser's sets past `base` hold: held[0..depth) */
   ag_byte_paths paths = {.n = -1};
-  for (int32_t i = ag_next_position(candidates, 0, n); i < n;) {
+  for (int32_t i = ag_next_position(candidates, 0, n), prev = -1; i < n;) {
     if (m->deadline > 0 && (++walked & 1023) == 0 && (st = ag_check_deadline(m->deadline, err)))
       goto done;
     if (ag_bit(mask, v->sorted_ids[i])) {
       i = ag_next_position(candidates, i + 1, n);
       continue;
     }
-    uint32_t len, l = prev < 0 ? 0 : ag_vocab_common_prefix(v, prev, i);
-    const uint8_t *tok = ag_vocab_sorted_token(v, i, &len);
+    uint32_t len;
+    const uint8_t *full = ag_vocab_sorted_token(v, i, &len);
+    uint32_t skip = ag_loop_prefix(p->g, loop, full, len), l = 0;
+    const uint8_t *tok = full + skip; /* what the parser scans: the rest */
+    len -= skip;
+    if (loop < 0) {
+      l = prev < 0 ? 0 : ag_vocab_common_prefix(v, prev, i);
+    } else {
+      while (held && l < depth && l < len && held[l] == tok[l]) l++;
+    }
     if (l < depth) {
       ag_parser_truncate(p, base + l);
       depth = l;
       paths.n = -1;
     }
     prev = i;
+    held = tok;
     /* At depth 0 the classes have decided every path inside a rule already. The
      * parser's sets stay at `depth` when the rest goes by bytes. */
     bool ok = true;
@@ -352,8 +387,8 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
       st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
       goto done;
     }
-    if (!ok) /* byte tok[depth] failed: so does every token sharing tok[0..depth] */
-      j = ag_vocab_prefix_end(v, i, depth + 1);
+    if (!ok) /* byte full[skip + depth] failed: so does every token sharing the bytes up to it */
+      j = ag_vocab_prefix_end(v, i, skip + depth + 1);
     i = ag_next_position(candidates, j, n);
   }
 done:

@@ -642,6 +642,27 @@ def test_runs_the_parser_rejects_after_a_rule_edge(ebnf: str) -> None:
     assert exhaustive(ebnf, tokens, 3, stops=[len(tokens) - 1]) > 10
 
 
+@pytest.mark.parametrize(
+    "ebnf",
+    [
+        # one item inside the string: `ab",` is decided by `",`
+        'root ::= "{" s ":" s "}"\ns ::= "\\"" [a-z]* "\\"" | "!" s',
+        # two items, each looping on letters the other refuses: `ab"}` is not `"}`, nor `xy",`
+        'root ::= a "," | b "}"\na ::= "\\"" [a-m]* "\\"" | "!" a\nb ::= "\\"" [h-z]* "\\"" | "!" b',
+        # the loop ends its rule on a byte of its own: no lone loop
+        'root ::= s "," | s "}"\ns ::= "\\"" [a-z]* "\\"" | "\\"" [a-z]+',
+    ],
+)
+def test_tokens_closing_a_string_are_decided_by_their_rest(ebnf: str) -> None:
+    """Inside a string whose set holds one looping item, a closing token's letters leave the
+    parser where it was, so only the rest from the quote is scanned (csrc/ag_matcher.c,
+    ag_lone_loop_state). Where two items share the first bytes, or the loop may end the rule,
+    every byte is scanned: each way must agree with the reference matcher."""
+    tokens = ['"', "{", "}", ":", ",", "!", "a", "x", "ab", "xy", "m", '"}', '",', '":']
+    tokens += ['ab"', 'xy"', 'ab"}', 'xy"}', 'ab",', 'xy",', 'ab":', 'xy":', 'm"}', 'ab":"', '"!', "</s>"]
+    assert exhaustive(ebnf, tokens, 4, stops=[len(tokens) - 1]) > 20
+
+
 # ---- apply_token_bitmask_inplace --------------------------------------------------------------
 
 
