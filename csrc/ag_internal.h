@@ -244,9 +244,11 @@ struct ag_vocab {
   /* [257] the first sorted position of each first byte (and n_sorted): a walk
    * skips a byte no token may start with without touching its tokens. */
   int32_t *first_byte_pos;
-  /* [256 * 256] how many sorted tokens begin with each pair of bytes: what
-   * tells a narrow state's walk from a broad one (ag_mask_cache.c). */
-  int32_t *pair_count;
+  /* [256 * 256] the first sorted position of the tokens of two bytes or more
+   * that begin with each pair of bytes (where they would be, for a pair none
+   * begins with): a walk finds a second byte's tokens without a search, and
+   * their count tells a narrow state's walk from a broad one (ag_mask_cache.c). */
+  int32_t *pair_pos;
   uint16_t *lcp;        /* [n_sorted] common prefix with the previous sorted token, capped */
   /* [n_sorted] the first later position whose lcp is smaller, or n_sorted: every
    * position between shares at least lcp[i] bytes with i - 1, so a run of tokens
@@ -342,6 +344,12 @@ static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
 }
 
 /* The bytes of the token at sorted position i. */
+/* How many sorted tokens of two bytes or more begin with bytes b, c. */
+static inline int32_t ag_vocab_pair_count(const ag_vocab *v, int b, int c) {
+  int32_t end = c < 255 ? v->pair_pos[b * 256 + c + 1] : v->first_byte_pos[b + 1];
+  return end - v->pair_pos[b * 256 + c];
+}
+
 static inline const uint8_t *ag_vocab_sorted_token(const ag_vocab *v, int32_t i, uint32_t *len) {
   *len = v->sorted_offsets[i + 1] - v->sorted_offsets[i];
   return v->sorted_blob + v->sorted_offsets[i];

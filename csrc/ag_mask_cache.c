@@ -568,9 +568,11 @@ typedef struct ag_trie_walk {
 /* The first position in [lo, hi) whose byte d is c or above (hi past 255); the
  * tokens there share their first d bytes and are longer. */
 static int32_t ag_trie_byte_from(const ag_vocab *v, int32_t lo, int32_t hi, uint32_t d, uint32_t c) {
-  if (c > 255) return hi;
-  if (d > 0) return ag_first_byte_from(v, lo, hi, d, c);
-  int32_t p = v->first_byte_pos[c];
+  if (c > 255 || lo >= hi) return hi;
+  if (d > 1) return ag_first_byte_from(v, lo, hi, d, c);
+  uint32_t len;
+  int32_t p = d == 0 ? v->first_byte_pos[c] /* the tables, not a search: the widest ranges */
+                     : v->pair_pos[ag_vocab_sorted_token(v, lo, &len)[0] * 256 + c];
   return p < lo ? lo : p > hi ? hi : p;
 }
 
@@ -1077,7 +1079,7 @@ static bool ag_walk_is_narrow(const ag_grammar *g, const ag_vocab *v, int32_t st
     uint32_t second[8];
     ag_live_bytes(g, t, follow, true, second);
     for (int c = 0; c < 256; c++)
-      if (ag_bit(second, (uint32_t)c)) n += v->pair_count[b * 256 + c];
+      if (ag_bit(second, (uint32_t)c)) n += ag_vocab_pair_count(v, b, c);
     n += 1; /* the byte's own one-byte token, if any */
   }
   return n < bound / 8;

@@ -84,7 +84,7 @@ static ag_status ag_vocab_index_runs(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
-/* sorted_blob, sorted_offsets, first_byte_pos and pair_count (see ag_vocab). */
+/* sorted_blob, sorted_offsets, first_byte_pos and pair_pos (see ag_vocab). */
 static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
   int32_t n = v->n_sorted;
   size_t total = 0;
@@ -92,9 +92,12 @@ static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
   v->sorted_blob = malloc(total ? total : 1);
   v->sorted_offsets = malloc(sizeof *v->sorted_offsets * ((size_t)n + 1));
   v->first_byte_pos = malloc(sizeof *v->first_byte_pos * 257);
-  v->pair_count = calloc(256 * 256, sizeof *v->pair_count);
-  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos || !v->pair_count)
+  v->pair_pos = malloc(256 * 256 * sizeof *v->pair_pos);
+  bool *seen = calloc(256 * 256, sizeof *seen);
+  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos || !v->pair_pos || !seen) {
+    free(seen);
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  }
   uint32_t at = 0;
   int b = 0;
   for (int32_t i = 0; i < n; i++) {
@@ -104,10 +107,20 @@ static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
     v->sorted_offsets[i] = at;
     at += len;
     for (; b <= t[0]; b++) v->first_byte_pos[b] = i; /* sorted tokens are non-empty */
-    if (len >= 2) v->pair_count[t[0] * 256 + t[1]]++;
+    if (len >= 2 && !seen[t[0] * 256 + t[1]]) { /* the pair's first token */
+      seen[t[0] * 256 + t[1]] = true;
+      v->pair_pos[t[0] * 256 + t[1]] = i;
+    }
   }
   v->sorted_offsets[n] = at;
   for (; b <= 256; b++) v->first_byte_pos[b] = n;
+  /* a pair no token begins with is where it would sort: the next pair's, or the first byte's end */
+  for (int c0 = 255; c0 >= 0; c0--)
+    for (int c1 = 255, next = v->first_byte_pos[c0 + 1]; c1 >= 0; c1--) {
+      if (seen[c0 * 256 + c1]) next = v->pair_pos[c0 * 256 + c1];
+      else v->pair_pos[c0 * 256 + c1] = next;
+    }
+  free(seen);
   return AG_OK;
 }
 
@@ -235,7 +248,7 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->sorted_blob);
   free(v->sorted_offsets);
   free(v->first_byte_pos);
-  free(v->pair_count);
+  free(v->pair_pos);
   free(v->lcp);
   free(v->lcp_next);
   free(v->by_len);
