@@ -616,12 +616,12 @@ static ag_status ag_trie_node(ag_classify *w, const ag_vocab *v, ag_trie_walk *t
   ag_status st = AG_OK;
   int32_t pos = lo;
   for (uint32_t e = s->byte_begin; e < s->byte_end && pos < hi && !st && !t->oom; e++) {
-    const ag_byte_edge be = w->g->byte_edges[e]; /* a copy: the descent may grow the rows, not the edges */
-    int32_t from = ag_trie_byte_from(v, pos, hi, d, be.lo);
+    const ag_byte_edge *be = &w->g->byte_edges[e];
+    int32_t from = ag_trie_byte_from(v, pos, hi, d, be->lo);
     if (!dead) st = ag_trie_each(w, v, t, pos, from, d, err);
     for (pos = from; !st && pos < hi && !t->oom;) {
       uint32_t c = ag_vocab_sorted_token(v, pos, &len)[d];
-      if (c > be.hi) break;
+      if (c > be->hi) break;
       int32_t end = ag_trie_byte_from(v, pos + 1, hi, d, c + 1);
       if (w->deadline > 0 && d == 0) st = ag_check_deadline(w->deadline, err);
       if (t->depth > d) t->depth = d; /* the path past d is about to change */
