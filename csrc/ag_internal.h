@@ -343,13 +343,13 @@ static inline uint32_t ag_vocab_sorted_len(const ag_vocab *v, int32_t i) {
   return v->sorted_offsets[i + 1] - v->sorted_offsets[i];
 }
 
-/* The bytes of the token at sorted position i. */
 /* How many sorted tokens of two bytes or more begin with bytes b, c. */
 static inline int32_t ag_vocab_pair_count(const ag_vocab *v, int b, int c) {
   int32_t end = c < 255 ? v->pair_pos[b * 256 + c + 1] : v->first_byte_pos[b + 1];
   return end - v->pair_pos[b * 256 + c];
 }
 
+/* The bytes of the token at sorted position i. */
 static inline const uint8_t *ag_vocab_sorted_token(const ag_vocab *v, int32_t i, uint32_t *len) {
   *len = v->sorted_offsets[i + 1] - v->sorted_offsets[i];
   return v->sorted_blob + v->sorted_offsets[i];
