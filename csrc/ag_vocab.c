@@ -93,11 +93,9 @@ static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
   v->sorted_offsets = malloc(sizeof *v->sorted_offsets * ((size_t)n + 1));
   v->first_byte_pos = malloc(sizeof *v->first_byte_pos * 257);
   v->pair_pos = malloc(256 * 256 * sizeof *v->pair_pos);
-  bool *seen = calloc(256 * 256, sizeof *seen);
-  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos || !v->pair_pos || !seen) {
-    free(seen);
+  if (!v->sorted_blob || !v->sorted_offsets || !v->first_byte_pos || !v->pair_pos)
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
-  }
+  memset(v->pair_pos, 0xff, 256 * 256 * sizeof *v->pair_pos); /* -1: no token begins with the pair yet */
   uint32_t at = 0;
   int b = 0;
   for (int32_t i = 0; i < n; i++) {
@@ -107,20 +105,16 @@ static ag_status ag_vocab_index_sorted_bytes(ag_vocab *v, ag_error *err) {
     v->sorted_offsets[i] = at;
     at += len;
     for (; b <= t[0]; b++) v->first_byte_pos[b] = i; /* sorted tokens are non-empty */
-    if (len >= 2 && !seen[t[0] * 256 + t[1]]) { /* the pair's first token */
-      seen[t[0] * 256 + t[1]] = true;
-      v->pair_pos[t[0] * 256 + t[1]] = i;
-    }
+    if (len >= 2 && v->pair_pos[t[0] * 256 + t[1]] < 0) v->pair_pos[t[0] * 256 + t[1]] = i; /* its first */
   }
   v->sorted_offsets[n] = at;
   for (; b <= 256; b++) v->first_byte_pos[b] = n;
   /* a pair no token begins with is where it would sort: the next pair's, or the first byte's end */
   for (int c0 = 255; c0 >= 0; c0--)
     for (int c1 = 255, next = v->first_byte_pos[c0 + 1]; c1 >= 0; c1--) {
-      if (seen[c0 * 256 + c1]) next = v->pair_pos[c0 * 256 + c1];
+      if (v->pair_pos[c0 * 256 + c1] >= 0) next = v->pair_pos[c0 * 256 + c1];
       else v->pair_pos[c0 * 256 + c1] = next;
     }
-  free(seen);
   return AG_OK;
 }
 
