@@ -509,6 +509,20 @@ static int32_t ag_next_unsafe(const uint32_t *safe, int32_t i, int32_t n) {
   return i < n ? i : n;
 }
 
+/* Classifies sorted token i, walked after `last` (-1: none) whose first *depth
+ * bytes the path holds, and i's first `floor` bytes too: the walk reuses what
+ * the two tokens share, and the parser's prefix (pshared) is the least shared
+ * since its last token. */
+static ag_status ag_classify_after(ag_classify *w, const ag_vocab *v, int32_t last, int32_t i,
+                                   uint32_t floor, uint32_t *depth, int32_t *next, bool *oom,
+                                   ag_error *err) {
+  uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
+  if (shared < *depth) *depth = shared;
+  if (*depth < floor) *depth = floor;
+  if (shared < w->pshared) w->pshared = shared;
+  return ag_classify_token(w, v, i, depth, false, next, oom, err);
+}
+
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
  * without a walk (ag_compute copied them into the entry). The walk keeps the
  * path of the last token walked; the next one reuses the prefix they share.
@@ -537,10 +551,7 @@ static ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32
       resume = v->first_byte_pos[b + 1];
       continue;
     }
-    uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
-    if (shared < depth) depth = shared;
-    if (shared < w->pshared) w->pshared = shared;
-    ag_status st = ag_classify_token(w, v, i, &depth, false, &resume, &oom, err);
+    ag_status st = ag_classify_after(w, v, last, i, 0, &depth, &resume, &oom, err);
     if (st) return st;
     last = i;
   }
@@ -581,15 +592,10 @@ static int32_t ag_trie_byte_from(const ag_vocab *v, int32_t lo, int32_t hi, uint
 static ag_status ag_trie_each(ag_classify *w, const ag_vocab *v, ag_trie_walk *t, int32_t lo,
                               int32_t hi, uint32_t d, ag_error *err) {
   for (int32_t i = lo > t->resume ? lo : t->resume; i < hi && !t->oom; i = t->resume) {
-    uint32_t shared = t->last < 0 ? 0 : ag_vocab_common_prefix(v, t->last, i);
-    uint32_t depth = t->depth < shared ? t->depth : shared;
-    if (depth < d) depth = d;
-    if (shared < w->pshared) w->pshared = shared; /* what the parser's last token shares (the least since) */
     int32_t next;
-    ag_status st = ag_classify_token(w, v, i, &depth, false, &next, &t->oom, err);
+    ag_status st = ag_classify_after(w, v, t->last, i, d, &t->depth, &next, &t->oom, err);
     if (st) return st;
     t->last = i;
-    t->depth = depth;
     t->resume = next > i ? next : i + 1;
   }
   return AG_OK;
