@@ -16,6 +16,7 @@ from collections import OrderedDict
 from functools import lru_cache
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 
+from .._gc_pause import pauses_gc
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
 from ..grammar.memo import clear_memos
@@ -253,6 +254,7 @@ class Compiler:
             self._lru.clear()
         clear_memos()
 
+    @pauses_gc
     def compile(self, grammar: Union[Grammar, str]) -> CompiledGrammar:
         """Compile a Grammar (or EBNF text) for this compiler's vocabulary.
 

@@ -63,6 +63,7 @@ from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import structural_tag as st
+from .._gc_pause import pauses_gc
 from ..errors import AgentGrammarError, GrammarError, ToolError
 from ..grammar import Grammar
 from ..grammar.structural_tag import compact_schema_grammar
@@ -452,6 +453,7 @@ class AgentFormat:
         body = self._body(selected, mode, parallel)
         return st.StructuralTag(format=body if think is None else st.Sequence(elements=[think, body]))
 
+    @pauses_gc
     def grammar(
         self,
         tools: Optional[ToolsArg],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Dict, Iterable, List, Set, Tuple, Union
 
+from .._gc_pause import pauses_gc
 from ..errors import GrammarError, SchemaError
 from . import pieces
 from .builtin import json_rules
@@ -587,6 +588,7 @@ class Grammar:
         return g
 
     @classmethod
+    @pauses_gc
     def from_rules(cls, rules: Iterable[Rule], root: str = "root") -> "Grammar":
         """Validate IR ``rules`` (see ``validate_rules``); rules unreachable from ``root`` are dropped.
 
@@ -598,6 +600,7 @@ class Grammar:
         return cls(rules, root)
 
     @classmethod
+    @pauses_gc
     def from_ebnf(cls, text: str, root: str = "root") -> "Grammar":
         """Parse GBNF / xgrammar-style EBNF (see ``agentgrammar.grammar.ebnf``).
 
@@ -608,6 +611,7 @@ class Grammar:
         return cls(parse_ebnf(text, root), root, _converted=True)
 
     @classmethod
+    @pauses_gc
     def from_regex(cls, pattern: str) -> "Grammar":
         """A one-rule grammar (``root``) matching the strings that fully match ``pattern``.
 
@@ -618,6 +622,7 @@ class Grammar:
         return cls([Rule("root", parse_regex(pattern))], "root", _converted=True)
 
     @classmethod
+    @pauses_gc
     def from_json_schema(cls, schema: Any, **options: Any) -> "Grammar":
         """The JSON texts valid against ``schema`` (a dict, a JSON string or a Pydantic model
         class); ``options`` are those of ``json_schema.schema_rules_and_parts`` (``whitespace``,
@@ -639,6 +644,7 @@ class Grammar:
             raise SchemaError(f"the schema accepts no finite JSON value: {e}") from None
 
     @classmethod
+    @pauses_gc
     def from_structural_tag(cls, tag: Any) -> "Grammar":
         """The texts a structural tag allows: ``tag`` is an ``agentgrammar.structural_tag`` model,
         the same as a dict, or JSON text, in xgrammar's format (``{"type": "structural_tag",
