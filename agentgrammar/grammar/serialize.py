@@ -34,7 +34,6 @@ Character classes are lowered to UTF-8 byte sequences here.
 from __future__ import annotations
 
 import struct
-from array import array
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -86,7 +85,9 @@ class _Writer:
         self.rule_index = rule_index
         self.embed_index = embed_index
         self.offsets: List[int] = []
-        self.data = array("i")
+        # the node words, packed once at the end (serialize): a list takes a node's words
+        # several times faster than an int32 array, which converts each one on the way in
+        self.data: List[int] = []
         self._memo: Dict[Tuple[int, ...], int] = {}
         # the nodes of references and literals, by rule name and by bytes (most of the items
         # written, and a bytes object keeps its hash): found without building their words
@@ -106,7 +107,7 @@ class _Writer:
             return found
         idx = len(self.offsets)
         self.offsets.append(len(self.data))
-        self.data.fromlist(list(key))  # from a list: half the time of extend() from a tuple
+        self.data.extend(key)
         self._memo[key] = idx
         return idx
 
@@ -167,8 +168,8 @@ class _Writer:
         """Group ``e`` (``pieces.group``; ``items``, its items' information): one SWITCH node
         when every item is a literal then an embedded grammar (a request's calls, one per
         tool), else its items one by one."""
-        chunks = [_INT32.pack(KIND_SWITCH), _INT32.pack(len(items))]
-        embed, pack = self.embed_index, _INT32.pack
+        words = [KIND_SWITCH, len(items)]
+        embed = self.embed_index
         if embed is None:
             return self._expr(e)  # its embeds need the index: _embed says so
         for x, piece in zip(e.items, items):
@@ -177,11 +178,11 @@ class _Writer:
                 word = piece.word = _switch_word(x)
             if not word:
                 return self._expr(e)
-            chunks.append(pack(embed(word[1])))
-            chunks.append(word[0])
+            words.append(embed(word[1]))
+            words += word[0]
         idx = len(self.offsets)
         self.offsets.append(len(self.data))
-        self.data.frombytes(b"".join(chunks))
+        self.data += words
         return idx
 
     def _embed(self, grammar: Any) -> int:
@@ -316,17 +317,14 @@ class _Writer:
         return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
 
 
-_INT32 = struct.Struct("=i")  # the buffer's words, in the byte order of array("i")
-
-
 def _switch_word(e: Expr) -> Any:
-    """Piece ``e``'s literal as the words ``len, *bytes`` (packed), and the grammar it embeds
+    """Piece ``e``'s literal as the words ``len, *bytes``, and the grammar it embeds
     after it, when it is ``Seq((Literal, Embed))`` with a non-empty literal; else False."""
     items = e.items if type(e) is Seq else ()  # type: ignore[union-attr]
     if len(items) != 2 or type(items[0]) is not Literal or type(items[1]) is not Embed:
         return False
     head = items[0].value
-    return (array("i", (len(head), *head)).tobytes(), items[1].grammar) if head else False
+    return ((len(head), *head), items[1].grammar) if head else False
 
 
 class _Symbols(Dict[Any, int]):
@@ -441,6 +439,7 @@ def serialize(
         use_pieces = embed_index is not None
     w = _Writer(rule_index, embed_index, use_pieces=use_pieces)
     bodies = [w.rule_body(r.body) for r in rules]
-    header = array("i", [MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data)])
-    out = header + array("i", bodies) + array("i", w.offsets) + w.data
-    return out.tobytes()
+    header = (MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data))
+    n = len(header) + len(bodies) + len(w.offsets) + len(w.data)
+    # int32 words in native byte order, as the C core reads them (validation bounds every number)
+    return struct.pack(f"={n}i", *header, *bodies, *w.offsets, *w.data)
