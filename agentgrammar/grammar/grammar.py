@@ -12,7 +12,7 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Iterable, List, Set, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Set, Tuple, Union
 
 from .._gc_pause import pauses_gc
 from ..errors import GrammarError, SchemaError
@@ -207,37 +207,45 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
     refs: List[str] = []
     normal = True  # no counted repeat copies an item of more than one edge
     plain = True  # no node that may derive nothing whatever the references derive
-    stack, seen = [body], set()
+    # Depth first in source order, one iterator per open node: the leaves, most of the
+    # nodes, are handled where they are met instead of pushed and popped one by one.
+    stack: List[Iterator[Expr]] = [iter((body,))]
+    seen: Set[int] = set()
     while stack:
-        e = stack.pop()
-        t = type(e)
-        if t is Seq or t is Choice:
-            if id(e) not in seen:
-                seen.add(id(e))
-                items = e.items  # type: ignore[union-attr]
-                if not items and t is Choice:
+        for e in stack[-1]:
+            t = type(e)
+            if t is RuleRef:
+                refs.append(e.name)  # type: ignore[union-attr]
+            elif t is Literal:
+                pass
+            elif t is Seq or t is Choice:
+                if id(e) not in seen:
+                    seen.add(id(e))
+                    items = e.items  # type: ignore[union-attr]
+                    if not items and t is Choice:
+                        plain = False
+                    stack.append(iter(items))
+                    break
+            elif t is CharClass:
+                if e.negated or not e.ranges:  # type: ignore[union-attr]
                     plain = False
-                stack.extend(reversed(items))  # source order
-        elif t is RuleRef:
-            refs.append(e.name)  # type: ignore[union-attr]
-        elif t is Literal:
-            pass
-        elif t is CharClass:
-            if e.negated or not e.ranges:  # type: ignore[union-attr]
-                plain = False
-        elif t is KeyTrie:
-            stack.extend(e.parts)  # type: ignore[union-attr]  # not its items: never made here
-        elif t is Repeat:
-            item = e.item  # type: ignore[union-attr]
-            if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
-                normal = _is_single_edge(item)
-            stack.append(item)
-        elif t is ByteClass:
-            plain = plain and bool(e.ranges)  # type: ignore[union-attr]
-        else:
-            _check_expr(e, rule, refs)
-            normal = normal and _normal_already(e)
-            plain = plain and t is Embed  # a validated grammar derives some string
+            elif t is KeyTrie:
+                stack.append(iter(e.parts))  # type: ignore[union-attr]  # not its items: never made here
+                break
+            elif t is Repeat:
+                item = e.item  # type: ignore[union-attr]
+                if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
+                    normal = _is_single_edge(item)
+                stack.append(iter((item,)))
+                break
+            elif t is ByteClass:
+                plain = plain and bool(e.ranges)  # type: ignore[union-attr]
+            else:
+                _check_expr(e, rule, refs)
+                normal = normal and _normal_already(e)
+                plain = plain and t is Embed  # a validated grammar derives some string
+        else:  # this node's items are done
+            stack.pop()
     return refs, normal, plain
 
 
