@@ -104,6 +104,44 @@ ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline
   return ag_mask_cache_get(c->cache, g, c->vocab, state, deadline, out, err);
 }
 
+/* Where the words of trie rule t first differ: from its start, along the
+ * states that take one byte to one state (the prefix every word shares);
+ * bounded, the trie being acyclic. */
+static int32_t ag_trie_branch(const ag_grammar *g, int32_t t) {
+  int32_t s = g->rule_start[t];
+  for (int steps = 0; steps < 256; steps++) {
+    const ag_state *st = &g->states[s];
+    if (st->accepting || st->rule_begin != st->rule_end || st->byte_end - st->byte_begin != 1) break;
+    const ag_byte_edge *e = &g->byte_edges[st->byte_begin];
+    if (e->lo != e->hi) break;
+    s = e->target;
+  }
+  return s;
+}
+
+ag_status ag_compiled_prepare_triggers(ag_compiled *c, ag_error *err) {
+  if (!c) return ag_fail(err, AG_ERR_INVALID, -1, "null compiled grammar");
+  const ag_grammar *g = c->grammar;
+  if (!g->rule_dispatch) return AG_OK;
+  int32_t own = g->n_parts ? g->part_state_begin[g->n_parts] : 0;
+  bool *seen = calloc((size_t)g->n_rules, sizeof *seen);
+  if (!seen) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  ag_status st = AG_OK;
+  /* A trigger is a rule edge of its dispatch rule's automaton (ag_fsm.c). */
+  for (int32_t s = own; s < g->n_states && !st; s++) {
+    if (!g->rule_dispatch[g->state_rule[s]]) continue;
+    for (uint32_t e = g->states[s].rule_begin; e < g->states[s].rule_end && !st; e++) {
+      int32_t t = g->rule_edges[e].rule;
+      if (seen[t] || !g->rule_trie[t] || g->rule_start[t] < own) continue; /* parts stay lazy */
+      seen[t] = true;
+      const ag_state_masks *masks;
+      st = ag_mask_cache_get(c->cache, g, c->vocab, ag_trie_branch(g, t), 0, &masks, err);
+    }
+  }
+  free(seen);
+  return st;
+}
+
 size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   const ag_vocab *v = c->vocab;
   size_t n = ag_compiled_counted_bytes(c) + sizeof *v;

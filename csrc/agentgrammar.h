@@ -125,6 +125,13 @@ ag_status ag_compiled_new(ag_grammar *grammar, ag_vocab *vocab, ag_compiled **ou
 ag_status ag_compiled_new_linked(ag_grammar *grammar, ag_vocab *vocab, ag_compiled *const *parts,
                                  int32_t n_parts, ag_compiled **out, ag_error *err);
 void ag_compiled_free(ag_compiled *compiled);
+/*
+ * Computes now the token classes of the state where each dispatch trigger's
+ * choice of words branches (a request's tool names after `{"name": "`): every
+ * tool call visits it, and a new request has a new trie of names, whose first
+ * visit would otherwise fall on a generated token. Other states stay lazy.
+ */
+ag_status ag_compiled_prepare_triggers(ag_compiled *compiled, ag_error *err);
 /* Approximate bytes held by the compiled grammar (automata, vocabulary index). */
 size_t ag_compiled_memory_bytes(const ag_compiled *compiled);
 

@@ -287,7 +287,12 @@ class Compiler:
             status = lib.ag_compiled_new(g, self._vocab_handle, out, err)
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
-        return CompiledGrammar(grammar, self._vocab, ffi.gc(out[0], lib.ag_compiled_free), g, parts)
+        handle = ffi.gc(out[0], lib.ag_compiled_free)
+        # the branch of a request's tool names, which every call visits: classified now
+        status = lib.ag_compiled_prepare_triggers(handle, err)
+        if status != lib.AG_OK:
+            raise_error(status, err, GrammarError)
+        return CompiledGrammar(grammar, self._vocab, handle, g, parts)
 
     def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
         """``_part`` of each grammar; the kept ones are looked up under one lock (a request

@@ -160,3 +160,40 @@ def test_compilers_of_one_vocabulary_share_its_token_tables_but_not_their_caches
     assert _walk(second.compile(_schema(2)), seed=4) == _walk(
         Compiler(make_vocab()).compile(_schema(2)), seed=4
     )
+
+
+def _tool(name: str) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} tool",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        },
+    }
+
+
+def test_the_branch_of_a_requests_tool_names_is_classified_at_compile() -> None:
+    """Every tool call visits the state where a trigger's tool names branch, and each request
+    has a new trie of names: its classes are computed by compile(), and the mask there is
+    the direct path's. A grammar without a trigger has nothing classified before use."""
+    from agentgrammar import ToolRegistry, formats
+
+    vocab = Vocabulary(
+        [bytes([b]) for b in range(256)] + [b"get", b"get_", b"_time", b"search", b'"}', b"</s>"],
+        stop_token_ids=[261],
+    )
+    reg = ToolRegistry.from_openai([_tool(n) for n in ("get_weather", "get_time", "search_web")])
+    compiled = Compiler(vocab).compile(formats.get("qwen3").grammar(reg))
+    assert compiled.cache_stats.walked == 1, compiled.cache_stats
+    m = Matcher(compiled)
+    assert m.accept_string('<think>\nok\n</think>\n\n<tool_call>\n{"name": "')
+    mask = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
+    direct = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
+    m.fill_next_token_bitmask(mask)
+    assert compiled.cache_stats.walked == 1, compiled.cache_stats  # found, not walked again
+    m._fill_next_token_bitmask_direct(direct)
+    assert np.array_equal(mask, direct)
+    assert sorted(m.allowed_token_ids()) == sorted([ord("g"), ord("s"), 256, 257, 259])
+    plain = Compiler(vocab).compile(Grammar.from_json_schema({"type": "string"}))
+    assert plain.cache_stats.walked == 0
