@@ -135,7 +135,7 @@ ag_status ag_compiled_prepare_triggers(ag_compiled *c, ag_error *err) {
       if (seen[t] || !g->rule_trie[t] || g->rule_start[t] < own) continue; /* parts stay lazy */
       seen[t] = true;
       const ag_state_masks *masks;
-      st = ag_mask_cache_get(c->cache, g, c->vocab, ag_trie_branch(g, t), 0, &masks, err);
+      st = ag_compiled_state_masks(c, ag_trie_branch(g, t), 0, &masks, err);
     }
   }
   free(seen);
