@@ -1387,13 +1387,71 @@ static ag_status ag_key_state(ag_builder *b, int32_t k, uint32_t first, bool *do
   return st;
 }
 
+/* The most edges ag_disjoint_state takes: past it, the sweep. */
+#define AG_DISJOINT_MAX_EDGES 12
+
+/* The edges of DFA state k when its NFA states' byte ranges are disjoint and
+ * they have at most one rule edge: each edge then leads to the DFA state of
+ * its own target. Most states of a schema's automaton are like this: inside
+ * a literal (a key, a colon), one byte to the next; in a string, its
+ * character ranges beside the closing quote. The sweep, sorting events and
+ * target sets, would find exactly these edges. Targets are interned in the
+ * sweep's order (bytes by position, then the rule), so the automaton is the
+ * same state for state. Epsilon edges are skipped: a closure holds their
+ * targets already. *done false leaves k to the sweep. */
+static ag_status ag_disjoint_state(ag_builder *b, int32_t k, ag_state *s, bool *done) {
+  size_t lo = b->set_begin.data[k], hi = b->set_begin.data[k + 1], n = 0;
+  ag_byte_edge own[AG_DISJOINT_MAX_EDGES];
+  const ag_nfa_edge *rule = NULL;
+  bool accepting = false;
+  uint64_t scanned = hi - lo;
+  *done = false;
+  for (size_t i = lo; i < hi; i++) {
+    int32_t u = b->pool.data[i];
+    uint32_t e0 = b->csr_begin.data[u], e1 = b->csr_begin.data[u + 1];
+    accepting |= u == 1; /* the NFA's accepting state */
+    scanned += e1 - e0;
+    for (uint32_t e = e0; e < e1; e++) {
+      const ag_nfa_edge *ed = &b->csr.data[e];
+      if (ed->kind == AG_NFA_RULE) {
+        if (rule) return AG_OK; /* two rule edges: the sweep groups them by rule */
+        rule = ed;
+      } else if (ed->kind == AG_NFA_BYTES) {
+        if (n == AG_DISJOINT_MAX_EDGES) return AG_OK;
+        own[n++] = (ag_byte_edge){ed->lo, ed->hi, ed->to};
+      }
+    }
+  }
+  ag_sort_edges_by_lo(own, n);
+  for (size_t i = 1; i < n; i++)
+    if (own[i].lo <= own[i - 1].hi) return AG_OK; /* overlapping: the sweep splits them */
+  ag_status st = ag_dfa_spend(b, scanned); /* as ag_collect_set counts */
+  for (size_t i = 0; !st && i < n; i++) {
+    int32_t seed = own[i].target, target = -1;
+    st = ag_dfa_target(b, &seed, 1, &target);
+    if (!st) st = ag_emit_byte_edge(b, s->byte_begin, own[i].lo, own[i].hi, target);
+  }
+  if (!st && rule) {
+    ag_rule_edge re = {rule->rule, -1};
+    int32_t seed = rule->to;
+    st = ag_dfa_target(b, &seed, 1, &re.target);
+    if (!st && b->rule_edges.len >= UINT32_MAX)
+      st = ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
+    if (!st && !ag_vec_push(&b->rule_edges, re)) st = ag_nomem(b);
+  }
+  s->accepting = accepting;
+  *done = !st;
+  return st;
+}
+
 /* Computes the edges of local DFA state k and appends the state. States are
  * processed in id order, so state k's edges are contiguous. */
 static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
   ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false, false};
-  bool done = false;
+  bool done = false, disjoint = false;
   ag_status st = b->key_ways.len ? ag_key_state(b, k, s.byte_begin, &done) : AG_OK;
-  if (!st && !done) {
+  if (!st && !done) st = ag_disjoint_state(b, k, &s, &disjoint);
+  if (!st && !done && !disjoint) {
     st = ag_dfa_collect(b, k, &s.accepting);
     if (!st) st = ag_dfa_bytes(b, s.byte_begin);
     if (!st) st = ag_dfa_rules(b);
