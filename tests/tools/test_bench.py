@@ -32,6 +32,12 @@ def test_instance_fills_bfcl_style_schemas() -> None:
 def test_ratio_to_best_and_dist() -> None:
     assert bench.ratio_to_best({"ours": 2.0, "xgr": 4.0, "llg": 1.0}) == 2.0
     assert math.isnan(bench.ratio_to_best({"ours": 2.0, "xgr": float("nan")}))
+    # the peer a target names, even when another peer is faster
+    row = {"ours": 3.0, "xgr": 6.0, "xgr-jit": 4.0, "llg": 1.0}
+    assert bench.ratio_to(row, ("llg",)) == 3.0
+    assert bench.ratio_to(row, ("xgr", "xgr-jit")) == 0.75
+    assert bench.ratio_to(row, ("xgr",)) == 0.5
+    assert math.isnan(bench.ratio_to({"ours": 1.0, "llg": float("nan")}, ("llg",)))
     d = bench.dist_us([1e-6, 2e-6, 3e-6])
     assert d["n"] == 3 and d["p50"] == pytest.approx(2.0) and d["max"] == pytest.approx(3.0)
 
