@@ -1171,6 +1171,13 @@ static ag_status ag_emit_byte_edge(ag_builder *b, uint32_t first, int lo, int hi
   return ag_vec_push(&b->byte_edges, e) ? AG_OK : ag_nomem(b);
 }
 
+static ag_status ag_emit_rule_edge(ag_builder *b, int32_t rule, int32_t target) {
+  if (b->rule_edges.len >= UINT32_MAX)
+    return ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
+  ag_rule_edge e = {rule, target};
+  return ag_vec_push(&b->rule_edges, e) ? AG_OK : ag_nomem(b);
+}
+
 /* Applies the events at one sweep position: a range opening (+1) or closing
  * (-1) for its target. Openings sort first at a position, so a target cannot
  * close and reopen within one; b->active holds each target at most once. */
@@ -1261,12 +1268,10 @@ static ag_status ag_dfa_rules(ag_builder *b) {
     b->active.len = 0;
     for (; i < n && (uint32_t)(mv[i] >> 32) == rule; i++)
       if (!ag_vec_push(&b->active, (int32_t)(uint32_t)mv[i])) return ag_nomem(b);
-    ag_rule_edge e = {(int32_t)rule, -1};
-    ag_status st = ag_dfa_target(b, b->active.data, b->active.len, &e.target);
+    int32_t target = -1;
+    ag_status st = ag_dfa_target(b, b->active.data, b->active.len, &target);
+    if (!st) st = ag_emit_rule_edge(b, (int32_t)rule, target);
     if (st) return st;
-    if (b->rule_edges.len >= UINT32_MAX)
-      return ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
-    if (!ag_vec_push(&b->rule_edges, e)) return ag_nomem(b);
   }
   return AG_OK;
 }
@@ -1432,12 +1437,9 @@ static ag_status ag_disjoint_state(ag_builder *b, int32_t k, ag_state *s, bool *
     if (!st) st = ag_emit_byte_edge(b, s->byte_begin, own[i].lo, own[i].hi, target);
   }
   if (!st && rule) {
-    ag_rule_edge re = {rule->rule, -1};
-    int32_t seed = rule->to;
-    st = ag_dfa_target(b, &seed, 1, &re.target);
-    if (!st && b->rule_edges.len >= UINT32_MAX)
-      st = ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
-    if (!st && !ag_vec_push(&b->rule_edges, re)) st = ag_nomem(b);
+    int32_t seed = rule->to, target = -1;
+    st = ag_dfa_target(b, &seed, 1, &target);
+    if (!st) st = ag_emit_rule_edge(b, rule->rule, target);
   }
   s->accepting = accepting;
   *done = !st;
