@@ -97,7 +97,8 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     _maskbench(mb)
     out = bench.main(
         [str(bfcl), str(mb), "--workloads", "agentic", "maskbench", "batch", "--sizes", "2", "4",
-         "--requests", "1", "--maskbench-sample", "5", "--batch-rows", "3", "--batch-threads", "2", "--json"]
+         "--requests", "1", "--maskbench-sample", "5", "--maskbench-repeats", "2",
+         "--batch-rows", "3", "--batch-threads", "2", "--json"]
     )  # fmt: skip
     printed = json.loads(capsys.readouterr().out)
     assert printed["agentic"]["registry"] == out["agentic"]["registry"] == 4
@@ -110,7 +111,7 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
             assert figures["per_token_us"]["n"] == res["tokens_per_output"] > 20
             assert 0 < figures["cold_ms"] <= figures["cold_ttfm_ms"]
     mres = out["maskbench"]
-    assert mres["sample"] == mres["schemas_compared"] == 2
+    assert mres["sample"] == mres["schemas_compared"] == 2 and mres["repeats"] == 2
     assert mres["instances_compared"] == 4
     assert mres["instances_rejected"] == dict.fromkeys(bench.ENGINES, 0)
     for engine in bench.ENGINES:
@@ -123,3 +124,17 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for per_engine in batch["threads"].values():
         for engine in ("ours", "xgr"):
             assert per_engine[engine]["n"] > 20  # one fill call per step of the longest row
+
+
+def test_clear_ours_keeps_process_tables_only() -> None:
+    import agentgrammar.grammar.json_values as jv
+    from agentgrammar import Grammar
+
+    # a negated shorthand takes in the characters of Python's Unicode-wide \s
+    Grammar.from_json_schema({"type": "string", "pattern": "^[^\\s,]+$"})
+    assert jv._python_shorthand_ranges.cache_info().currsize >= 1
+    assert jv.pattern_chars.cache_info().currsize >= 1
+    bench.clear_ours()
+    # the Unicode table depends on no schema: kept; the pattern's expression: cleared
+    assert jv._python_shorthand_ranges.cache_info().currsize >= 1
+    assert jv.pattern_chars.cache_info().currsize == 0
