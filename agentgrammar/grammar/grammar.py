@@ -492,6 +492,11 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
                 return name
 
     done: Dict[int, Expr] = {}  # by identity: front-ends share subtrees, walk each once
+    # the rule each hoisted item became, by the identity of the item (kept alive by `extra`):
+    # an item that several repeats copy, such as the blocks of a long string's length split
+    # (``json_values.repeat``), is one rule, so its automaton is built and its masks are
+    # classified once, and its parallel parses meet in the same Earley items
+    hoisted: Dict[int, str] = {}
     piece_info = pieces.info
 
     def walk(e: Expr, base: str, counter: List[int]) -> Expr:
@@ -515,8 +520,10 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
             item = walk(e.item, base, counter)
             copies = e.min > 1 or (e.max is not None and e.max > 1)
             if copies and not _is_single_edge(item):
-                name = fresh(base, counter)
-                extra.append(Rule(name, item))
+                name = hoisted.get(id(item))
+                if name is None:
+                    name = hoisted[id(item)] = fresh(base, counter)
+                    extra.append(Rule(name, item))
                 item = RuleRef(name)
             return e if item is e.item else Repeat(item, e.min, e.max)
         return e

@@ -271,6 +271,35 @@ def test_hoisting_nested_and_name_collisions():
     Grammar.from_rules(out)  # still a valid grammar
 
 
+def test_an_item_that_several_repeats_copy_is_hoisted_once():
+    # One object under two counted repeats (in two rules), as a long string's length split
+    # writes its blocks: one rule, not a copy per repeat. An equal but distinct item still
+    # gets its own.
+    item = Seq((L(b"a"), L(b"b")))
+    rules = [
+        Rule("root", Choice((Repeat(item, 0, 2), Seq((Repeat(item, 3, 3), RuleRef("x")))))),
+        Rule("x", Seq((Repeat(item, 2, 2), Repeat(Seq((L(b"a"), L(b"b"))), 2, 2)))),
+    ]
+    out = normalize_rules(rules)
+    assert [r.name for r in out] == ["root", "x", "root_repeat_1", "x_repeat_1"]
+    assert out[0].body == Choice(
+        (Repeat(RuleRef("root_repeat_1"), 0, 2), Seq((Repeat(RuleRef("root_repeat_1"), 3, 3), RuleRef("x"))))
+    )
+    assert out[1].body == Seq((Repeat(RuleRef("root_repeat_1"), 2, 2), Repeat(RuleRef("x_repeat_1"), 2, 2)))
+    g = Grammar.from_rules(out)
+    for text, ok in ((b"", True), (b"abab", True), (b"ab" * 7, True), (b"ab" * 3, False), (b"ab" * 5, False)):
+        assert IRMatcher(rules).matches(text.decode()) == ok
+        assert g.accepts(text) == ok
+
+
+def test_a_long_string_length_split_shares_its_block_rule():
+    g = Grammar.from_json_schema({"type": "string", "maxLength": 1000})
+    blocks = [r for r in g.normalized_rules if isinstance(r.body, Repeat) and r.body.min == r.body.max == 256]
+    assert len(blocks) == 1  # (block){0,2} and (block){3} share it
+    assert g.accepts(b'"' + b"x" * 1000 + b'"') and not g.accepts(b'"' + b"x" * 1001 + b'"')
+    assert g.accepts(b'"' + b"x" * 767 + b'"') and g.accepts(b'"' + b"x" * 768 + b'"')
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.recursive(
