@@ -39,6 +39,7 @@ __all__ = [
     "StructuralTag",
     "Tag",
     "TagsWithSeparator",
+    "Token",
     "TriggeredTags",
 ]
 
@@ -64,6 +65,16 @@ class JSONSchema(_Format):
     any_order: bool = False
     max_whitespace_cnt: Optional[int] = Field(default=None, ge=0)
     excludes: List[str] = []  # xgrammar's substring filter on strings: only [] is supported
+
+
+class Token(_Format):
+    """Exactly one token, named by its text (``"<tool_call>"``, ``"<|call|>"``): the grammar
+    writes it as a token marker (``agentgrammar.grammar.token_markers``), so it compiles only
+    for a vocabulary marked for it (``Vocabulary.with_token_markers``). Token ids are refused:
+    a grammar is built before it meets a vocabulary."""
+
+    type: Literal["token"] = "token"
+    token: Union[int, str]
 
 
 class AnyText(_Format):
@@ -153,9 +164,9 @@ class Tag(_Format):
     """``begin``, then ``content``, then ``end`` (or one of several ends)."""
 
     type: Literal["tag"] = "tag"
-    begin: str
+    begin: Union[str, Token]
     content: "Format"
-    end: Union[str, List[str]]
+    end: Union[str, List[str], Token]
 
 
 class TriggeredTags(_Format):
@@ -198,6 +209,7 @@ Format = Annotated[
         ConstString,
         JSONSchema,
         AnyText,
+        Token,
         Regex,
         GrammarText,
         Sequence,

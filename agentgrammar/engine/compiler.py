@@ -19,7 +19,9 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
 from .._gc_pause import pauses_gc
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar
+from ..grammar.ir import Choice, Literal, Repeat, Rule, Seq, TagDispatch
 from ..grammar.memo import clear_memos
+from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
 from .vocabulary import Vocabulary
 
@@ -276,6 +278,7 @@ class Compiler:
         return compiled
 
     def _build(self, grammar: Grammar) -> CompiledGrammar:
+        _check_token_markers(grammar, self._vocab)
         parts = self._parts_of(grammar.parts)
         g = _load_grammar(grammar, parts)
         out = ffi.new("ag_compiled **")
@@ -384,6 +387,39 @@ class Compiler:
     def compile_builtin_json_grammar(self) -> CompiledGrammar:
         """Compile the grammar of any JSON value."""
         return self.compile(Grammar.builtin_json())
+
+
+def _check_token_markers(grammar: Grammar, vocab: Vocabulary) -> None:
+    """``GrammarError`` when ``grammar`` (its own rules) writes a token marker that ``vocab``
+    does not spell: any token holding 0xFF could then write it byte by byte. The serialized
+    grammar holds no 0xFF byte in most grammars, which settles it without a walk."""
+    if b"\xff" not in grammar.to_bytes():
+        return
+    missing = sorted(markers_in_bytes(_literal_bytes(grammar.rules)) - set(vocab.token_markers))
+    if missing:
+        raise GrammarError(
+            f"the grammar writes {', '.join(map(repr, missing))} as single tokens, but the vocabulary "
+            "does not mark them: compile it with a Compiler over "
+            f"vocabulary.with_token_markers({missing!r})"
+        )
+
+
+def _literal_bytes(rules: Sequence[Rule]) -> List[bytes]:
+    """The byte strings of the rules' literals and free-text words (not of embedded grammars)."""
+    out: List[bytes] = []
+    stack: List[Any] = [r.body for r in rules]
+    while stack:
+        e = stack.pop()
+        kind = type(e)
+        if kind is Literal:
+            out.append(e.value)
+        elif kind is TagDispatch:
+            out.extend(e.words())
+        elif kind is Seq or kind is Choice:
+            stack.extend(e.items)
+        elif kind is Repeat:
+            stack.append(e.item)
+    return out
 
 
 def _content_key(grammar: Grammar) -> bytes:

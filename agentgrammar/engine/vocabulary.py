@@ -24,9 +24,10 @@ import operator
 import warnings
 from array import array
 from itertools import accumulate
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..errors import TokenIdError, VocabularyError
+from ..grammar.token_markers import marker_bytes
 from .decoding import VOCAB_TYPES, decode_tokens, detect_vocab_type
 
 __all__ = ["TOKEN_NORMAL", "TOKEN_SPECIAL", "TOKEN_STOP", "WELL_KNOWN_STOP_TOKENS", "Vocabulary"]
@@ -139,7 +140,9 @@ class Vocabulary:
     """
 
     __slots__ = (
+        "_added",
         "_kinds",
+        "_markers",
         "_native",
         "_native_tables",
         "_special",
@@ -204,6 +207,8 @@ class Vocabulary:
         self._special = tuple(i for i, k in enumerate(self._kinds) if k == TOKEN_SPECIAL)
         self._native: Optional[Tuple[bytes, array, bytes, int, int]] = None
         self._native_tables: Any = None  # the C token tables every Compiler shares (compiler.py)
+        self._added: FrozenSet[int] = frozenset()
+        self._markers: Dict[str, Tuple[int, ...]] = {}
 
     # ---- construction from Hugging Face ------------------------------------------------------
 
@@ -286,6 +291,7 @@ class Vocabulary:
         special = [i for i, is_special in added.items() if is_special and i < n]
         self = cls.__new__(cls)
         self._init(vocab_type, token_bytes, mask_size, stop, special)
+        self._added = frozenset(i for i in added if i < n)
         return self
 
     # ---- properties --------------------------------------------------------------------------
@@ -320,6 +326,17 @@ class Vocabulary:
         """The special tokens (kind 1, never allowed by a grammar), ascending."""
         return self._special
 
+    @property
+    def added_token_ids(self) -> FrozenSet[int]:
+        """The tokenizer's added tokens, special or not (``from_huggingface``; empty otherwise):
+        the tokens a model family's markers are made of."""
+        return self._added
+
+    @property
+    def token_markers(self) -> Dict[str, Tuple[int, ...]]:
+        """The token markers this vocabulary spells (``with_token_markers``): text -> token ids."""
+        return dict(self._markers)
+
     def token_kinds(self) -> bytes:
         """One byte per token: 0 normal, 1 special, 2 stop."""
         return self._kinds
@@ -342,6 +359,67 @@ class Vocabulary:
             return self
         out = Vocabulary.__new__(Vocabulary)
         out._init(self._vocab_type, list(self._token_bytes), self._vocab_size, self._stop, keep)
+        out._added, out._markers = self._added, self._markers
+        return out
+
+    def single_tokens(self, texts: Iterable[str]) -> List[str]:
+        """The ``texts`` that are the text of one token of this vocabulary (in order, once).
+
+        Example:
+            >>> Vocabulary(["a", "<x>", "</s>"], stop_token_ids=[2]).single_tokens(["<x>", "ab", "</s>"])
+            ['<x>', '</s>']
+        """
+        index = self._text_index()
+        return [t for t in dict.fromkeys(texts) if isinstance(t, str) and t.encode("utf-8") in index]
+
+    def _text_index(self) -> Dict[bytes, List[int]]:
+        index: Dict[bytes, List[int]] = {}
+        originals = {b: t.encode("utf-8") for t, ids in self._markers.items() for b in [marker_bytes(t)]}
+        for i, b in enumerate(self._token_bytes):
+            if b:
+                index.setdefault(originals.get(b, b), []).append(i)
+        return index
+
+    def with_token_markers(self, texts: Iterable[str]) -> "Vocabulary":
+        """A copy in which each of ``texts`` is a token marker
+        (:mod:`agentgrammar.grammar.token_markers`): the tokens whose text it is (special, stop
+        or not) take its private spelling and become ordinary tokens, so a grammar that writes
+        the marker allows exactly them there, and every other token holding the byte 0xFF, which
+        no UTF-8 text has, is never allowed. ``VocabularyError`` for a text that is no token.
+        The stop tokens left stay stop tokens; generation still stops on a marker that was one
+        (``generate(eos_token_id=...)`` is the caller's).
+
+        Example:
+            >>> v = Vocabulary(["a", "<tool_call>", b"\\xff", "</s>"], stop_token_ids=[3]).with_token_markers(
+            ...     ["<tool_call>", "</s>"])
+            >>> v.token_bytes[1] == marker_bytes("<tool_call>"), v.stop_token_ids, v.special_token_ids
+            (True, (), (2,))
+            >>> sorted(v.token_markers), v.decode([0, 1])
+            (['</s>', '<tool_call>'], b'a<tool_call>')
+        """
+        wanted = [t for t in dict.fromkeys(texts) if t not in self._markers]
+        if not wanted:
+            return self
+        index = self._text_index()
+        markers = dict(self._markers)
+        token_bytes = list(self._token_bytes)
+        for text in wanted:
+            ids = index.get(text.encode("utf-8")) if isinstance(text, str) and text else None
+            if not ids:
+                raise VocabularyError(
+                    f"{text!r} is not one token of this vocabulary: it cannot be a token marker"
+                )
+            markers[text] = tuple(ids)
+            for i in ids:
+                token_bytes[i] = marker_bytes(text)
+        marked = {i for ids in markers.values() for i in ids}
+        special = [i for i in self._special if i not in marked]
+        special += [i for i, b in enumerate(token_bytes) if i not in marked and b"\xff" in b]
+        stop = tuple(i for i in self._stop if i not in marked)
+        out = Vocabulary.__new__(Vocabulary)
+        out._init(self._vocab_type, token_bytes, self._vocab_size, stop, special)
+        out._added = self._added
+        out._markers = markers
         return out
 
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
@@ -363,7 +441,11 @@ class Vocabulary:
             if skip_special_tokens and kinds[i]:
                 continue
             out.append(tb[i])
-        return b"".join(out)
+        text = b"".join(out)
+        if self._markers and b"\xff" in text:  # token markers decode to their text
+            for marker in self._markers:
+                text = text.replace(marker_bytes(marker), marker.encode("utf-8"))
+        return text
 
     def _native_args(self) -> Tuple[bytes, array, bytes, int, int]:
         """``(blob, offsets, kinds, n_tokens, mask_size)`` for ``ag_vocab_new``.
@@ -393,6 +475,8 @@ class Vocabulary:
             state = state[1]
         for name in self.__slots__:
             setattr(self, name, state.get(name))
+        if self._added is None:  # pickled before these existed
+            self._added, self._markers = frozenset(), {}
 
     def __len__(self) -> int:
         return len(self._token_bytes)

@@ -55,6 +55,7 @@ from .ir import (
     seq,
 )
 from .regex import parse_regex
+from .token_markers import MARKER_CLOSE, MARKER_OPEN, encode_text, markers_in_text, token_marker
 
 __all__ = ["compact_schema_grammar", "parse_structural_tag", "structural_tag_rules"]
 
@@ -106,10 +107,20 @@ def parse_structural_tag(obj: Any) -> st.StructuralTag:
 class _Builder:
     """Collects rules while walking the format tree."""
 
-    def __init__(self) -> None:
+    def __init__(self, markers: Sequence[str] = ()) -> None:
         self.rules: Dict[str, Expr] = {}
         self.taken: Set[str] = {"root"}
         self.counters: Dict[str, int] = {}
+        # Free text never holds a token marker of the tag, as the token or as its text, but
+        # where the marker is a trigger or an end (which win over an exclude at the same byte).
+        self.marker_words = [w for m in markers for w in (token_marker(m), m)]
+
+    def words(self, excludes: Sequence[str], words: Sequence[str] = ()) -> Tuple[bytes, ...]:
+        """The exclude words of a piece of free text: ``excludes`` and the marker words but
+        its own ``words`` (triggers and ends)."""
+        if not self.marker_words:
+            return _words(excludes)
+        return _words([*excludes, *(w for w in self.marker_words if w not in words)])
 
     def fresh(self, base: str) -> str:
         return fresh_name(base, self.taken, self.counters)
@@ -133,7 +144,10 @@ class _Builder:
         return method(f, path)
 
     def fmt_const_string(self, f: st.ConstString, path: str) -> Optional[Expr]:
-        return Literal(f.value.encode("utf-8"))
+        return Literal(encode_text(f.value))
+
+    def fmt_token(self, f: st.Token, path: str) -> Optional[Expr]:
+        return Literal(encode_text(_tag_text(f, path)))
 
     def fmt_json_schema(self, f: st.JSONSchema, path: str) -> Optional[Expr]:
         if f.excludes:
@@ -157,7 +171,7 @@ class _Builder:
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
         _check_any_text(f, path)
-        return self.dispatch("any_text", TagDispatch(excludes=_words(f.excludes)))
+        return self.dispatch("any_text", TagDispatch(excludes=self.words(f.excludes)))
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
         try:
@@ -221,25 +235,27 @@ class _Builder:
         return out
 
     def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
-        ends = [f.end] if isinstance(f.end, str) else list(f.end)
+        ends = [_tag_text(e, path + ".end") for e in ([f.end] if not isinstance(f.end, list) else f.end)]
         if not ends or (isinstance(f.content, st.AnyText) and any(not e for e in ends)):
             raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
-        begin = Literal(f.begin[len(opened) :].encode("utf-8"))
+        begin = Literal(encode_text(_tag_text(f.begin, path + ".begin")[len(opened) :]))
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
             _check_any_text(f.content, path + ".content")
+            ends, after = _cut_ends(ends, path + ".end")
             text = TagDispatch(
                 stop_eos=False,
                 stop_str=_words(ends),
                 loop_after_dispatch=False,
-                excludes=_words(f.content.excludes),
+                excludes=self.words(f.content.excludes, ends),
             )
+            rest = [Literal(encode_text(after))] if after else []
             if not opened:  # a think block, say: the same in every request (_text_tag)
-                return Embed(_text_tag(begin.value, text))
-            return seq([begin, self.dispatch("tag_text", text)])
+                return seq([Embed(_text_tag(begin.value, text)), *rest])
+            return seq([begin, self.dispatch("tag_text", text), *rest])
         content = self.convert(f.content, path + ".content")
         if content is None:
             return None
-        end = choice([Literal(e.encode("utf-8")) for e in ends])
+        end = choice([Literal(encode_text(e)) for e in ends])
         assert end is not None
         return seq([begin, content, end])
 
@@ -256,9 +272,9 @@ class _Builder:
         (``loop``) or the end."""
         opens = [(t, rests[t]) for t in dict.fromkeys(triggers)]
         text = TagDispatch(
-            triggers=tuple((t.encode("utf-8"), r.name) for t, r in opens if r is not None),
+            triggers=tuple((encode_text(t), r.name) for t, r in opens if r is not None),
             loop_after_dispatch=loop,
-            excludes=_words([*(t for t, r in opens if r is None), *excludes]),
+            excludes=self.words([*(t for t, r in opens if r is None), *excludes], [t for t, _ in opens]),
         )
         return self.dispatch("dispatch", text)
 
@@ -269,6 +285,12 @@ class _Builder:
         every tag must start with exactly one trigger."""
         if not triggers:
             raise StructuralTagError("triggered_tags needs at least one trigger", path=path + ".triggers")
+        for i, tag in enumerate(tags):
+            if not isinstance(tag.begin, str):  # as in xgrammar: a trigger is text
+                raise StructuralTagError(
+                    "a triggered tag's begin must be a string (a token marker may sit inside it)",
+                    path=f"{path}.tags[{i}].begin",
+                )
         if len(triggers) == 1 and triggers[0] and all([tag.begin.startswith(triggers[0]) for tag in tags]):
             return {triggers[0]: _in_begin_order(tags)}  # the usual case: hundreds of calls, one trigger
         groups: Dict[str, List[int]] = {t: [] for t in triggers}
@@ -304,6 +326,8 @@ class _Builder:
     def fmt_triggered_tags(self, f: st.TriggeredTags, path: str) -> Optional[Expr]:
         if not f.tags:
             raise StructuralTagError("triggered_tags needs at least one tag", path=path + ".tags")
+        if any(MARKER_OPEN in t for t in f.triggers):
+            f = f.model_copy(update={"triggers": list(dict.fromkeys(map(_cut_at_marker, f.triggers)))})
         groups = self.trigger_groups(f.triggers, f.tags, path)
         if f.at_least_one:
             any_tag = _group(
@@ -356,7 +380,7 @@ class _Builder:
         body: Expr = (
             one
             if f.stop_after_first
-            else seq([one, Repeat(seq([Literal(f.separator.encode()), one]), 0, None)])
+            else seq([one, Repeat(seq([Literal(encode_text(f.separator)), one]), 0, None)])
         )
         return body if f.at_least_one else Repeat(body, 0, 1)
 
@@ -393,6 +417,39 @@ def _first_start(text: str, starts: Sequence[str]) -> Optional[str]:
         if text.startswith(t):
             return t
     return None
+
+
+def _tag_text(item: Union[str, st.Token], path: str) -> str:
+    """A tag's begin or end as grammar text: a ``token`` item is its token marker
+    (``token_markers``); a token given by id needs the vocabulary, which a grammar has not."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item.token, str) and item.token:
+        return token_marker(item.token)
+    raise StructuralTagError(
+        "a token given by id needs the vocabulary; give the token's text instead", path=path + ".token"
+    )
+
+
+def _cut_at_marker(word: str) -> str:
+    """``word`` up to the end of its first token marker: free text excludes each marker (its
+    own words aside), so a word of free text must end where its first marker does. A trigger
+    cut there still starts the same tags; what followed is in their begins."""
+    start = word.find(MARKER_OPEN)
+    end = word.find(MARKER_CLOSE, start + 1) if start >= 0 else -1
+    return word if end < 0 else word[: end + 1]
+
+
+def _cut_ends(ends: List[str], path: str) -> Tuple[List[str], str]:
+    """The ends of free text in a tag, each cut after its first token marker
+    (``_cut_at_marker``), and what every end then continues with (which must be the same)."""
+    cut = [_cut_at_marker(e) for e in ends]
+    afters = {e[len(c) :] for e, c in zip(ends, cut)}
+    if len(afters) > 1:
+        raise StructuralTagError(
+            "the ends of a tag around any_text go on differently after their first token marker", path=path
+        )
+    return list(dict.fromkeys(cut)), afters.pop()
 
 
 def _check_any_text(f: st.AnyText, path: str) -> None:
@@ -547,17 +604,45 @@ def _text_tag(begin: bytes, text: TagDispatch) -> Grammar:
     )
 
 
+# Formats whose strings cannot hold a token marker: their text is not grammar text.
+_NO_MARKERS = (st.JSONSchema, st.GrammarText, st.Regex)
+# Tag -> the token markers in it (tags are cached per tool: a request's hundreds are met again).
+_TAG_MARKERS: "memo.IdentityMemo[Set[str]]" = memo.IdentityMemo("tag markers", limit=16384)
+
+
+def _markers_of(item: Any) -> Set[str]:
+    """The texts of the token markers written anywhere in a format (``token`` items and
+    markers inside strings)."""
+    if isinstance(item, str):
+        return set(markers_in_text(item)) if MARKER_OPEN in item else set()
+    if isinstance(item, st.Token):
+        return {item.token} if isinstance(item.token, str) and item.token else set()
+    if isinstance(item, (list, tuple)):
+        out: Set[str] = set()
+        for x in item:
+            out |= _markers_of(x)
+        return out
+    if not isinstance(item, BaseModel) or isinstance(item, _NO_MARKERS):
+        return set()
+    if isinstance(item, st.Tag):
+        found = _TAG_MARKERS.get(item)
+        if found is None:
+            found = _TAG_MARKERS.put(item, _markers_of([item.begin, item.content, item.end]))
+        return found
+    return _markers_of([getattr(item, name) for name in type(item).model_fields])
+
+
 def _words(texts: Sequence[str]) -> Tuple[bytes, ...]:
     """UTF-8 words for a TagDispatch, each once; an empty exclude can never occur as a word and
     is dropped."""
-    return tuple(dict.fromkeys(t.encode("utf-8") for t in texts if t))
+    return tuple(dict.fromkeys(encode_text(t) for t in texts if t))
 
 
 def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for a structural tag given as a model, a dict or JSON text."""
     tag = parse_structural_tag(obj)
-    b = _Builder()
     try:
+        b = _Builder(sorted(_markers_of(tag.format)))
         body = b.convert(tag.format, "$.format")
     except UnicodeEncodeError as e:
         bad = e.object[e.start : e.end] if isinstance(e.object, str) else "?"
