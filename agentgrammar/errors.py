@@ -110,3 +110,13 @@ class StructuralTagError(AgentGrammarError, ValueError):
         super().__init__(f"{path}: {message}" if path else message)
         self.message = message
         self.path = path
+
+
+class AgentError(AgentGrammarError, ValueError):
+    """An agent cannot be built or run as asked: an unknown format, a batch of prompts, a
+    malformed message or option, a chat template that fails on the conversation.
+
+    Example:
+        >>> isinstance(AgentError("no"), ValueError)
+        True
+    """

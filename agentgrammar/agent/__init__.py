@@ -2,8 +2,8 @@
 tools it asks for and feeds the results back; ``AgentRun`` records the run.
 
 Modules: ``agent`` (``Agent``), ``run`` (``AgentRun``, ``AgentStep``, ``ToolResult``),
-``events`` (the typed events of ``on_event=``), ``prompt`` (prompt rendering,
-``render_messages``), ``streaming`` (``RegionTracker`` and the ``generate()`` streamer).
+``events`` (the typed events of ``on_event=``), ``messages`` (the structured conversation),
+``prompt`` (chat templates and the plain layout, ``render_messages``), ``streaming`` (``RegionTracker`` and the ``generate()`` streamer).
 
 Example:
     >>> from agentgrammar.agent import Agent, AgentRun, RegionTracker, render_messages
@@ -22,7 +22,8 @@ from .events import (
     ToolCallStarted,
     TurnFinished,
 )
-from .prompt import build_prompt, chat_template_renders_tools, render_messages
+from .messages import assistant_message
+from .prompt import Prompt, PromptBuilder, chat_template_renders_tools, render_messages
 from .run import AgentRun, AgentStep, ToolResult
 from .streaming import RegionTracker, make_streamer
 
@@ -33,6 +34,8 @@ __all__ = [
     "AgentEvent",
     "AgentRun",
     "AgentStep",
+    "Prompt",
+    "PromptBuilder",
     "RegionTracker",
     "ResponseEvent",
     "ThinkEvent",
@@ -41,7 +44,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolResult",
     "TurnFinished",
-    "build_prompt",
+    "assistant_message",
     "chat_template_renders_tools",
     "make_streamer",
     "render_messages",

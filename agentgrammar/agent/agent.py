@@ -29,13 +29,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..engine import Compiler, Vocabulary
-from ..errors import AgentGrammarError, ToolError
-from ..formats import AgentFormat, FormatParseError
+from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
+from ..errors import AgentError, ToolError
+from ..formats import AgentFormat, AgentOutput, FormatParseError
 from ..formats import get as get_format
+from ..formats.token_markers import marker_tokens, with_token_markers
 from ..registry import Tool, ToolCall, ToolRegistry
-from ..registry.openai import tool_call_to_openai
 from .events import AgentEvent, ResponseEvent, ToolCallFinished, ToolCallStarted, TurnFinished
-from .prompt import build_prompt, chat_template_renders_tools
+from .messages import assistant_message
+from .prompt import Prompt, PromptBuilder
 from .run import AgentRun, AgentStep, ToolResult
 from .streaming import make_streamer
 
@@ -44,16 +46,6 @@ __all__ = ["Agent", "AgentError"]
 PromptArg = Union[str, Sequence[Mapping[str, Any]]]
 ToolsSelection = Union[None, str, ToolRegistry, Iterable[Union[str, Tool]]]
 EventHandler = Callable[[AgentEvent], None]
-
-
-class AgentError(AgentGrammarError, ValueError):
-    """An agent cannot be built or run as asked: an unknown format, a batch of prompts, a
-    malformed message or option.
-
-    Example:
-        >>> isinstance(AgentError("no"), ValueError)
-        True
-    """
 
 
 def resolve_format(format: Union[str, AgentFormat]) -> AgentFormat:
@@ -65,7 +57,7 @@ def resolve_format(format: Union[str, AgentFormat]) -> AgentFormat:
         >>> resolve_format("nope")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        agentgrammar.agent.agent.AgentError: unknown format 'nope'; the presets are 'hermes', ...
+        agentgrammar.errors.AgentError: unknown format 'nope'; the presets are 'hermes', ...
     """
     if isinstance(format, AgentFormat):
         return format
@@ -116,6 +108,7 @@ class _Request:
     temperature: float
     top_p: float
     on_event: Optional[EventHandler]
+    n_calls: int = 0  # calls made so far in the conversation (call ids count them)
 
     @property
     def tools(self) -> List[Tool]:
@@ -134,18 +127,25 @@ class Agent:
         tokenizer: its tokenizer.
         registry: the tools the agent may call.
         format: an ``AgentFormat`` or a preset name (``"tags"``, ``"hermes"``, ``"qwen3"``, ...).
-        compiler: a ``Compiler`` to reuse (its vocabulary is used); default one made here.
+        compiler: a ``Compiler`` to reuse (its vocabulary is used; the format's markers are
+            written as tokens only where that vocabulary marks them).
         vocabulary: the ``Vocabulary`` to compile for; default
-            ``Vocabulary.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)`` with the
-            format's markers let in as text (``Vocabulary.with_text_tokens``).
+            ``Vocabulary.from_huggingface(tokenizer, vocab_size=model.config.vocab_size)``. The
+            format's markers that are tokens of it are made token markers
+            (``Vocabulary.with_token_markers``), so the grammar writes each as that token.
         system_prompt: a system message put first when the conversation has none.
+        template_kwargs: variables for the chat template (``apply_chat_template(**kwargs)``),
+            over the reasoning switch that ``run(reasoning=...)`` sets.
 
     The vocabulary is built once per agent and one compiler serves every turn, so the grammar
     of a tool set is compiled once and its mask cache stays warm.
 
-    Prompts: when the tokenizer has a chat template that renders tools (checked once per tool
-    set), the conversation goes through ``apply_chat_template(messages, tools=...)``; otherwise
-    through :func:`~agentgrammar.agent.prompt.render_messages` with the format's tools block.
+    Prompts: every turn renders the structured conversation (:mod:`~agentgrammar.agent.messages`)
+    through the tokenizer's chat template; a tokenizer without one gets the plain layout
+    (:func:`~agentgrammar.agent.prompt.render_messages`) with the format's tools block.
+    ``reasoning`` maps to the template's own switch (``enable_thinking``, ``thinking``,
+    ``reasoning_effort``), and a generation prompt that already opens the think block is the
+    start of the turn: its grammar goes on from there and the stored reasoning is the whole block.
     """
 
     def __init__(
@@ -158,11 +158,14 @@ class Agent:
         compiler: Optional[Compiler] = None,
         vocabulary: Optional[Vocabulary] = None,
         system_prompt: Optional[str] = None,
+        template_kwargs: Optional[Mapping[str, Any]] = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise AgentError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise AgentError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
+        if template_kwargs is not None and not isinstance(template_kwargs, Mapping):
+            raise AgentError(f"template_kwargs must be a dict, got {type(template_kwargs).__name__}")
         self.model = model
         self.tokenizer = tokenizer
         self.registry = registry
@@ -172,17 +175,27 @@ class Agent:
             if vocabulary is not None and vocabulary is not compiler.vocabulary:
                 raise AgentError("give a compiler or a vocabulary, not both (the compiler has its own)")
             vocabulary = compiler.vocabulary
-        elif vocabulary is None:
-            vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
-            # The format's markers that are special tokens (<|python_tag|>, ...) become
-            # ordinary tokens, so the grammar can emit each as that single token.
-            vocabulary = Vocabulary.from_huggingface(tokenizer, vocab_size=vocab_size).with_text_tokens(
-                self.format.markers()
-            )
+            markers = [m for m in marker_tokens(self.format, vocabulary) if m in vocabulary.token_markers]
+        else:
+            if vocabulary is None:
+                vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
+                vocabulary = Vocabulary.from_huggingface(tokenizer, vocab_size=vocab_size)
+            markers = marker_tokens(self.format, vocabulary)
+            stops = set(vocabulary.stop_token_ids)
+            vocabulary = vocabulary.with_token_markers(markers)
         self.vocabulary: Vocabulary = vocabulary
         self.compiler: Compiler = compiler if compiler is not None else Compiler(vocabulary)
-        self._stop_ids: Tuple[int, ...] = tuple(vocabulary.stop_token_ids)
-        self._template_ok: Dict[Tuple[str, ...], bool] = {}
+        # The format as the grammar writes it: its markers as the model's own tokens.
+        self._grammar_format = with_token_markers(self.format, markers)
+        if compiler is not None:
+            stops = set(vocabulary.stop_token_ids)
+        # generate() stops on every end token, a marker that ends a turn (<|call|>) included.
+        marked = vocabulary.token_markers
+        for text in WELL_KNOWN_STOP_TOKENS:
+            stops.update(marked.get(text, ()))
+        self._stop_ids: Tuple[int, ...] = tuple(sorted(stops))
+        self._marker_ids = frozenset(i for ids in marked.values() for i in ids)
+        self._prompts = PromptBuilder(tokenizer, self.format, template_kwargs)
 
     def __repr__(self) -> str:
         return (
@@ -321,30 +334,49 @@ class Agent:
 
             torch.manual_seed(seed)
 
-    def _uses_template(self, tools: List[Tool]) -> bool:
-        key = tuple(t.name for t in tools)
-        found = self._template_ok.get(key)
-        if found is None:
-            found = self._template_ok[key] = chat_template_renders_tools(self.tokenizer, tools)
-        return found
-
     # ---- internals: one turn ---------------------------------------------------------------
+
+    def _prefix_ids(self, prompt: Prompt, input_ids: List[int]) -> List[int]:
+        """The prompt's last tokens that spell ``prompt.opened`` (the turn's start that the
+        generation prompt wrote)."""
+        want = prompt.opened.encode("utf-8")
+        got = b""
+        k = len(input_ids)
+        while k > 0 and len(got) < len(want):
+            k -= 1
+            got = self.vocabulary.decode([input_ids[k]]) + got
+        if got != want:
+            raise AgentError(
+                f"the generation prompt opens the turn with {prompt.opened!r}, but its tokens do not "
+                "end there; cannot start the turn's grammar after it"
+            )
+        return input_ids[k:]
+
+    def _turn_grammar(self, request: _Request, turn: int, prompt: Prompt) -> Any:
+        reasoning = request.reasoning
+        if prompt.opened:  # the think block is already open (or written): the grammar has it
+            reasoning = "enabled"
+        return self._grammar_format.grammar(
+            request.tools,
+            tool_choice=request.tool_choice if turn == 0 else "auto",
+            parallel_tool_calls=request.parallel_tool_calls,
+            reasoning=reasoning,
+        )
 
     def _generate_turn(self, request: _Request, turn: int) -> AgentStep:
         import torch
 
         from ..hf import GrammarLogitsProcessor
 
-        fmt, tools = self.format, request.tools
+        tools = request.tools
         step = AgentStep()
-        prompt, templated = build_prompt(
-            self.tokenizer, request.messages, fmt, tools, use_template=self._uses_template(tools)
-        )
-        enc = self.tokenizer(prompt, return_tensors="pt", add_special_tokens=not templated)
+        prompt = self._prompts.build(request.messages, tools, request.reasoning)
+        enc = self.tokenizer(prompt.text, return_tensors="pt", add_special_tokens=not prompt.templated)
         input_ids = enc["input_ids"]
         attention_mask = enc.get("attention_mask")
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
+        prefix = self._prefix_ids(prompt, input_ids[0].tolist()) if prompt.opened else []
         device = getattr(self.model, "device", None)
         if device is not None:
             input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
@@ -368,19 +400,13 @@ class Agent:
         processor = None
         if request.constrained:
             start = time.perf_counter()
-            grammar = fmt.grammar(
-                tools,
-                tool_choice=request.tool_choice if turn == 0 else "auto",
-                parallel_tool_calls=request.parallel_tool_calls,
-                reasoning=request.reasoning,
-            )
-            compiled = self.compiler.compile(grammar)
+            compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
             step.grammar_build_s = time.perf_counter() - start
-            processor = GrammarLogitsProcessor(compiled)
+            processor = GrammarLogitsProcessor(compiled, prefix_token_ids=prefix)
             kwargs["logits_processor"] = [processor]
         if request.on_event is not None:
             kwargs["streamer"] = make_streamer(
-                self.tokenizer, fmt, request.on_event, stop_token_ids=self._stop_ids
+                self.tokenizer, self.format, request.on_event, stop_token_ids=self._stop_ids
             )
 
         start = time.perf_counter()
@@ -393,13 +419,21 @@ class Agent:
         new_ids = [int(i) for i in out[0, step.n_prompt_tokens :].tolist()]
         stops = set(self._stop_ids)
         cut = next((k for k, i in enumerate(new_ids) if i in stops), None)
-        kept = new_ids if cut is None else new_ids[:cut]
-        step.n_new_tokens = len(kept) + (0 if cut is None else 1)
-        step.text = self.tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-        self._parse(step, tools, turn)
+        # A stop token that is one of the format's markers (<|call|>) is part of the turn's text.
+        kept = new_ids if cut is None else new_ids[: cut + (new_ids[cut] in self._marker_ids)]
+        step.n_new_tokens = len(new_ids) if cut is None else cut + 1
+        written = self.tokenizer.decode(kept, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        step.text = prompt.opened + written
+        if cut is None and step.n_new_tokens >= request.max_new_tokens:
+            step.error = (
+                f"the turn was cut at max_new_tokens={request.max_new_tokens} before it ended "
+                "(raise max_new_tokens)"
+            )
+            return step
+        self._parse(step, tools, request)
         return step
 
-    def _parse(self, step: AgentStep, tools: List[Tool], turn: int) -> None:
+    def _parse(self, step: AgentStep, tools: List[Tool], request: _Request) -> None:
         fmt = self.format
         try:
             try:
@@ -409,15 +443,26 @@ class Agent:
         except FormatParseError as e:
             step.error = str(e)
             return
-        step.think = out.think
-        step.tool_calls = [
-            c if c.id is not None else ToolCall(c.name, c.arguments, f"call_{turn + 1}_{k + 1}")
-            for k, c in enumerate(out.tool_calls)
-        ]
+        step.think = out.think or None
+        calls = []
+        for c in out.tool_calls:
+            if c.id is None:
+                c = ToolCall(c.name, c.arguments, self._call_id(request.n_calls))
+            request.n_calls += 1
+            calls.append(c)
+        step.tool_calls = calls
         if fmt.has_response:
             step.response = out.response
-        elif not out.tool_calls:
-            step.response = out.text or ""
+            step.content = out.response
+        else:
+            step.content = out.text
+            if not out.tool_calls:
+                step.response = out.text or ""
+
+    def _call_id(self, index: int) -> str:
+        """The id of the conversation's ``index``-th call, in the family's shape."""
+        make = getattr(self.format, "new_call_id", None)
+        return make(index) if callable(make) else f"call_{index + 1}"
 
     # ---- internals: tools ------------------------------------------------------------------
 
@@ -455,12 +500,13 @@ class Agent:
 
     # ---- internals: after a turn -------------------------------------------------------------
 
-    @staticmethod
-    def _end_turn(request: _Request, run: AgentRun, step: AgentStep) -> bool:
+    def _end_turn(self, request: _Request, run: AgentRun, step: AgentStep) -> bool:
         """Record the turn; whether the run is over."""
-        message: Dict[str, Any] = {"role": "assistant", "content": step.text}
-        if step.tool_calls:
-            message["tool_calls"] = [tool_call_to_openai(c) for c in step.tool_calls]
+        if step.error is None:
+            output = AgentOutput(think=step.think, tool_calls=step.tool_calls, text=step.content)
+            message = assistant_message(output, arguments=self._prompts.argument_shape)
+        else:  # what was written, so that the conversation shows it
+            message = {"role": "assistant", "content": step.text}
         request.messages.append(message)
         request.messages.extend(r.to_message() for r in step.results)
         run.steps.append(step)

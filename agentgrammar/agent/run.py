@@ -51,31 +51,42 @@ class ToolResult:
 
     @property
     def content(self) -> str:
-        """The tool message's content: the value as JSON text (``str()`` for what JSON cannot
-        hold), or ``{"error": "..."}``.
+        """The tool message's content: a ``str`` value as it is (what every chat template and
+        framework puts there), any other value as JSON text (``str()`` for what JSON cannot
+        hold), an error as ``{"error": "..."}``.
 
         Example:
             >>> from agentgrammar import ToolCall
+            >>> ToolResult(ToolCall("f", {}), "18 degrees").content, ToolResult(ToolCall("f", {}), [1]).content
+            ('18 degrees', '[1]')
             >>> ToolResult(ToolCall("f", {}), error="boom").content
             '{"error": "boom"}'
         """
         if self.error is not None:
             return json.dumps({"error": self.error}, ensure_ascii=False)
+        if isinstance(self.value, str):
+            return self.value
         return json.dumps(self.value, ensure_ascii=False, default=str)
 
     def to_message(self) -> Dict[str, Any]:
-        """The ``{"role": "tool", ...}`` message that feeds this result back to the model."""
-        message: Dict[str, Any] = {"role": "tool", "name": self.call.name, "content": self.content}
+        """The ``{"role": "tool", "tool_call_id", "name", "content"}`` message that feeds this
+        result back to the model (no ``tool_call_id`` when the call has no id)."""
+        message: Dict[str, Any] = {"role": "tool"}
         if self.call.id is not None:
             message["tool_call_id"] = self.call.id
+        message["name"] = self.call.name
+        message["content"] = self.content
         return message
 
 
 @dataclass
 class AgentStep:
-    """One assistant turn: ``text`` (generated, stop tokens stripped), ``think``, the parsed
-    ``tool_calls`` and their ``results``, ``response``, ``error`` (the ``FormatParseError``
-    message when the text does not follow the format), token counts and timings
+    """One assistant turn: ``text`` (the turn as written: what the generation prompt already
+    opened, then the generated text, end tokens stripped but for a marker that ends a call),
+    ``think``, the parsed ``tool_calls`` and their ``results``, ``response``, ``content`` (the
+    free text or response, what the conversation keeps as the message's content), ``error``
+    (the ``FormatParseError`` message when the text does not follow the format, or a turn cut
+    by ``max_new_tokens``), token counts and timings
     (``grammar_build_s``: building and compiling the grammar; ``generate_s``: ``generate()``;
     ``mask_times_s``: the logits processor's per-token times, empty when unconstrained)."""
 
@@ -85,6 +96,7 @@ class AgentStep:
     results: List[ToolResult] = field(default_factory=list)
     response: Optional[str] = None
     error: Optional[str] = None
+    content: Optional[str] = None
     n_prompt_tokens: int = 0
     n_new_tokens: int = 0
     grammar_build_s: float = 0.0

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -42,7 +41,7 @@ __all__ = [
     "render_prompt",
 ]
 
-CORPUS_VERSION = 2
+CORPUS_VERSION = 3
 """Bumped whenever the transcripts change (part of the model cache key)."""
 
 _WEATHER = (
@@ -155,10 +154,8 @@ def episode_examples(fmt: AgentFormat, registry: ToolRegistry, ep: Episode) -> L
         out.append(Example(render_prompt(fmt, registry, messages), text))
         messages.append({"role": "assistant", "content": text})
         for call, result in zip(output.tool_calls, ep.results):
-            # As the agent feeds results back (``ToolResult.content``: the value as JSON).
-            messages.append(
-                {"role": "tool", "name": call.name, "content": json.dumps(result, ensure_ascii=False)}
-            )
+            # As the agent feeds results back (``ToolResult.content``: a str result as it is).
+            messages.append({"role": "tool", "name": call.name, "content": result})
     return out
 
 

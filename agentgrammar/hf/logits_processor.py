@@ -75,6 +75,10 @@ class GrammarLogitsProcessor:
             text is written as a tokenizer would write it, in the fewest tokens. Default off.
         max_threads: threads that fill the rows' masks in parallel when there are several rows
             (:class:`~agentgrammar.BatchMatcher`; ``"auto"``: half the CPUs, at most 8).
+        prefix_token_ids: tokens at the end of the prompt that belong to the grammar's text
+            (a chat template's generation prompt that opens the think block): every row's
+            matcher accepts them first, so generation goes on inside the grammar from there.
+            ``MatcherError`` when the grammar rejects them.
 
     How it follows a generation: the first call after construction or :meth:`reset` records the
     prompt length (padded prompts all have the same length, so left padding is fine) and accepts
@@ -119,8 +123,10 @@ class GrammarLogitsProcessor:
         eos_token_id: Optional[int] = None,
         jump_forward: bool = False,
         max_threads: Union[int, str] = "auto",
+        prefix_token_ids: Sequence[int] = (),
     ) -> None:
         self._torch = _torch()
+        self._prefix = tuple(operator.index(t) for t in prefix_token_ids)
         self._jump = bool(jump_forward)
         if max_threads != "auto" and (
             isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1
@@ -202,6 +208,7 @@ class GrammarLogitsProcessor:
         """Forget the current generation so the processor can serve another ``generate()``."""
         for m in self._matchers:
             m.reset()
+            self._accept_prefix(m)
         self._prompt_len = None
         self._generated = None
         self._failed = False
@@ -284,7 +291,17 @@ class GrammarLogitsProcessor:
             raise MatcherError(misfit)
         copies = rows // len(self._grammars)
         self._matchers = [Matcher(self._grammars[i // copies]) for i in range(rows)]
+        for m in self._matchers:
+            self._accept_prefix(m)
         self._bitmask = allocate_token_bitmask(rows, self._vocab_size, backend="torch")
+
+    def _accept_prefix(self, matcher: Matcher) -> None:
+        for k, token in enumerate(self._prefix):
+            if not matcher.accept_token(token):
+                raise MatcherError(
+                    f"the grammar rejects prefix token {k} (id {token}, "
+                    f"{self._token_text(matcher, token)!r}) of {list(self._prefix)}"
+                )
 
     def _apply(self, scores: Any) -> None:
         """Mask ``scores`` in place with the filled bitmask; ids past ``vocab_size`` get ``-inf``."""

@@ -18,7 +18,7 @@ from agentgrammar.agent import (
     make_streamer,
     render_messages,
 )
-from agentgrammar.agent.prompt import chat_template_renders_tools, template_messages
+from agentgrammar.agent.prompt import chat_template_renders_tools
 from agentgrammar.formats import AgentFormat, AgentOutput, get, names
 
 CALLS = [ToolCall("f", {"s": "a]}</tool_call>", "n": [1, 2]}), ToolCall("g", {})]
@@ -183,17 +183,6 @@ def test_render_messages_layout() -> None:
     now = Tool("now", "The time.", {"type": "object", "properties": {}})
     text = render_messages(messages, fmt, [now])
     assert text.startswith("<|system|>\nBe brief.\n\n" + fmt.render_tools([now]) + "\n<|user|>\nHi\n")
-
-
-def test_template_messages_keep_calls_only_without_content() -> None:
-    call = {"type": "function", "function": {"name": "f", "arguments": "{}"}}
-    out = template_messages(
-        [
-            {"role": "assistant", "content": "<tool_call>...</tool_call>", "tool_calls": [call]},
-            {"role": "assistant", "content": "", "tool_calls": [call]},
-        ]
-    )
-    assert "tool_calls" not in out[0] and out[1]["tool_calls"] == [call]
 
 
 def test_chat_template_detection() -> None:

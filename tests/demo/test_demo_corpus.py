@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from agentgrammar.agent.messages import assistant_message
 from agentgrammar.agent.prompt import render_messages
 from agentgrammar.agent.run import ToolResult
 from agentgrammar.demo.corpus import demo_prompts, episode_examples, make_corpus, make_episode
@@ -38,10 +39,11 @@ def test_prompts_are_the_agents_prompts() -> None:
     messages = [{"role": "user", "content": ep.user}]
     assert first.prompt == render_messages(messages, fmt, registry)
     call = ep.outputs[0].tool_calls[0]
-    messages.append({"role": "assistant", "content": first.completion})
+    # As the agent keeps the turn: a structured message (the plain layout renders it back).
+    messages.append(assistant_message(fmt.parse(first.completion, tools=registry)))
     messages.append(ToolResult(call, registry.call(call)).to_message())
     assert second.prompt == render_messages(messages, fmt, registry)
-    assert json.loads(messages[-1]["content"]) == ep.results[0]
+    assert messages[-1]["content"] == ep.results[0]
 
 
 def test_corpus_is_deterministic_and_varied() -> None:
