@@ -406,7 +406,12 @@ class Agent:
             kwargs["logits_processor"] = [processor]
         if request.on_event is not None:
             kwargs["streamer"] = make_streamer(
-                self.tokenizer, self.format, request.on_event, stop_token_ids=self._stop_ids
+                self.tokenizer,
+                self.format,
+                request.on_event,
+                stop_token_ids=self._stop_ids,
+                kept_stop_ids=self._marker_ids,
+                opened=prompt.opened,
             )
 
         start = time.perf_counter()

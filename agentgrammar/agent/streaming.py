@@ -265,6 +265,8 @@ def make_streamer(
     on_event: Callable[[AgentEvent], None],
     *,
     stop_token_ids: Collection[int] = (),
+    kept_stop_ids: Collection[int] = (),
+    opened: str = "",
 ) -> Any:
     """A ``transformers`` streamer (``generate(streamer=...)``, batch size 1) that reports
     ``TokenEvent`` s with their region and a ``ThinkEvent`` when the think block closes (or,
@@ -273,19 +275,24 @@ def make_streamer(
     The first ``put`` (the prompt) is skipped. The generated ids are decoded as a whole each
     time and only the new suffix is reported, so a character split over tokens comes out whole
     (text ending in an incomplete character waits for the next token). Tokens from the first
-    stop token on are ignored.
+    stop token on are ignored, but for ``kept_stop_ids`` (stop tokens that are markers of the
+    format, such as ``<|call|>``), which are reported before the stream stops. ``opened``: the
+    start of the turn that the prompt already wrote (an opened think block); it sets the regions
+    and is not reported.
     """
     base = _streamer_base()
 
     class AgentStreamer(base):  # type: ignore[valid-type, misc]
         def __init__(self) -> None:
             self.tracker = RegionTracker(fmt)
+            self.tracker.feed(opened)  # in the prompt: not reported
             self.ids: List[int] = []
             self.emitted = ""
             self.prompt_seen = False
             self.stopped = False
             self.think_reported = False
             self.stop_ids = frozenset(stop_token_ids)
+            self.kept_ids = frozenset(kept_stop_ids)
 
         def put(self, value: Any) -> None:
             shape = tuple(getattr(value, "shape", ()))
@@ -300,6 +307,8 @@ def make_streamer(
             for i in ids:
                 if i in self.stop_ids:
                     self.stopped = True
+                    if i in self.kept_ids:
+                        self.ids.append(i)
                     break
                 self.ids.append(i)
             text = tokenizer.decode(self.ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)

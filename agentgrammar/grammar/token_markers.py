@@ -143,7 +143,9 @@ def markers_in_text(s: str) -> List[str]:
         end = s.find(MARKER_CLOSE, start + 1) if start >= 0 else -1
         if end < 0:
             return out
-        out.append(s[start + 1 : end])
+        inner = s[start + 1 : end]
+        if inner and MARKER_OPEN not in inner:  # else not a marker: encode_text refuses it
+            out.append(inner)
         pos = end + 1
 
 

@@ -322,3 +322,18 @@ def test_jump_forward_writes_forced_text_in_the_fewest_tokens(model, tok, compil
     # and a whole generation with it stays inside the grammar
     new = _generate(model, tok, GrammarLogitsProcessor(compiled, jump_forward=True), ["Paris:"])
     assert _check_row(tok, bounded_grammar, new[0].tolist(), must_end=True).startswith('{"city": "')
+
+
+def test_prefix_tokens_are_accepted_before_generation() -> None:
+    # A generation prompt that opens the grammar's text (a think block): the matchers start after it.
+    vocab = Vocabulary(["<t>", "x", "</t>", "ok", "</s>"], stop_token_ids=[4])
+    compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "<t>" "x"* "</t>" "ok"'))
+    processor = GrammarLogitsProcessor(compiled, prefix_token_ids=[0, 1])
+    scores = processor(torch.tensor([[3, 0, 1]]), torch.zeros(1, 5))
+    assert torch.isfinite(scores[0]).nonzero().flatten().tolist() == [1, 2]  # inside the block
+    assert processor.matchers[0].num_accepted_steps == 2  # the prefix, accepted once
+    processor.reset()
+    scores = processor(torch.tensor([[0, 1]]), torch.zeros(1, 5))
+    assert torch.isfinite(scores[0]).nonzero().flatten().tolist() == [1, 2]
+    with pytest.raises(MatcherError, match="rejects prefix token 0"):
+        GrammarLogitsProcessor(compiled, prefix_token_ids=[3], batch_size=1)
