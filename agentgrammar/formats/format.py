@@ -3,41 +3,51 @@ the request grammar, prompt block, renderer and parser that follow from it.
 
 A format is data (marker strings and a few layout choices). From it:
 
-* ``grammar(tools, tool_choice=..., parallel_tool_calls=..., reasoning=...)`` builds the request
-  grammar as a structural tag (``structural_tag(...)``, xgrammar's format) and compiles it with
-  ``Grammar.from_structural_tag``. Each tool's call (its begin string and argument grammar) is
-  built once per ``Tool`` object and cached, so a request only assembles cached pieces.
+* ``grammar(tools, tool_choice=..., parallel_tool_calls=..., reasoning=..., any_order=...)``
+  builds the request grammar as a structural tag (``structural_tag(...)``, xgrammar's format)
+  and compiles it with ``Grammar.from_structural_tag``. Each tool's calls (their begin strings
+  and argument grammar) are built once per ``Tool`` object and cached, so a request only
+  assembles cached pieces.
 * ``render_tools(tools)`` writes the prompt block that describes the tools.
-* ``render(output)`` writes an ``AgentOutput`` the way the model would, and ``parse(text)``
-  reads one back: ``parse(render(x)) == x`` for outputs whose texts have no surrounding
-  whitespace (``parse`` strips it).
+* ``render(output)`` writes an ``AgentOutput`` the way the model would (the family's chat
+  template's form), and ``parse(text)`` reads one back, in every form the grammar accepts:
+  ``parse(render(x)) == x`` for outputs whose texts have no surrounding whitespace (``parse``
+  strips it).
 
 Layouts of the arguments of one call (``call_layout``):
 
 * ``"json_object"``: ``call_begin {"name": "NAME", "arguments": {...}} call_end`` (the two key
-  names are ``name_key`` and ``arguments_key``);
-* ``"name_then_json"``: ``call_begin NAME name_end {...} call_end``;
+  names are ``name_key`` and ``arguments_key``; with ``id_key``, an optional call id member
+  after the arguments, as Mistral writes ``"id": "abc123XYZ"``);
+* ``"name_then_json"``: ``call_begin NAME name_end {...} call_end`` (with ``id_begin``, an
+  optional call id after the name: ``NAME id_begin ID name_end``, as Mistral-Small-3.2 writes
+  ``get_weather[CALL_ID]abc123XYZ[ARGS]``);
 * ``"xml"``: ``call_begin NAME name_end`` then per argument ``param_begin KEY param_name_end
-  VALUE param_end``, then ``call_end``. Plain strings (``{"type": "string"}`` without
-  ``pattern`` / ``format`` / length bounds) are written raw, everything else as JSON.
+  VALUE param_end``, then ``call_end``. String values (every string schema) are written raw,
+  everything else as JSON (see ``xml_params``).
 
-Calls are either triggered one by one by their own begin marker (Hermes ``<tool_call>``) or
-grouped in one block (``calls_begin``, calls separated by ``call_separator``, ``calls_end``; e.g.
-DeepSeek and Mistral). A format with a response marker (``response_begin``) has no free text:
-the output is the think block, then tool calls and/or the response. A format without one
-allows free text (``AgentOutput.text``) before and between the calls.
+A call may open in several ways (``call_begin_variants``, paired with ``name_end_variants``:
+gpt-oss puts the recipient in the role or the channel header; Llama-3 may write
+``<|python_tag|>`` first); the grammar and ``parse`` accept every one, ``render`` writes the
+canonical ``call_begin`` / ``name_end``. Calls are either triggered one by one by their own begin
+marker (Hermes ``<tool_call>``) or grouped in one block (``calls_begin`` or one of
+``calls_begin_variants``, calls separated by ``call_separator``, ``calls_end``; e.g. DeepSeek and
+Mistral). A format with a response marker (``response_begin``) has no free text: the output is
+the think block, then tool calls and/or the response. A format without one allows free text
+(``AgentOutput.text``) before and between the calls, or, with ``calls_or_text``, a turn is
+either the calls or free text that does not start like a call (Llama-3.1/3.2).
 
 Argument JSON defaults to the family's own layout with no free whitespace
 (``whitespace="compact"`` with ``separators``), so a weak model cannot loop in whitespace;
 ``whitespace="flexible"`` gives xgrammar's structural-tag JSON (any whitespace, optionally
 capped by ``max_whitespace``). Either way objects are closed (no undeclared arguments) and
-properties come in schema order.
+properties come in schema order, or in any order with ``grammar(..., any_order=True)``.
 
-Special tokens: the engine never allows a vocabulary's special tokens inside text. Formats whose
-markers are special tokens in their model's vocabulary (Llama-3 ``<|python_tag|>``, the Harmony
-``<|channel|>`` ... markers of gpt-oss, DeepSeek's ``<｜tool▁calls▁begin｜>`` ...) can be checked
-with ``Grammar.accepts`` and parsed, but the grammar cannot make such a model *emit* those
-tokens; ``markers()`` lists the strings to check against a vocabulary.
+Special tokens: the engine never allows a vocabulary's special tokens inside text. A family's
+markers are tokens of its vocabulary (Qwen's ``<tool_call>``, Llama-3's ``<|python_tag|>``, the
+Harmony ``<|channel|>`` ... markers of gpt-oss, some of them stop tokens); ``markers()`` lists
+every fixed string the grammar can emit, and ``token_markers.with_token_markers`` makes the
+grammar write those that are tokens as exactly those tokens (what ``Agent`` does).
 
 Example:
     >>> from agentgrammar import Tool, ToolCall
@@ -58,33 +68,38 @@ Example:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from .. import structural_tag as st
 from .._gc_pause import pauses_gc
-from ..errors import AgentGrammarError, GrammarError, ToolError
+from ..errors import AgentGrammarError
 from ..grammar import Grammar
-from ..grammar.structural_tag import compact_schema_grammar
 from ..registry import Tool, ToolCall
 from ..registry.openai import tool_to_openai
+from .arguments import order_like
+from .call_pieces import build_call_tags
 from .output import AgentOutput
-from .tools import ToolsArg, cached_piece, cached_pieces, resolve_choice, tool_list
+from .request import request_tag
+from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
+from .xml_params import fits_raw, is_raw_string
 
 __all__ = ["AgentFormat", "FormatParseError", "ToolsArg"]
 
 
 _LAYOUTS = ("json_object", "name_then_json", "xml")
-_REASONING = ("enabled", "disabled", "auto")
 _WS = " \t\r\n"
-# Keywords that keep a string argument from being written raw in the xml layout.
-_STRING_CONSTRAINTS = ("pattern", "format", "minLength", "maxLength", "contentEncoding", "contentMediaType")
+_ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# new_call_id scrambles the index with this multiplier: odd and not a multiple of 31, so it is a
+# bijection modulo 62**n (ids never repeat) while neighbouring indices get unlike ids.
+_ID_MULTIPLIER = 0x9E3779B97F4A7C15
 
 
 class FormatParseError(AgentGrammarError, ValueError):
     """Text that does not follow the format (a block that is not closed, a call cut off, a
-    call that is not JSON). ``offset`` is the character offset in the text.
+    call that is not JSON, a key given twice). ``offset`` is the character offset in the text.
 
     Example:
         >>> err = FormatParseError("the think block is not closed", offset=7)
@@ -97,35 +112,8 @@ class FormatParseError(AgentGrammarError, ValueError):
         self.offset = offset
 
 
-def _is_raw_string(schema: Any) -> bool:
-    """Whether the xml layout writes a value of this schema raw (not as JSON): a plain string
-    schema, or an ``enum`` / ``const`` of strings only."""
-    if not isinstance(schema, Mapping) or schema.get("type", "string") != "string":
-        return False
-    if "const" in schema:
-        return isinstance(schema["const"], str)
-    if "enum" in schema:
-        return isinstance(schema["enum"], list) and all(isinstance(v, str) for v in schema["enum"])
-    return schema.get("type") == "string" and not any(k in schema for k in _STRING_CONSTRAINTS)
-
-
-def _order_like(value: Any, schema: Any) -> Any:
-    """``value`` with object members in the order of the schema's ``properties`` (recursively)."""
-    if isinstance(value, Mapping) and isinstance(schema, Mapping):
-        props = schema.get("properties")
-        if isinstance(props, Mapping):
-            out = {k: _order_like(value[k], props[k]) for k in props if k in value}
-            out.update((k, v) for k, v in value.items() if k not in out)
-            return out
-    if isinstance(value, list) and isinstance(schema, Mapping) and isinstance(schema.get("items"), Mapping):
-        return [_order_like(v, schema["items"]) for v in value]
-    return value
-
-
-def _skip_ws(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _WS:
-        pos += 1
-    return pos
+def _as_tuple(value: Any) -> Tuple[str, ...]:
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 # --------------------------------------------------------------------------- the format
@@ -153,6 +141,18 @@ class AgentFormat:
     ``json_object`` wrapper) and ``max_whitespace`` (flexible only). ``stop``: end-of-turn
     strings that ``parse`` ignores at the end of the text. ``tools_prompt``: a function that
     writes the tools' prompt block (default: a generic ``<tools>`` block).
+
+    Other forms the family writes (accepted by the grammar and ``parse``, never rendered):
+    ``call_begin_variants`` (texts that may stand where ``call_begin`` does), each with the
+    ``name_end_variants`` entry at the same position when that tuple is given (else
+    ``name_end``), and ``calls_begin_variants`` (texts that may stand where ``calls_begin``
+    does). ``calls_or_text``: a turn is either the tool calls (from its start) or free text,
+    never both; the free text then cannot start like a call (its first character is neither
+    whitespace nor the first character of a call's opener). Call ids (``json_object``):
+    ``id_key`` names an optional member after the arguments that holds the call's id
+    (``ToolCall.id``); ``id_begin`` (``name_then_json``) is the marker between the name and an
+    optional id, which ``name_end`` ends; ``call_id_length`` makes ids that many ASCII letters
+    and digits (Mistral's 9); ``new_call_id`` makes ids of the family's shape.
 
     Example:
         >>> fmt = AgentFormat(name="fn", call_layout="name_then_json", call_begin="<function=",
@@ -188,6 +188,13 @@ class AgentFormat:
     separators: Tuple[str, str] = (", ", ": ")
     max_whitespace: Optional[int] = None
     stop: Tuple[str, ...] = ()
+    call_begin_variants: Tuple[str, ...] = ()
+    name_end_variants: Tuple[str, ...] = ()
+    calls_begin_variants: Tuple[str, ...] = ()
+    calls_or_text: bool = False
+    id_key: Optional[str] = None
+    call_id_length: Optional[int] = None
+    id_begin: Optional[str] = None
     tools_prompt: Optional[Callable[[Sequence[Tool]], str]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -215,7 +222,37 @@ class AgentFormat:
         if len(sep) != 2 or not all(isinstance(s, str) for s in sep):
             raise ValueError(f"separators must be two strings (item, key), got {self.separators!r}")
         object.__setattr__(self, "separators", sep)
-        object.__setattr__(self, "stop", (self.stop,) if isinstance(self.stop, str) else tuple(self.stop))
+        for label in ("stop", "call_begin_variants", "name_end_variants", "calls_begin_variants"):
+            value = _as_tuple(getattr(self, label))
+            if not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{label} must be strings, got {getattr(self, label)!r}")
+            object.__setattr__(self, label, value)
+        if self.name_end_variants and (
+            self.call_layout == "json_object" or len(self.name_end_variants) != len(self.call_begin_variants)
+        ):
+            raise ValueError(
+                "name_end_variants pairs with call_begin_variants (one each, same length) in the "
+                "name_then_json and xml layouts"
+            )
+        if any(not v for v in self.name_end_variants):
+            raise ValueError("name_end_variants must not be empty strings")
+        if self.calls_begin_variants and (
+            not self.calls_begin or any(not v for v in self.calls_begin_variants)
+        ):
+            raise ValueError("calls_begin_variants needs calls_begin and non-empty variants")
+        if self.calls_or_text and self.has_response:
+            raise ValueError("calls_or_text is for formats with free text (no response block)")
+        if self.id_key is not None and (
+            self.call_layout != "json_object" or self.id_key in (self.name_key, self.arguments_key)
+        ):
+            raise ValueError(
+                "id_key is a third key of the json_object layout (not the name or arguments key)"
+            )
+        if self.id_begin is not None and (self.call_layout != "name_then_json" or not self.id_begin):
+            raise ValueError("id_begin is a non-empty marker of the name_then_json layout")
+        n = self.call_id_length
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64):
+            raise ValueError(f"call_id_length must be an int from 1 to 64 or None, got {n!r}")
         trigger = (
             self.trigger
             if self.trigger is not None
@@ -246,22 +283,48 @@ class AgentFormat:
     def _json_call_prefix(self) -> str:
         return "{" + json.dumps(self.name_key) + self.separators[1] + '"'
 
-    def _call_prefix(self) -> str:
-        """What every single call starts with, before the tool name."""
-        if self.call_layout == "json_object":
-            return self.call_begin + self._json_call_prefix()
-        return self.call_begin
+    def _heads(self) -> List[Tuple[str, str]]:
+        """Every (call begin, name end) a call may open with, the canonical one first."""
+        ends = self.name_end_variants or (self.name_end,) * len(self.call_begin_variants)
+        return list(dict.fromkeys([(self.call_begin, self.name_end), *zip(self.call_begin_variants, ends)]))
+
+    def _call_prefix(self, begin: Optional[str] = None) -> str:
+        """What a single call starts with, before the tool name."""
+        begin = self.call_begin if begin is None else begin
+        return begin + self._json_call_prefix() if self.call_layout == "json_object" else begin
 
     def _opener(self) -> str:
-        """What a group of calls starts with."""
+        """What a group of calls starts with (the canonical form)."""
         return self.calls_begin or self._call_prefix()
 
-    def _call_head(self, name: str) -> str:
-        """A call's text up to its arguments."""
+    def _openers(self) -> List[str]:
+        """Every text a group of calls may start with, the canonical one first."""
+        if self._wrapped:
+            return list(dict.fromkeys([self.calls_begin, *self.calls_begin_variants]))
+        return list(dict.fromkeys(self._call_prefix(b) for b, _ in self._heads()))
+
+    def triggers(self) -> List[str]:
+        """The strings that start tool calling: ``trigger``, then every other opener of a call
+        (a variant) that does not start with an earlier trigger.
+
+        Example:
+            >>> AgentFormat(call_begin="", call_end="", call_begin_variants=("<|python_tag|>",)).triggers()
+            ['{"name": "', '<|python_tag|>{"name": "']
+        """
+        assert self.trigger is not None
+        out = [self.trigger]
+        for opener in self._openers():
+            if not any(opener.startswith(t) for t in out):
+                out.append(opener)
+        return out
+
+    def _call_head(self, name: str, begin: Optional[str] = None, name_end: Optional[str] = None) -> str:
+        """A call's text up to its arguments (the canonical head unless a variant is given)."""
+        begin = self.call_begin if begin is None else begin
         if self.call_layout == "json_object":
             item, key = self.separators
             return (
-                self.call_begin
+                begin
                 + "{"
                 + _json_str(self.name_key)
                 + key
@@ -270,7 +333,7 @@ class AgentFormat:
                 + _json_str(self.arguments_key)
                 + key
             )
-        return self.call_begin + name + self.name_end
+        return begin + name + (self.name_end if name_end is None else name_end)
 
     def _call_tail(self) -> str:
         return "}" + self.call_end if self.call_layout == "json_object" else self.call_end
@@ -289,11 +352,17 @@ class AgentFormat:
             self.whitespace,
             self.separators,
             self.max_whitespace,
+            self.call_begin_variants,
+            self.name_end_variants,
+            self.id_key,
+            self.call_id_length,
+            self.id_begin,
         )
 
     def markers(self) -> List[str]:
-        """The fixed strings of this format (check them against a vocabulary's special tokens:
-        a marker that is a special token cannot be produced through the grammar).
+        """Every fixed marker string the format's grammar can emit (call-head and block-opener
+        variants included; separators only when they are more than whitespace): check them
+        against a vocabulary (``token_markers.marker_tokens``).
 
         Example:
             >>> AgentFormat(think_begin="<think>", think_end="</think>").markers()
@@ -303,134 +372,83 @@ class AgentFormat:
             self.think_begin,
             self.think_end,
             self.calls_begin,
+            *self.calls_begin_variants,
             self.calls_end,
             self.call_begin,
+            *self.call_begin_variants,
             self.call_end,
             self.response_begin,
             self.response_end,
         ]
+        if self.call_layout != "json_object":
+            out += [self.name_end, *self.name_end_variants, self.id_begin]
         if self.call_layout == "xml":
-            out += [self.param_begin, self.param_end]
+            out += [self.param_begin, self.param_name_end, self.param_end]
+        out += [s for s in (self.think_suffix, self.call_separator, self.block_separator) if s.strip(_WS)]
         return list(dict.fromkeys(m for m in out if m))
+
+    def new_call_id(self, index: int) -> str:
+        """An id for the ``index``-th call of a conversation, of the family's shape and the same
+        for the same index: ``call_id_length`` letters and digits (Mistral: 9), else
+        ``call_<index>``.
+
+        Example:
+            >>> AgentFormat().new_call_id(3)
+            'call_3'
+            >>> mistral = AgentFormat(call_begin="", call_end="", id_key="id", call_id_length=9)
+            >>> [len(mistral.new_call_id(i)) for i in range(3)], mistral.new_call_id(0) != mistral.new_call_id(1)
+            ([9, 9, 9], True)
+        """
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ValueError(f"a call index is a non-negative int, got {index!r}")
+        n = self.call_id_length
+        if n is None:
+            return f"call_{index}"
+        space = len(_ALNUM) ** n
+        x = (index * _ID_MULTIPLIER + 0x2545F4914F6CDD1D) % space
+        out = []
+        for _ in range(n):
+            x, r = divmod(x, len(_ALNUM))
+            out.append(_ALNUM[r])
+        return "".join(out)
+
+    def _check_id(self, call_id: str) -> None:
+        n = self.call_id_length
+        if n is not None and not re.fullmatch(f"[A-Za-z0-9]{{{n}}}", call_id):
+            raise ValueError(
+                f"the {self.name} format's call ids are {n} ASCII letters and digits, got {call_id!r} "
+                "(make one with new_call_id)"
+            )
 
     # ---- pieces (cached per Tool) ------------------------------------------------------------
 
-    def _json_format(self, tool: Tool, schema: Any) -> st.Format:
-        if self.whitespace == "flexible":
-            return st.JSONSchema(json_schema=schema, max_whitespace_cnt=self.max_whitespace)
-        try:
-            g = compact_schema_grammar(schema, self.separators)
-        except GrammarError as e:
-            raise ToolError(
-                f"tool {tool.name!r}: cannot build its argument grammar: {e}", tool=tool.name
-            ) from e
-        return st.GrammarText(grammar=g)  # dumped as EBNF text; converted as the grammar itself
+    def _build_call_tags(self, tool: Tool, any_order: bool = False) -> Tuple[st.Tag, ...]:
+        return build_call_tags(self, tool, any_order)
 
-    def _xml_content(self, tool: Tool) -> st.Format:
-        schema = tool.parameters
-        props = schema.get("properties", {})
-        if schema.get("type", "object") != "object" or not isinstance(props, Mapping):
-            raise ToolError(
-                f"tool {tool.name!r}: the xml layout needs an object schema with 'properties'", tool=tool.name
-            )
-        defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
-        required = set(schema.get("required", ()))
-        elements: List[st.Format] = []
-        for key, sub in props.items():
-            begin = self.param_begin + key + self.param_name_end
-            if _is_raw_string(sub) and "enum" not in sub and "const" not in sub:
-                content: st.Format = st.AnyText()
-            elif _is_raw_string(sub):
-                values = [sub["const"]] if "const" in sub else list(sub["enum"])
-                content = st.Or(elements=[st.ConstString(value=str(v)) for v in values])
-            else:
-                sub_schema = {**sub, **defs} if isinstance(sub, Mapping) else sub
-                content = self._json_format(tool, sub_schema)
-            tag: st.Format = st.Tag(begin=begin, content=content, end=self.param_end)
-            elements.append(tag if key in required else st.OptionalFormat(content=tag))
-        if len(elements) == 1:
-            return elements[0]
-        return st.Sequence(elements=elements) if elements else st.ConstString(value="")
+    def call_tags(self, tool: Tool, *, any_order: bool = False) -> Tuple[st.Tag, ...]:
+        """The structural tags of one call of ``tool``, one per way a call may open (the
+        canonical one first); built once per tool, layout and ``any_order``, then cached.
 
-    def _build_call_tag(self, tool: Tool) -> st.Tag:
-        if self.call_layout == "xml":
-            content = self._xml_content(tool)
-        else:
-            content = self._json_format(tool, tool.parameters)
-        return st.Tag(begin=self._call_head(tool.name), content=content, end=self._call_tail())
+        Example:
+            >>> fmt = AgentFormat(call_begin="", call_end="", call_begin_variants=("<|python_tag|>",))
+            >>> [t.begin for t in fmt.call_tags(Tool("now", "", {"type": "object", "properties": {}}))]
+            ['{"name": "now", "arguments": ', '<|python_tag|>{"name": "now", "arguments": ']
+        """
+        key = (*self._layout_key(), bool(any_order))
+        return cached_piece(tool, key, lambda: self._build_call_tags(tool, bool(any_order)))
 
     def call_tag(self, tool: Tool) -> st.Tag:
-        """The structural tag of one call of ``tool`` (built once per tool and layout, then
-        cached).
+        """The structural tag of one call of ``tool`` in the canonical form (built once per tool
+        and layout, then cached).
 
         Example:
             >>> tool = Tool("now", "", {"type": "object", "properties": {}})
             >>> AgentFormat().call_tag(tool).begin
             '<tool_call>{"name": "now", "arguments": '
         """
-        return cached_piece(tool, self._layout_key(), lambda: self._build_call_tag(tool))
+        return self.call_tags(tool)[0]
 
     # ---- the request grammar -----------------------------------------------------------------
-
-    def _text_excludes(self) -> List[str]:
-        return [m for m in (self.think_begin, self.think_end) if m]
-
-    def _think_format(self, reasoning: str) -> Optional[st.Format]:
-        if reasoning not in _REASONING:
-            raise ValueError(f"reasoning must be one of {_REASONING}, got {reasoning!r}")
-        if not self.has_think or reasoning == "disabled":
-            return None
-        assert self.think_begin is not None and self.think_end is not None
-        block: st.Format = st.Tag(begin=self.think_begin, content=st.AnyText(), end=self.think_end)
-        if self.think_suffix:
-            block = st.Sequence(elements=[block, st.ConstString(value=self.think_suffix)])
-        return st.OptionalFormat(content=block) if reasoning == "auto" else block
-
-    def _calls_block(self, tags: List[st.Tag], parallel: bool) -> st.Format:
-        """One or more calls separated by ``call_separator`` (inside ``calls_begin`` ... ``calls_end``)."""
-        calls = st.TagsWithSeparator(
-            tags=tags, separator=self.call_separator, at_least_one=True, stop_after_first=not parallel
-        )
-        if self._wrapped:
-            return st.Tag(begin=self.calls_begin, content=calls, end=self.calls_end)
-        return calls
-
-    def _body(self, tools: List[Tool], mode: str, parallel: bool) -> st.Format:
-        tags = cached_pieces(tools, self._layout_key(), self._build_call_tag) if mode != "none" else []
-        if self.has_response:
-            assert self.response_begin is not None and self.response_end is not None
-            response = st.Tag(begin=self.response_begin, content=st.AnyText(), end=self.response_end)
-            if not tags:
-                return response
-            calls = self._calls_block(tags, parallel)
-            if self.response_after_calls:
-                calls = st.Sequence(
-                    elements=[
-                        calls,
-                        st.OptionalFormat(
-                            content=st.Sequence(
-                                elements=[st.ConstString(value=self.block_separator), response]
-                            )
-                        ),
-                    ]
-                )
-            return calls if mode == "required" else st.Or(elements=[response, calls])
-        assert self.trigger is not None
-        if not tags:
-            return st.AnyText(excludes=[self.trigger, *self._text_excludes()])
-        if self._wrapped:
-            block = self._calls_block(tags, parallel)
-            assert isinstance(block, st.Tag)
-            tags, stop_after_first = [block], True
-        else:
-            stop_after_first = not parallel
-        return st.TriggeredTags(
-            triggers=[self.trigger],
-            tags=tags,
-            at_least_one=mode == "required",
-            stop_after_first=stop_after_first,
-            excludes=self._text_excludes(),
-        )
 
     def structural_tag(
         self,
@@ -439,6 +457,7 @@ class AgentFormat:
         tool_choice: Any = "auto",
         parallel_tool_calls: bool = True,
         reasoning: str = "enabled",
+        any_order: bool = False,
     ) -> st.StructuralTag:
         """The request's structural tag (see ``grammar``), for inspection or for xgrammar.
 
@@ -449,9 +468,9 @@ class AgentFormat:
         """
         selected, mode = resolve_choice(tool_list(tools), tool_choice)
         parallel = bool(parallel_tool_calls) and self.parallel_calls
-        think = self._think_format(reasoning)
-        body = self._body(selected, mode, parallel)
-        return st.StructuralTag(format=body if think is None else st.Sequence(elements=[think, body]))
+        return request_tag(
+            self, selected, mode, parallel=parallel, reasoning=reasoning, any_order=bool(any_order)
+        )
 
     @pauses_gc
     def grammar(
@@ -461,19 +480,22 @@ class AgentFormat:
         tool_choice: Any = "auto",
         parallel_tool_calls: bool = True,
         reasoning: str = "enabled",
+        any_order: bool = False,
     ) -> Grammar:
         """The grammar of one assistant turn with these tools.
 
         ``tools``: a ``ToolRegistry``, a ``Tool``, or an iterable of ``Tool`` s and OpenAI tool
         dicts. ``tool_choice``: ``"auto"`` (calls optional), ``"none"`` (no calls: free text that
-        never contains the trigger, or just the response), ``"required"`` (at least one call;
+        never contains a trigger, or just the response), ``"required"`` (at least one call;
         in a free-text format the output starts with it), a tool name or ``{"type":
-        "function", "function": {"name": ...}}`` (required, that tool only), or ``{"type":
-        "allowed_tools", "allowed_tools": {"mode": "auto" | "required", "tools": [...]}}``.
-        ``parallel_tool_calls=False``: at most one call (nothing after it in a free-text
-        format). ``reasoning``: ``"enabled"`` (the think block first, required), ``"disabled"``
-        (none) or ``"auto"`` (optional); ignored by formats without one. Unknown tool names are a
-        ``ToolError``.
+        "function", "function": {"name": ...}}`` (exactly one call to that tool, after the
+        think block if any, and nothing else: no text, no response, no further call), or
+        ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required", "tools":
+        [...]}}``. ``parallel_tool_calls=False``: at most one call (nothing after it in a
+        free-text format). ``reasoning``: ``"enabled"`` (the think block first, required),
+        ``"disabled"`` (none) or ``"auto"`` (optional); ignored by formats without one.
+        ``any_order=True``: the arguments of a call (and of nested objects) in any order rather
+        than the schema's. Unknown tool names are a ``ToolError``.
 
         Example:
             >>> from agentgrammar import Tool
@@ -483,7 +505,11 @@ class AgentFormat:
             (True, False)
         """
         tag = self.structural_tag(
-            tools, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning
+            tools,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            reasoning=reasoning,
+            any_order=any_order,
         )
         return Grammar.from_structural_tag(tag)
 
@@ -541,18 +567,29 @@ class AgentFormat:
         return json.dumps(value, ensure_ascii=False, separators=self.separators, allow_nan=False)
 
     def _render_call(self, call: ToolCall, tool: Optional[Tool]) -> str:
-        args: Dict[str, Any] = call.arguments
+        args: Any = call.arguments
         if tool is not None:
-            args = _order_like(args, tool.parameters)
+            args = order_like(args, tool.parameters)
+        if self.id_begin is not None and call.id is not None:
+            self._check_id(call.id)
+            head = self.call_begin + call.name + self.id_begin + call.id + self.name_end
+            return head + self._dumps(args) + self._call_tail()
         if self.call_layout != "xml":
-            return self._call_head(call.name) + self._dumps(args) + self._call_tail()
+            text = self._call_head(call.name) + self._dumps(args)
+            if self.id_key is not None and call.id is not None:
+                self._check_id(call.id)
+                item, key = self.separators
+                text += item + _json_str(self.id_key) + key + self._dumps(call.id)
+            return text + self._call_tail()
         props = tool.parameters.get("properties", {}) if tool is not None else {}
         parts = [self._call_head(call.name)]
         for key, value in args.items():
-            raw = _is_raw_string(props.get(key)) if tool is not None else isinstance(value, str)
+            raw = is_raw_string(props.get(key)) if tool is not None else isinstance(value, str)
             text = value if raw and isinstance(value, str) else self._dumps(value)
-            if self.param_end in text:
-                raise ValueError(f"argument {key!r} of {call.name!r} contains {self.param_end!r}")
+            if not fits_raw(text, self.param_end):
+                raise ValueError(
+                    f"argument {key!r} of {call.name!r} cannot be written before {self.param_end!r}"
+                )
             parts.append(self.param_begin + key + self.param_name_end + text + self.param_end)
         parts.append(self.call_end)
         return "".join(parts)
@@ -564,9 +601,11 @@ class AgentFormat:
         return begin + self.block_pad + body + self.block_pad + end
 
     def render(self, output: AgentOutput, *, tools: Optional[ToolsArg] = None) -> str:
-        """The text of ``output`` as the model writes it (the family's whitespace, compact JSON
-        arguments). With ``tools``, arguments are written in schema property order (which
-        the grammar requires) and, in the xml layout, typed by the schema.
+        """The text of ``output`` as the model writes it (the family's chat template's form:
+        its whitespace, its JSON separators, the canonical call head). With ``tools``, arguments
+        are written in schema property order (nested objects too; the grammar requires it unless
+        ``any_order``) and, in the xml layout, typed by the schema. A call's ``id`` is written
+        by formats with an ``id_key`` or an ``id_begin``.
 
         Example:
             >>> print(AgentFormat(think_begin="<think>", think_end="</think>", think_suffix="\\n")
@@ -578,6 +617,8 @@ class AgentFormat:
         by_name = {t.name: t for t in tool_list(tools)}
         if len(calls) > 1 and not self.parallel_calls:
             raise ValueError(f"the {self.name} format makes at most one tool call per turn")
+        if self.calls_or_text and calls and output.text:
+            raise ValueError(f"the {self.name} format writes either tool calls or text in a turn, not both")
         parts: List[str] = []
         if output.think is not None:
             if not self.has_think:
@@ -585,6 +626,8 @@ class AgentFormat:
             parts.append(self._render_block(self.think_begin, output.think, self.think_end, "think"))
             parts.append(self.think_suffix)
         if output.text:
+            if self.calls_or_text and self._starts_like_call(output.text, 0):
+                raise ValueError(f"the text starts like a tool call of the {self.name} format")
             parts.append(output.text)
             if calls or output.response is not None:
                 parts.append(self.block_separator)
@@ -605,103 +648,20 @@ class AgentFormat:
 
     # ---- parsing -----------------------------------------------------------------------------
 
-    def _expect(self, text: str, pos: int, marker: str, what: str) -> int:
-        """The position after ``marker`` at ``pos``; whitespace around the marker may differ."""
-        if text.startswith(marker, pos):
-            return pos + len(marker)
-        core = marker.strip(_WS)
-        p = _skip_ws(text, pos)
-        if not core:
-            return p
-        if text.startswith(core, p):
-            p += len(core)
-            return _skip_ws(text, p) if marker[-1] in _WS else p
-        found = text[pos : pos + 20]
-        raise FormatParseError(f"expected {what} {marker!r}, found {found!r}", offset=pos)
+    def _starts_like_call(self, text: str, pos: int) -> bool:
+        """Whether the text at ``pos`` (after whitespace) opens tool calls: one of the openers,
+        or, for calls that open with their JSON object, ``{`` then the name key."""
+        from .parsing import starts_like_call
 
-    def _json_at(self, text: str, pos: int, what: str) -> Tuple[Any, int]:
-        pos = _skip_ws(text, pos)
-        try:
-            value, end = json.JSONDecoder().raw_decode(text, pos)
-        except json.JSONDecodeError as e:
-            raise FormatParseError(f"{what} is not valid JSON: {e.msg}", offset=e.pos) from None
-        return value, end
-
-    def _name_at(self, text: str, pos: int) -> Tuple[str, int]:
-        end = text.find(self.name_end, pos)
-        if end < 0:
-            raise FormatParseError(f"a tool name that is not followed by {self.name_end!r}", offset=pos)
-        return text[pos:end].strip(), end + len(self.name_end)
-
-    def _parse_call(self, text: str, pos: int, tools: Optional[Dict[str, Tool]]) -> Tuple[ToolCall, int]:
-        start = pos
-        pos = self._expect(text, pos, self.call_begin, "the call marker") if self.call_begin else pos
-        if self.call_layout == "json_object":
-            obj, pos = self._json_at(text, pos, "the tool call")
-            if not isinstance(obj, dict) or not isinstance(obj.get(self.name_key), str):
-                raise FormatParseError(f"a tool call without a {self.name_key!r} string", offset=start)
-            name, args = obj[self.name_key], obj.get(self.arguments_key, {})
-            if not isinstance(args, dict):
-                raise FormatParseError(f"the arguments of {name!r} are not a JSON object", offset=start)
-            if set(obj) - {self.name_key, self.arguments_key}:
-                extra = sorted(set(obj) - {self.name_key, self.arguments_key})
-                raise FormatParseError(f"unexpected keys {extra} in a tool call", offset=start)
-        elif self.call_layout == "name_then_json":
-            name, pos = self._name_at(text, pos)
-            args, pos = self._json_at(text, pos, f"the arguments of {name!r}")
-            if not isinstance(args, dict):
-                raise FormatParseError(f"the arguments of {name!r} are not a JSON object", offset=start)
-        else:
-            name, pos = self._name_at(text, pos)
-            tool = tools.get(name) if tools is not None else None
-            props = tool.parameters.get("properties", {}) if tool is not None else {}
-            args = {}
-            while text.startswith(self.param_begin, pos):
-                key_end = text.find(self.param_name_end, pos + len(self.param_begin))
-                if key_end < 0:
-                    raise FormatParseError("a parameter name that is not closed", offset=pos)
-                key = text[pos + len(self.param_begin) : key_end].strip()
-                value_at = key_end + len(self.param_name_end)
-                value_end = text.find(self.param_end, value_at)
-                if value_end < 0:
-                    raise FormatParseError(f"parameter {key!r} is not closed", offset=pos)
-                raw = text[value_at:value_end]
-                if tool is not None and _is_raw_string(props.get(key)):
-                    args[key] = raw
-                else:
-                    try:
-                        args[key] = json.loads(raw)
-                    except ValueError:  # a string after all (validation, if any, reports it)
-                        args[key] = raw
-                pos = value_end + len(self.param_end)
-        if not name:
-            raise FormatParseError("a tool call without a name", offset=start)
-        if self.call_end:
-            pos = self._expect(text, pos, self.call_end, "the end of the call")
-        return ToolCall(name, args), pos
-
-    def _parse_calls(self, text: str, pos: int, tools: Optional[Dict[str, Tool]], out: List[ToolCall]) -> int:
-        if not self._wrapped:
-            call, pos = self._parse_call(text, pos, tools)
-            out.append(call)
-            return pos
-        pos = self._expect(text, pos, self.calls_begin, "the tool calls marker")
-        prefix = self._call_prefix().strip(_WS)
-        while True:
-            call, pos = self._parse_call(text, pos, tools)
-            out.append(call)
-            after = pos + len(self.call_separator) if text.startswith(self.call_separator, pos) else pos
-            if prefix and text.startswith(prefix, _skip_ws(text, after)):
-                pos = after
-                continue
-            break
-        return self._expect(text, pos, self.calls_end, "the end of the tool calls") if self.calls_end else pos
+        return starts_like_call(self, text, pos)
 
     def parse(self, text: str, *, tools: Optional[ToolsArg] = None) -> AgentOutput:
         """The ``AgentOutput`` written in ``text``: the think block (only at the start), tool
         calls, the response block and the free text between them (each stripped; free-text
-        pieces joined with newlines; absent blocks are ``None``). Whitespace around markers
-        may differ from the format's; a trailing ``stop`` string is ignored.
+        pieces joined with newlines; absent blocks are ``None``). Every form the grammar accepts
+        is read (call-head variants included); whitespace around markers may differ from the
+        format's; a trailing ``stop`` string is ignored. A key given twice in a call's JSON (at
+        any depth), or a parameter given twice, is a ``FormatParseError`` naming it.
 
         With ``tools`` every call must name one of them (else ``ToolError``) and its arguments
         are validated (``Tool.validate``; ``ToolError`` when invalid) and returned as validated.
@@ -716,65 +676,6 @@ class AgentFormat:
             ...
             agentgrammar.formats.format.FormatParseError: the tool call is not valid JSON: Unterminated string starting at (at offset 27)
         """
-        if not isinstance(text, str):
-            raise TypeError(f"parse takes a str, got {type(text).__name__}")
-        for s in self.stop:
-            if s and text.endswith(s):
-                text = text[: -len(s)]
-                break
-        by_name = {t.name: t for t in tool_list(tools)} if tools is not None else None
-        pos, think = 0, None
-        if self.has_think:
-            assert self.think_begin is not None and self.think_end is not None
-            start = _skip_ws(text, 0)
-            if text.startswith(self.think_begin, start):
-                body = start + len(self.think_begin)
-                end = text.find(self.think_end, body)
-                if end < 0:
-                    raise FormatParseError("the think block is not closed", offset=start)
-                think = text[body:end].strip(_WS)
-                pos = end + len(self.think_end)
-                if self.think_suffix and text.startswith(self.think_suffix, pos):
-                    pos += len(self.think_suffix)
-        assert self.trigger is not None
-        openers = [(self.trigger, "calls")]
-        if self.response_begin is not None:
-            openers.append((self.response_begin, "response"))
-        segments: List[str] = []
-        calls: List[ToolCall] = []
-        response: Optional[str] = None
-        while True:
-            hits = [(text.find(m, pos), kind) for m, kind in openers]
-            hits = [(i, kind) for i, kind in hits if i >= 0]
-            if not hits:
-                segments.append(text[pos:])
-                break
-            at, kind = min(hits)
-            segments.append(text[pos:at])
-            if kind == "calls":
-                pos = self._parse_calls(text, at, by_name, calls)
-            else:
-                assert self.response_begin is not None and self.response_end is not None
-                if response is not None:
-                    raise FormatParseError("a second response block", offset=at)
-                body = at + len(self.response_begin)
-                end = text.find(self.response_end, body)
-                if end < 0:
-                    raise FormatParseError("the response block is not closed", offset=at)
-                response = text[body:end].strip(_WS)
-                pos = end + len(self.response_end)
-        # Between blocks, the separators the format writes there are not free text.
-        glue = {"", self.call_separator.strip(_WS), self.block_separator.strip(_WS)}
-        pieces = [s.strip(_WS) for s in segments]
-        free = "\n".join(p for i, p in enumerate(pieces) if p and (i == 0 or p not in glue))
-        if by_name is not None:
-            calls = [self._validated(c, by_name) for c in calls]
-        return AgentOutput(think=think, tool_calls=calls, response=response, text=free or None)
+        from .parsing import parse_output
 
-    @staticmethod
-    def _validated(call: ToolCall, tools: Dict[str, Tool]) -> ToolCall:
-        tool = tools.get(call.name)
-        if tool is None:
-            known = ", ".join(repr(n) for n in tools) or "none"
-            raise ToolError(f"the output calls unknown tool {call.name!r} (tools: {known})", tool=call.name)
-        return ToolCall(call.name, tool.validate(call.arguments), call.id)
+        return parse_output(self, text, tools)

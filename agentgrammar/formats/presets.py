@@ -1,21 +1,26 @@
-"""Preset ``AgentFormat`` s for the model families people serve, and their tool prompts.
+"""Preset ``AgentFormat`` s for the model families people serve, and their tool prompts. Each
+preset renders an assistant turn as the family's official chat template does, and its grammar
+and parser also accept the other forms the family's models and servers write.
 
 ========================  =================================================================
 ``"hermes"``              Qwen-2.5 / Hermes: ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``
 ``"qwen3"``               ``<think>...</think>\\n\\n`` then the Hermes calls
 ``"qwen3_coder"``         Qwen3-Coder XML calls: ``<function=NAME><parameter=KEY>VALUE</parameter>``
-``"llama3"``              ``<|python_tag|>{"name": ..., "parameters": ...}`` (calls joined by ``; ``)
+``"llama3"``              Llama-3.1/3.2: one bare ``{"name": ..., "parameters": ...}`` (``<|python_tag|>``
+                          optional before it), or text
 ``"deepseek_r1"``         ``<think>`` then ``<｜tool▁calls▁begin｜>`` ... calls with fenced JSON
-``"mistral"``             ``[TOOL_CALLS][{"name": ..., "arguments": ...}, ...]``
-``"harmony"``             gpt-oss channels: analysis, ``commentary to=functions.NAME``, final
+``"mistral"``             Mistral-Nemo (v3-tekken): ``[TOOL_CALLS][{"name": ..., "arguments": ..., "id": ...}]``
+``"mistral_v7"``          Mistral-Small-3.1 (v7): the same after ``[TOOL_CALLS] `` (a space)
+``"mistral_small_3_2"``   Mistral-Small-3.2: ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` per call
+``"harmony"``             gpt-oss: analysis, a ``functions.NAME`` commentary call, or final
 ``"tags"``                plain ``<think>``, ``<tool_call>{...}</tool_call>``, ``<response>``
 ========================  =================================================================
 
-Markers that are special tokens in the family's own vocabulary (``<|python_tag|>``, the Harmony
-markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]`` in its v3 tokenizers) are
-matched as those tokens once the vocabulary lets them into text:
-``vocab.with_text_tokens(fmt.markers())`` (``agentgrammar.Agent`` does this). Other special
-tokens stay out of every grammar.
+Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
+Harmony markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]``) are written as
+exactly those tokens by the grammar of ``token_markers.with_token_markers(fmt, markers)`` over
+``vocab.with_token_markers(markers)`` (``agentgrammar.Agent`` does this). Other special tokens
+stay out of every grammar.
 
 Example:
     >>> from agentgrammar.formats import get, names
@@ -32,7 +37,8 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 from ..registry import Tool
 from ..registry.openai import tool_to_openai
-from .format import AgentFormat, _is_raw_string
+from .format import AgentFormat
+from .xml_params import is_raw_string
 
 __all__ = ["get", "names"]
 
@@ -63,19 +69,19 @@ def hermes_tools(tools: Sequence[Tool]) -> str:
 
 
 def llama3_tools(tools: Sequence[Tool]) -> str:
-    """The Llama-3.1 JSON tool-calling instructions (custom tools in the user turn).
+    """The Llama-3.1/3.2 JSON tool-calling instructions, as their chat templates put them in the
+    first user message (the templates' own wording and spacing).
 
     Example:
         >>> llama3_tools([]).startswith("Given the following functions")
         True
     """
-    defs = "\n\n".join(_openai_json(t, indent=4) for t in tools)
+    defs = "".join(_openai_json(t, indent=4) + "\n\n" for t in tools)
     return (
         "Given the following functions, please respond with a JSON for a function call with its "
         "proper arguments that best answers the given prompt.\n\n"
         'Respond in the format {"name": function name, "parameters": dictionary of argument name '
-        "and its value}. Do not use variables. Start with <|python_tag|> and separate several "
-        'calls with "; ".\n\n'
+        "and its value}.Do not use variables.\n\n"
         f"{defs}"
     )
 
@@ -113,6 +119,16 @@ def mistral_tools(tools: Sequence[Tool]) -> str:
         + json.dumps([tool_to_openai(t) for t in tools], ensure_ascii=False)
         + "[/AVAILABLE_TOOLS]"
     )
+
+
+def mistral_v7_tools(tools: Sequence[Tool]) -> str:
+    """Mistral-Small-3.1's (v7) ``[AVAILABLE_TOOLS]`` block: a space before the list.
+
+    Example:
+        >>> mistral_v7_tools([])
+        '[AVAILABLE_TOOLS] [][/AVAILABLE_TOOLS]'
+    """
+    return mistral_tools(tools).replace("[AVAILABLE_TOOLS]", "[AVAILABLE_TOOLS] ", 1)
 
 
 def _ts_type(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> str:
@@ -209,7 +225,7 @@ def qwen3_coder_tools(tools: Sequence[Tool]) -> str:
         parts.append("<parameters>")
         for key, sub in (t.parameters.get("properties") or {}).items():
             kind = sub.get("type") if isinstance(sub, Mapping) else None
-            kind = kind or ("string" if _is_raw_string(sub) else "any")
+            kind = kind or ("string" if is_raw_string(sub) else "any")
             kind = kind if isinstance(kind, str) else json.dumps(kind)
             parts.append(f"<parameter>\n<name>{key}</name>\n<type>{kind}</type>")
             if isinstance(sub, Mapping) and sub.get("description"):
@@ -257,6 +273,24 @@ _HERMES = dict(
     tools_prompt=hermes_tools,
 )
 
+# Mistral's JSON calls (Nemo v3-tekken, Small-3.1 v7): "[TOOL_CALLS]" then a JSON list of
+# {"name", "arguments", "id"} objects, the id 9 letters and digits (the templates raise for
+# others). Either spacing after [TOOL_CALLS] is accepted; each preset renders its own.
+_MISTRAL_COMMON = dict(
+    calls_end="]",
+    trigger="[TOOL_CALLS]",
+    call_begin="",
+    call_end="",
+    call_separator=", ",
+    block_separator="",
+    id_key="id",
+    call_id_length=9,
+    stop=("</s>",),
+    tools_prompt=mistral_tools,
+)
+_MISTRAL = dict(calls_begin_variants=("[TOOL_CALLS] [",), **_MISTRAL_COMMON)
+_MISTRAL_V7 = dict(calls_begin_variants=("[TOOL_CALLS][",), **_MISTRAL_COMMON)
+
 _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
     "hermes": lambda: AgentFormat(name="hermes", **_HERMES),  # type: ignore[arg-type]
     "qwen3": lambda: AgentFormat(
@@ -282,13 +316,16 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
         stop=("<|im_end|>",),
         tools_prompt=qwen3_coder_tools,
     ),
+    # Llama-3.1/3.2 (both templates render the same): one call per message (the templates raise
+    # for more), as bare JSON; models also write <|python_tag|> first (its ipython mode).
     "llama3": lambda: AgentFormat(
         name="llama3",
-        calls_begin="<|python_tag|>",
         call_begin="",
         call_end="",
+        call_begin_variants=("<|python_tag|>",),
         arguments_key="parameters",
-        call_separator="; ",
+        parallel_calls=False,
+        calls_or_text=True,
         block_separator="",
         stop=("<|eom_id|>", "<|eot_id|>"),
         tools_prompt=llama3_tools,
@@ -310,26 +347,56 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
         stop=("<｜end▁of▁sentence｜>",),
         tools_prompt=deepseek_tools,
     ),
-    "mistral": lambda: AgentFormat(
-        name="mistral",
-        calls_begin="[TOOL_CALLS][",
-        calls_end="]",
-        trigger="[TOOL_CALLS]",
-        call_begin="",
+    # Mistral-Nemo (v3-tekken): "[TOOL_CALLS][" then the calls, each with its 9-character id.
+    "mistral": lambda: AgentFormat(name="mistral", calls_begin="[TOOL_CALLS][", **_MISTRAL),  # type: ignore[arg-type]
+    # Mistral-Small-3.1 (v7): a space after [TOOL_CALLS] (and after [AVAILABLE_TOOLS]).
+    "mistral_v7": lambda: AgentFormat(
+        name="mistral_v7",
+        calls_begin="[TOOL_CALLS] [",
+        **{**_MISTRAL_V7, "tools_prompt": mistral_v7_tools},  # type: ignore[arg-type]
+    ),
+    # Mistral-Small-3.2's template writes each call as [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...},
+    # back to back; the id (9 letters and digits) is optional to the grammar.
+    "mistral_small_3_2": lambda: AgentFormat(
+        name="mistral_small_3_2",
+        call_layout="name_then_json",
+        call_begin="[TOOL_CALLS]",
+        name_end="[ARGS]",
+        id_begin="[CALL_ID]",
+        call_id_length=9,
         call_end="",
-        call_separator=", ",
+        call_separator="",
         block_separator="",
         stop=("</s>",),
         tools_prompt=mistral_tools,
     ),
+    # gpt-oss after its generation prompt "<|start|>assistant": an optional analysis message,
+    # then one call or the final answer. The template puts the recipient in the role header
+    # (" to=functions.NAME<|channel|>commentary json"); openai-harmony writes it in the channel
+    # header ("<|channel|>commentary to=functions.NAME <|constrain|>json"); xgrammar's harmony tag
+    # also has "<|constrain|>json" without the space. Every such header is accepted.
     "harmony": lambda: AgentFormat(
         name="harmony",
         think_begin="<|channel|>analysis<|message|>",
         think_end="<|end|>",
         think_suffix="<|start|>assistant",
         call_layout="name_then_json",
-        call_begin="<|channel|>commentary to=functions.",
-        name_end=" <|constrain|>json<|message|>",
+        call_begin=" to=functions.",
+        name_end="<|channel|>commentary json<|message|>",
+        call_begin_variants=(
+            " to=functions.",
+            " to=functions.",
+            "<|channel|>commentary to=functions.",
+            "<|channel|>commentary to=functions.",
+            "<|channel|>commentary to=functions.",
+        ),
+        name_end_variants=(
+            "<|channel|>commentary <|constrain|>json<|message|>",
+            "<|channel|>commentary<|constrain|>json<|message|>",
+            " <|constrain|>json<|message|>",
+            "<|constrain|>json<|message|>",
+            " json<|message|>",
+        ),
         call_end="<|call|>",
         call_separator="<|start|>assistant",
         parallel_calls=False,
@@ -337,7 +404,11 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
         response_end="<|return|>",
         response_after_calls=False,
         block_separator="<|start|>assistant",
-        separators=(",", ":"),
+        # The template writes the arguments with tojson ({"city": "Oslo"}); the models and
+        # openai-harmony also write them compact ({"city":"Oslo"}): both, and no more than
+        # one whitespace character anywhere.
+        whitespace="flexible",
+        max_whitespace=1,
         tools_prompt=harmony_tools,
     ),
     "tags": lambda: AgentFormat(

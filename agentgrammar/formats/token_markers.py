@@ -95,7 +95,7 @@ def with_token_markers(fmt: AgentFormat, tokens: Iterable[str]) -> AgentFormat:
     replace = _replacer(tokens)
     changes = {}
     for f in dataclasses.fields(fmt):
-        if f.name in ("name", "name_key", "arguments_key", "separators", "trigger"):
+        if f.name in ("name", "name_key", "arguments_key", "id_key", "separators", "trigger"):
             continue
         value = getattr(fmt, f.name)
         new = _marked(value, replace)

@@ -5,7 +5,7 @@ Example:
     >>> from agentgrammar import Tool
     >>> tools = [Tool("a", "", {"type": "object"}), Tool("b", "", {"type": "object"})]
     >>> [t.name for t in resolve_choice(tools, "b")[0]], resolve_choice(tools, "b")[1]
-    (['b'], 'required')
+    (['b'], 'named')
 """
 
 from __future__ import annotations
@@ -121,7 +121,16 @@ def _choice_name(ref: Any) -> str:
 
 
 def resolve_choice(tools: List[Tool], tool_choice: Any) -> Tuple[List[Tool], str]:
-    """The tools a request may call and the mode: ``"none"``, ``"auto"`` or ``"required"``."""
+    """The tools a request may call and the mode: ``"none"``, ``"auto"``, ``"required"`` (at
+    least one call) or ``"named"`` (one tool was named: exactly one call to it, then the turn
+    ends, as in xgrammar's builtin model tags).
+
+    Example:
+        >>> from agentgrammar import Tool
+        >>> tools = [Tool("a", "", {"type": "object"})]
+        >>> resolve_choice(tools, {"type": "function", "function": {"name": "a"}})[1], resolve_choice(tools, "required")[1]
+        ('named', 'required')
+    """
     by_name = {t.name: t for t in tools}
 
     def pick(names: Sequence[str]) -> List[Tool]:
@@ -142,7 +151,7 @@ def resolve_choice(tools: List[Tool], tool_choice: Any) -> Tuple[List[Tool], str
             raise ToolError("tool_choice='required' but no tools were given")
         return tools, "required"
     if isinstance(tool_choice, str):
-        return pick([tool_choice]), "required"
+        return pick([tool_choice]), "named"
     if isinstance(tool_choice, Mapping):
         if tool_choice.get("type") == "allowed_tools":
             allowed = tool_choice.get("allowed_tools", tool_choice)
@@ -159,7 +168,7 @@ def resolve_choice(tools: List[Tool], tool_choice: Any) -> Tuple[List[Tool], str
             if mode == "required" and not selected:
                 raise ToolError("allowed_tools with mode 'required' allows no tool")
             return selected, mode if selected else "none"
-        return pick([_choice_name(tool_choice)]), "required"
+        return pick([_choice_name(tool_choice)]), "named"
     raise ValueError(
         "tool_choice must be 'auto', 'none', 'required', a tool name, "
         f'{{"type": "function", "function": {{"name": ...}}}} or an allowed_tools dict; got {tool_choice!r}'

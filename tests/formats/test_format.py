@@ -294,7 +294,7 @@ def test_requests_only_assemble_cached_pieces(monkeypatch: pytest.MonkeyPatch) -
     def no_rebuild(*args: object) -> None:
         raise AssertionError("a known tool's piece was built again")
 
-    monkeypatch.setattr(type(fmt), "_build_call_tag", no_rebuild)
+    monkeypatch.setattr(type(fmt), "_build_call_tags", no_rebuild)
     for n in (10, 100, 300):
         assert len(fmt.structural_tag(tools[:n]).format.tags) == n
 

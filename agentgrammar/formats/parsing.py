@@ -1,0 +1,308 @@
+"""Reading an assistant turn back: ``AgentFormat.parse`` (``parse_output`` here) reads every form
+that the format's grammar accepts (each way a call or a calls block may open), tolerates other
+whitespace around markers, and rejects what the grammar never writes: a call cut off, a key given
+twice in a call's JSON (at any depth) or a parameter given twice, text after the call of a
+``calls_or_text`` format.
+
+Example:
+    >>> from agentgrammar.formats import get
+    >>> parse_output(get("llama3"), '<|python_tag|>{"name": "now", "parameters": {}}', None).tool_calls
+    [ToolCall(name='now', arguments={}, id=None)]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+from ..errors import ToolError
+from ..registry import Tool, ToolCall
+from .arguments import DuplicateKeyError, decode_strict, loads_strict
+from .output import AgentOutput
+from .tools import ToolsArg, tool_list
+from .xml_params import PYTHON_LITERALS, is_raw_string
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .format import AgentFormat
+
+__all__ = ["parse_output", "starts_like_call"]
+
+_WS = " \t\r\n"
+
+
+def _error(message: str, offset: int) -> Exception:
+    from .format import FormatParseError  # defined with AgentFormat, which imports this module
+
+    return FormatParseError(message, offset=offset)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WS:
+        pos += 1
+    return pos
+
+
+def _match(text: str, pos: int, marker: str) -> Optional[int]:
+    """The position after ``marker`` at ``pos``, whitespace around the marker allowed to
+    differ; None when it is not there."""
+    if text.startswith(marker, pos):
+        return pos + len(marker)
+    core = marker.strip(_WS)
+    p = _skip_ws(text, pos)
+    if not core:
+        return p
+    if text.startswith(core, p):
+        p += len(core)
+        return _skip_ws(text, p) if marker[-1] in _WS else p
+    return None
+
+
+def _expect(text: str, pos: int, marker: str, what: str) -> int:
+    found = _match(text, pos, marker)
+    if found is None:
+        raise _error(f"expected {what} {marker!r}, found {text[pos : pos + 20]!r}", pos)
+    return found
+
+
+def _match_first(text: str, pos: int, markers: Sequence[str]) -> Optional[Tuple[str, int]]:
+    """The longest of ``markers`` found at ``pos`` (exactly, else with other whitespace), and
+    the position after it."""
+    ordered = sorted(dict.fromkeys(markers), key=len, reverse=True)
+    for m in ordered:
+        if m and text.startswith(m, pos):
+            return m, pos + len(m)
+    for m in ordered:
+        found = _match(text, pos, m) if m else None
+        if found is not None:
+            return m, found
+    return None
+
+
+def _json_at(text: str, pos: int, what: str) -> Tuple[Any, int]:
+    pos = _skip_ws(text, pos)
+    try:
+        return decode_strict(text, pos)
+    except DuplicateKeyError as e:
+        raise _error(f"{what} names the key {e.key!r} twice", pos) from None
+    except json.JSONDecodeError as e:
+        raise _error(f"{what} is not valid JSON: {e.msg}", e.pos) from None
+
+
+def starts_like_call(fmt: "AgentFormat", text: str, pos: int) -> bool:
+    """Whether ``text`` at ``pos`` (after whitespace) opens tool calls of ``fmt``: one of its
+    openers, or, where a call opens with its JSON object, ``{`` then the name key (any
+    whitespace).
+
+    Example:
+        >>> from agentgrammar.formats import get
+        >>> starts_like_call(get("llama3"), ' { "name" : "x"', 0), starts_like_call(get("llama3"), "Hi", 0)
+        (True, False)
+    """
+    p = _skip_ws(text, pos)
+    for opener in fmt._openers():
+        core = opener.strip(_WS)
+        if core and text.startswith(core, p):
+            return True
+    if fmt.call_layout == "json_object" and not fmt.calls_begin and any(not b for b, _ in fmt._heads()):
+        return re.match(r"\{\s*" + re.escape(json.dumps(fmt.name_key)) + r"\s*:", text[p:]) is not None
+    return False
+
+
+def _name_at(text: str, pos: int, ends: Sequence[str]) -> Tuple[str, int, str]:
+    """The tool name at ``pos``, up to the first of ``ends`` (the longest at the same place)."""
+    best: Optional[Tuple[int, int, str]] = None
+    for e in ends:
+        at = text.find(e, pos)
+        if at >= 0 and (best is None or (at, -len(e)) < (best[0], best[1])):
+            best = (at, -len(e), e)
+    if best is None:
+        what = " or ".join(repr(e) for e in dict.fromkeys(ends))
+        raise _error(f"a tool name that is not followed by {what}", pos)
+    at, _, end = best
+    return text[pos:at].strip(), at + len(end), end
+
+
+def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -> Tuple[Dict[str, Any], int]:
+    props = tool.parameters.get("properties", {}) if tool is not None else {}
+    args: Dict[str, Any] = {}
+    while text.startswith(fmt.param_begin, pos):
+        key_end = text.find(fmt.param_name_end, pos + len(fmt.param_begin))
+        if key_end < 0:
+            raise _error("a parameter name that is not closed", pos)
+        key = text[pos + len(fmt.param_begin) : key_end].strip()
+        if key in args:
+            raise _error(f"the parameter {key!r} is given twice", pos)
+        value_at = key_end + len(fmt.param_name_end)
+        value_end = text.find(fmt.param_end, value_at)
+        if value_end < 0:
+            raise _error(f"parameter {key!r} is not closed", pos)
+        raw = text[value_at:value_end]
+        if tool is not None and is_raw_string(props.get(key)):
+            args[key] = raw
+        else:
+            try:
+                args[key] = loads_strict(raw)
+            except DuplicateKeyError as e:
+                raise _error(
+                    f"the value of parameter {key!r} names the key {e.key!r} twice", value_at
+                ) from None
+            except ValueError:  # a string after all (validation, if any, reports it)
+                # Qwen3-Coder's template writes booleans and null the Python way (True, None).
+                args[key] = PYTHON_LITERALS[raw.strip()] if raw.strip() in PYTHON_LITERALS else raw
+        pos = value_end + len(fmt.param_end)
+    return args, pos
+
+
+def _parse_call(
+    fmt: "AgentFormat", text: str, pos: int, tools: Optional[Dict[str, Tool]]
+) -> Tuple[ToolCall, int]:
+    start = pos
+    heads = fmt._heads()
+    found = _match_first(text, pos, [b for b, _ in heads if b])
+    if found is not None:
+        begin, pos = found
+    elif any(not b for b, _ in heads):
+        begin = ""
+    else:
+        raise _error(f"expected the call marker {fmt.call_begin!r}, found {text[pos : pos + 20]!r}", pos)
+    call_id: Optional[str] = None
+    if fmt.call_layout == "json_object":
+        obj, pos = _json_at(text, pos, "the tool call")
+        if not isinstance(obj, dict) or not isinstance(obj.get(fmt.name_key), str):
+            raise _error(f"a tool call without a {fmt.name_key!r} string", start)
+        name, args = obj[fmt.name_key], obj.get(fmt.arguments_key, {})
+        if not isinstance(args, dict):
+            raise _error(f"the arguments of {name!r} are not a JSON object", start)
+        known = {fmt.name_key, fmt.arguments_key, *([fmt.id_key] if fmt.id_key is not None else [])}
+        if set(obj) - known:
+            raise _error(f"unexpected keys {sorted(set(obj) - known)} in a tool call", start)
+        if fmt.id_key is not None and fmt.id_key in obj:
+            call_id = obj[fmt.id_key]
+            if not isinstance(call_id, str):
+                raise _error(f"the call id {fmt.id_key!r} of {name!r} is not a string", start)
+    else:
+        ends = [e for b, e in heads if b == begin]
+        name, pos, found = _name_at(text, pos, [*ends, *([fmt.id_begin] if fmt.id_begin else [])])
+        if found == fmt.id_begin:  # the call's id, up to the name's end
+            call_id, pos, _ = _name_at(text, pos, ends)
+        if fmt.call_layout == "name_then_json":
+            args, pos = _json_at(text, pos, f"the arguments of {name!r}")
+            if not isinstance(args, dict):
+                raise _error(f"the arguments of {name!r} are not a JSON object", start)
+        else:
+            args, pos = _xml_params(fmt, text, pos, tools.get(name) if tools is not None else None)
+    if not name:
+        raise _error("a tool call without a name", start)
+    if fmt.call_end:
+        pos = _expect(text, pos, fmt.call_end, "the end of the call")
+    return ToolCall(name, args, call_id), pos
+
+
+def _parse_calls(
+    fmt: "AgentFormat", text: str, pos: int, tools: Optional[Dict[str, Tool]], out: List[ToolCall]
+) -> int:
+    if not fmt._wrapped:
+        call, pos = _parse_call(fmt, text, pos, tools)
+        out.append(call)
+        return pos
+    opened = _match_first(text, pos, fmt._openers())
+    if opened is None:
+        raise _error(
+            f"expected the tool calls marker {fmt.calls_begin!r}, found {text[pos : pos + 20]!r}", pos
+        )
+    pos = opened[1]
+    prefixes = [p for p in dict.fromkeys(fmt._call_prefix(b).strip(_WS) for b, _ in fmt._heads()) if p]
+    while True:
+        call, pos = _parse_call(fmt, text, pos, tools)
+        out.append(call)
+        sep = fmt.call_separator
+        after = pos + len(sep) if sep and text.startswith(sep, pos) else pos
+        nxt = _skip_ws(text, after)
+        if any(text.startswith(p, nxt) for p in prefixes):
+            pos = after
+            continue
+        break
+    return _expect(text, pos, fmt.calls_end, "the end of the tool calls") if fmt.calls_end else pos
+
+
+def _validated(call: ToolCall, tools: Dict[str, Tool]) -> ToolCall:
+    tool = tools.get(call.name)
+    if tool is None:
+        known = ", ".join(repr(n) for n in tools) or "none"
+        raise ToolError(f"the output calls unknown tool {call.name!r} (tools: {known})", tool=call.name)
+    return ToolCall(call.name, tool.validate(call.arguments), call.id)
+
+
+def parse_output(fmt: "AgentFormat", text: str, tools: Optional[ToolsArg]) -> AgentOutput:
+    """``fmt.parse(text, tools=tools)`` (see ``AgentFormat.parse``).
+
+    Example:
+        >>> from agentgrammar.formats import get
+        >>> parse_output(get("hermes"), "Hello", None).text
+        'Hello'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse takes a str, got {type(text).__name__}")
+    for s in fmt.stop:
+        if s and text.endswith(s):
+            text = text[: -len(s)]
+            break
+    by_name = {t.name: t for t in tool_list(tools)} if tools is not None else None
+    pos, think = 0, None
+    if fmt.think_begin is not None and fmt.think_end is not None:
+        start = _skip_ws(text, 0)
+        if text.startswith(fmt.think_begin, start):
+            body = start + len(fmt.think_begin)
+            end = text.find(fmt.think_end, body)
+            if end < 0:
+                raise _error("the think block is not closed", start)
+            think = text[body:end].strip(_WS)
+            pos = end + len(fmt.think_end)
+            if fmt.think_suffix and text.startswith(fmt.think_suffix, pos):
+                pos += len(fmt.think_suffix)
+    calls: List[ToolCall] = []
+    if fmt.calls_or_text:  # the whole turn is the calls, or text
+        start = _skip_ws(text, pos)
+        free: Optional[str] = None
+        if starts_like_call(fmt, text, start):
+            pos = _parse_calls(fmt, text, start, by_name, calls)
+            if text[pos:].strip(_WS):
+                raise _error(f"text after the tool call: {text[pos : pos + 20].strip(_WS)!r}", pos)
+        else:
+            free = text[start:].strip(_WS) or None
+        if by_name is not None:
+            calls = [_validated(c, by_name) for c in calls]
+        return AgentOutput(think=think, tool_calls=calls, text=free)
+    openers = [(t, "calls") for t in fmt.triggers()]
+    if fmt.response_begin is not None:
+        openers.append((fmt.response_begin, "response"))
+    segments: List[str] = []
+    response: Optional[str] = None
+    while True:
+        hits = [(text.find(m, pos), -len(m), kind) for m, kind in openers]
+        hits = [h for h in hits if h[0] >= 0]
+        if not hits:
+            segments.append(text[pos:])
+            break
+        at, _, kind = min(hits)
+        segments.append(text[pos:at])
+        if kind == "calls":
+            pos = _parse_calls(fmt, text, at, by_name, calls)
+        else:
+            assert fmt.response_begin is not None and fmt.response_end is not None
+            if response is not None:
+                raise _error("a second response block", at)
+            body = at + len(fmt.response_begin)
+            end = text.find(fmt.response_end, body)
+            if end < 0:
+                raise _error("the response block is not closed", at)
+            response = text[body:end].strip(_WS)
+            pos = end + len(fmt.response_end)
+    # Between blocks, the separators the format writes there are not free text.
+    glue = {"", fmt.call_separator.strip(_WS), fmt.block_separator.strip(_WS)}
+    pieces = [s.strip(_WS) for s in segments]
+    joined = "\n".join(p for i, p in enumerate(pieces) if p and (i == 0 or p not in glue))
+    if by_name is not None:
+        calls = [_validated(c, by_name) for c in calls]
+    return AgentOutput(think=think, tool_calls=calls, response=response, text=joined or None)
