@@ -82,6 +82,7 @@ class RegionTracker:
         self._in_string = False
         self._escape = False
         self._opened = False
+        self._head = False
         if fmt.calls_begin:
             self._call_end = fmt.calls_end
         else:
@@ -146,8 +147,7 @@ class RegionTracker:
         found: List[Tuple[str, str]] = []
         if self._think_allowed and fmt.think_begin:
             found.append((fmt.think_begin, "think"))
-        assert fmt.trigger is not None
-        found.append((fmt.trigger, "tool_call"))
+        found.extend((t, "tool_call") for t in fmt.triggers())
         if fmt.response_begin:
             found.append((fmt.response_begin, "response"))
         return found
@@ -195,6 +195,8 @@ class RegionTracker:
 
     def _start_call(self, opener: str) -> None:
         self._depth, self._in_string, self._escape, self._opened = 0, False, False, False
+        # NAME then JSON: the arguments' JSON starts after the name's end marker.
+        self._head = self.fmt.call_layout == "name_then_json"
         if self._json and not self.fmt.calls_begin and not self.fmt.call_begin:
             for ch in opener:  # the trigger is the start of the JSON object itself
                 self._json_char(ch)
@@ -215,9 +217,26 @@ class RegionTracker:
         elif ch in "}]":
             self._depth = max(0, self._depth - 1)
 
+    def _scan_head(self, buf: str, pos: int, out: List[Piece]) -> int:
+        """A call's name up to the end of its name marker (any variant), as the call's text."""
+        ends = [e for e in dict.fromkeys((self.fmt.name_end, *self.fmt.name_end_variants)) if e]
+        hits = [(buf.find(e, pos), -len(e), e) for e in ends]
+        hits = [h for h in hits if h[0] >= 0]
+        if hits:
+            at, _, marker = min(hits)
+            self._emit(buf[pos : at + len(marker)], "tool_call", out)
+            self._head = False
+            return at + len(marker)
+        held = _held_suffix(buf[pos:], ends)
+        self._emit(buf[pos : len(buf) - held], "tool_call", out)
+        self._pending = buf[len(buf) - held :]
+        return -1
+
     def _scan_call(self, buf: str, pos: int, out: List[Piece]) -> int:
         if not self._json:
             return self._scan_literal(buf, pos, out)
+        if self._head:
+            return self._scan_head(buf, pos, out)
         end = self._call_end
         start = pos
         while pos < len(buf):

@@ -73,14 +73,11 @@ def test_regions_exactly() -> None:
         ("\n", "text"),
         ("<response>b</response>", "response"),
     ]
-    # Llama-3: the calls run to the end of the turn; the free text before them is "text".
+    # Llama-3: one bare JSON call, <|python_tag|> optional before it; the call ends with its object.
     llama = get("llama3")
-    assert _regions(
-        llama, 'Sure.<|python_tag|>{"name": "f", "parameters": {}}; {"name": "g", "parameters": {}}'
-    ) == [
-        ("Sure.", "text"),
-        ('<|python_tag|>{"name": "f", "parameters": {}}; {"name": "g", "parameters": {}}', "tool_call"),
-    ]
+    call = '{"name": "f", "parameters": {"s": "}"}}'
+    assert _regions(llama, call) == [(call, "tool_call")]
+    assert _regions(llama, "<|python_tag|>" + call) == [("<|python_tag|>" + call, "tool_call")]
     # A format whose trigger is the JSON object's start: the call ends when the object closes.
     bare = AgentFormat(call_begin="", call_end="")
     assert _regions(bare, 'Hi {"name": "f", "arguments": {"a": "}"}} bye') == [
