@@ -2012,9 +2012,11 @@ class _Converter:
         addl = schema.get("additionalProperties", False if self.strict and declared else True)
         names_dfa = self.property_names_dfa(schema.get("propertyNames", True), _ptr(path, "propertyNames"))
         props = dict(props)
+        # A required name declares a member too: strict's own closing does not forbid it.
+        given = schema.get("additionalProperties", True)
         for r in required:
             if r not in props:
-                props[r] = addl if not any(self.pattern_dfa(p, path).matches(r) for p in patterns) else True
+                props[r] = given if not any(self.pattern_dfa(p, path).matches(r) for p in patterns) else True
         for k in list(props):
             if names_dfa is not None and not names_dfa.matches(k):
                 if k in req:

@@ -1407,3 +1407,13 @@ def test_printed_grammar_shows_the_value_rules_once() -> None:
         assert reparsed.accepts(doc) == Checker(
             {"type": "object", "properties": {"s": {"type": "string"}}}
         ).accepts(doc), doc
+
+
+def test_strict_allows_a_required_member_the_schema_does_not_list() -> None:
+    # "required" declares the member (BFCL has such schemas); strict closes the object to others.
+    g = Grammar.from_json_schema({"type": "object", "required": ["a"]}, strict=True, whitespace="compact")
+    assert g.accepts('{"a": [1]}') and not g.accepts("{}") and not g.accepts('{"a": 1, "b": 2}')
+    with pytest.raises(SchemaError, match="accepts no value"):
+        Grammar.from_json_schema(
+            {"type": "object", "required": ["a"], "additionalProperties": False}, strict=True
+        )
