@@ -93,8 +93,9 @@ def kit_tokenizer(folder: str) -> Any:
     ``"deepseek"``), loaded offline once per process; shared, so do not change it. Skips when
     transformers, the kit or the folder's tokenizer is missing.
 
-    Example:
-        >>> kit_tokenizer("qwen3").eos_token  # doctest: +SKIP
+    Example (with the kit)::
+
+        kit_tokenizer("qwen3").eos_token
         '<|im_end|>'
     """
     pytest.importorskip("transformers")
@@ -114,8 +115,9 @@ def kit_template(folder: str, variant: Optional[str] = None) -> str:
     None), ``<folder>/chat_template.<variant>.jinja``, or for ``folder="templates-only"`` the
     file ``templates-only/<variant>.jinja``. Skips when the file is absent.
 
-    Example:
-        >>> "enable_thinking" in kit_template("qwen3"), "enable_thinking" in kit_template("qwen3", "thinking-2507")  # doctest: +SKIP
+    Example (with the kit)::
+
+        "enable_thinking" in kit_template("qwen3"), "enable_thinking" in kit_template("qwen3", "thinking-2507")
         (True, False)
     """
     base = Path(kit_dir()) / folder
@@ -379,8 +381,9 @@ def render(
     """``apply_chat_template(messages, tools=tools, add_generation_prompt=...)`` as text, with the
     case's tokenizer, template and ``template_kwargs`` (keyword arguments here override them).
 
-    Example:
-        >>> render(kit_case("qwen3"), CANONICAL_MESSAGES, CANONICAL_TOOLS).endswith("<|im_start|>assistant\\n")  # doctest: +SKIP
+    Example (with the kit)::
+
+        render(kit_case("qwen3"), CANONICAL_MESSAGES, CANONICAL_TOOLS).endswith("<|im_start|>assistant\\n")
         True
     """
     tok = kit_tokenizer(case.folder)
@@ -402,8 +405,9 @@ def token_ids(case: KitCase, text: str) -> List[int]:
     Encode a prompt and a turn separately (as a model sees and writes them): for Thinking-2507
     the prompt's last "\\n" and the turn's first "\\n" are two tokens, one "\\n\\n" together.
 
-    Example:
-        >>> token_ids(kit_case("qwen3"), "<tool_call><|im_end|>")  # doctest: +SKIP
+    Example (with the kit)::
+
+        token_ids(kit_case("qwen3"), "<tool_call><|im_end|>")
         [151657, 151645]
     """
     return list(kit_tokenizer(case.folder).encode(text, add_special_tokens=False))
@@ -470,9 +474,10 @@ def canonical_turn(case: KitCase, reasoning: Optional[str] = None) -> Tuple[str,
     last message, exactly as a model continues the prompt (tests/test_kit.py checks that the
     prompt is a prefix of the full render).
 
-    Example:
-        >>> prompt, turn = canonical_turn(kit_case("llama3.2"))  # doctest: +SKIP
-        >>> turn  # doctest: +SKIP
+    Example (with the kit)::
+
+        prompt, turn = canonical_turn(kit_case("llama3.2"))
+        turn
         '{"name": "get_weather", "parameters": {"city": "Oslo"}}<|eot_id|>'
     """
     message = copy.deepcopy(CANONICAL_MESSAGES[2])

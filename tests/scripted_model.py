@@ -48,8 +48,9 @@ class ScriptedLM(transformers.LlamaForCausalLM):
     row 0, as generate returned them, padding after an early stop removed). Every row of a
     batch gets the same bonus; only row 0 is recorded (the agent generates one row).
 
-    Example:
-        >>> model = scripted_model(tok, [tok.eos_token_id]).script([[1, 2, 3], [4]])  # doctest: +SKIP
+    Example (with the kit)::
+
+        model = scripted_model(tok, [tok.eos_token_id]).script([[1, 2, 3], [4]])
     """
 
     tokenizer: Any = None
@@ -128,9 +129,10 @@ def scripted_model(
     warns about neither; the cache is on, decoding greedy, ``max_new_tokens`` 256 by default. ``end_token_id`` (default: the first stop token) is
     what a played-out script prefers.
 
-    Example:
-        >>> model = scripted_model(tok, [tok.convert_tokens_to_ids("<|im_end|>")])  # doctest: +SKIP
-        >>> model.script([tok.encode("Hi!<|im_end|>", add_special_tokens=False)])  # doctest: +SKIP
+    Example (with the kit)::
+
+        model = scripted_model(tok, [tok.convert_tokens_to_ids("<|im_end|>")])
+        model.script([tok.encode("Hi!<|im_end|>", add_special_tokens=False)])
     """
     eos = [int(t) for t in eos_token_ids]
     if not eos:

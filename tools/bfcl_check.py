@@ -15,7 +15,8 @@ and are skipped) and each preset of ``agentgrammar.formats.names()``:
 3. ``fmt.render(AgentOutput(tool_calls=calls), tools=tools)`` is checked three ways: the
    request grammar accepts it as a string (``fmt.grammar(tools).accepts``), token by token
    (the text tokenized with ``--tokenizer``, fed to a ``Matcher`` over
-   ``Vocabulary.from_huggingface(tok).with_text_tokens(fmt.markers())``, complete at the end),
+   the vocabulary with the format's markers as token markers, as the agent compiles it:
+   ``formats.token_markers``; complete at the end),
    and ``fmt.parse(text, tools=tools)`` gives the calls back. The grammar is built with
    ``reasoning="auto"`` (``--reasoning``): the rendered calls carry no think block.
 
@@ -411,14 +412,18 @@ class Checker:
     def __init__(self, tokenizer: Any, presets: Sequence[str], reasoning: str = "auto") -> None:
         from agentgrammar import Compiler, Vocabulary
         from agentgrammar.formats import get
+        from agentgrammar.formats.token_markers import marker_tokens, with_token_markers
 
         self.tokenizer = tokenizer
         self.reasoning = reasoning
         vocab = Vocabulary.from_huggingface(tokenizer)
         self.formats = {name: get(name) for name in presets}
-        self.compilers = {
-            name: Compiler(vocab.with_text_tokens(fmt.markers())) for name, fmt in self.formats.items()
+        markers = {name: marker_tokens(fmt, vocab) for name, fmt in self.formats.items()}
+        # The grammar as the agent builds it: the markers that are tokens written as those tokens.
+        self.token_formats = {
+            name: with_token_markers(fmt, markers[name]) for name, fmt in self.formats.items()
         }
+        self.compilers = {name: Compiler(vocab.with_token_markers(markers[name])) for name in self.formats}
 
     def check(
         self, preset: str, tools: Sequence[Any], calls: Sequence[Any]
@@ -441,7 +446,8 @@ class Checker:
             flags["accepted"] = grammar.accepts(text)
             if not flags["accepted"]:
                 reasons.append(f"the grammar rejects {_short(repr(text))}")
-            matcher = Matcher(self.compilers[preset].compile(grammar))
+            token_grammar = self.token_formats[preset].grammar(tools, reasoning=self.reasoning)
+            matcher = Matcher(self.compilers[preset].compile(token_grammar))
             ids = self.tokenizer.encode(text, add_special_tokens=False)
             for i, token in enumerate(ids):
                 if not matcher.accept_token(token):

@@ -235,6 +235,7 @@ def test_data_errors_and_misses_are_reported() -> None:
 
     checker.formats["wrong"] = WrongCity()  # type: ignore[assignment]
     checker.compilers["wrong"] = checker.compilers["hermes"]
+    checker.token_formats["wrong"] = checker.token_formats["hermes"]
     report = bfcl_check.run([bad, good], checker, bfcl_check.Report(source="x", tokenizer="llama"))
     assert report.data_errors == 1 and report.data[0]["id"] == "simple_python_9"
     assert "ToolError" in report.data[0]["reason"]
