@@ -1422,6 +1422,25 @@ HARNESSES: Dict[str, Harness] = {
 }
 
 
+def _load_extra_harnesses() -> None:
+    """Harnesses kept in modules of their own beside this file (``tools/fuzz_*.py``), each with
+    ``HARNESSES``: a list of ``(name, generate, run, doc)``."""
+    import importlib.util
+
+    for path in sorted(Path(__file__).resolve().parent.glob("fuzz_*.py")):
+        spec = importlib.util.spec_from_file_location(f"agentgrammar_tools_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        for name, generate, run, doc in getattr(module, "HARNESSES", []):
+            HARNESSES[name] = Harness(name, generate, run, doc=doc)
+
+
+_load_extra_harnesses()
+
+
 def execute(harness: Harness, inp: Any) -> Tuple[str, str]:
     """Run one input: ``("ok" | "error", "")`` when the contract holds, else ``(kind, detail)``."""
     from agentgrammar import AgentGrammarError
