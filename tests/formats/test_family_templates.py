@@ -14,24 +14,12 @@ import pytest
 
 from agentgrammar import Compiler, Matcher, ToolCall, Vocabulary
 from agentgrammar.formats import AgentOutput, get
+from tests.kit import CANONICAL_TOOLS
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KIT = os.path.join(REPO, "..", "shared", "data", "models")
 
-TOOLS: List[Dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Get the current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string", "description": "City name, e.g. Oslo"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = CANONICAL_TOOLS  # the kit conversation's get_weather
 QUESTION = "What is the weather in Oslo?"
 CALL_ID = "abc123XYZ"  # Mistral's templates want 9 letters and digits
 THOUGHT = "The user wants the weather in Oslo, so I call get_weather."
