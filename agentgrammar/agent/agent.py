@@ -33,11 +33,12 @@ from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
 from ..errors import AgentError, ToolError
 from ..formats import AgentFormat, AgentOutput, FormatParseError
 from ..formats import get as get_format
+from ..formats.detect import FormatDetectError, detect
 from ..formats.token_markers import marker_tokens, with_token_markers
 from ..registry import Tool, ToolCall, ToolRegistry
 from .events import AgentEvent, ResponseEvent, ToolCallFinished, ToolCallStarted, TurnFinished
 from .messages import assistant_message
-from .prompt import Prompt, PromptBuilder
+from .prompt import Prompt, PromptBuilder, has_chat_template
 from .run import AgentRun, AgentStep, ToolResult
 from .streaming import make_streamer
 
@@ -67,6 +68,17 @@ def resolve_format(format: Union[str, AgentFormat]) -> AgentFormat:
         except ValueError as e:
             raise AgentError(str(e)) from None
     raise AgentError(f"format must be a preset name or an AgentFormat, got {type(format).__name__}")
+
+
+def _detected_format(tokenizer: Any, template_kwargs: Optional[Mapping[str, Any]]) -> AgentFormat:
+    """The preset the tokenizer's chat template writes (``formats.detect``); ``"tags"`` for a
+    tokenizer without one (the plain layout, as the demo model is trained)."""
+    if not has_chat_template(tokenizer):
+        return get_format("tags")
+    try:
+        return detect(tokenizer, template_kwargs=template_kwargs)
+    except FormatDetectError as e:
+        raise AgentError(f"cannot tell the model's format: {e}") from e
 
 
 def _messages_of(prompt: PromptArg, system_prompt: Optional[str]) -> List[Dict[str, Any]]:
@@ -126,7 +138,9 @@ class Agent:
         model: a ``transformers`` model with ``generate()`` (batch size 1 is used).
         tokenizer: its tokenizer.
         registry: the tools the agent may call.
-        format: an ``AgentFormat`` or a preset name (``"tags"``, ``"hermes"``, ``"qwen3"``, ...).
+        format: an ``AgentFormat`` or a preset name (``"tags"``, ``"hermes"``, ``"qwen3"``, ...);
+            default: the preset the tokenizer's chat template writes (``formats.detect``), or
+            ``"tags"`` for a tokenizer without a template.
         compiler: a ``Compiler`` to reuse (its vocabulary is used; the format's markers are
             written as tokens only where that vocabulary marks them).
         vocabulary: the ``Vocabulary`` to compile for; default
@@ -154,7 +168,7 @@ class Agent:
         tokenizer: Any,
         registry: ToolRegistry,
         *,
-        format: Union[str, AgentFormat] = "tags",
+        format: Union[str, AgentFormat, None] = None,
         compiler: Optional[Compiler] = None,
         vocabulary: Optional[Vocabulary] = None,
         system_prompt: Optional[str] = None,
@@ -169,7 +183,7 @@ class Agent:
         self.model = model
         self.tokenizer = tokenizer
         self.registry = registry
-        self.format = resolve_format(format)
+        self.format = resolve_format(format) if format is not None else _detected_format(tokenizer, template_kwargs)
         self.system_prompt = system_prompt
         if compiler is not None:
             if vocabulary is not None and vocabulary is not compiler.vocabulary:

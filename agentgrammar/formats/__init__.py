@@ -1,6 +1,7 @@
 """Model formats: how a model family writes reasoning, tool calls and its response, and the
 request grammar, prompt block, renderer and parser that follow (``AgentFormat``), with presets
-for common families (``get(name)``, ``names()``).
+for common families (``get(name)``, ``names()``) and the preset a tokenizer's chat template
+writes (``detect(tokenizer)``).
 
 Example:
     >>> from agentgrammar import Tool, ToolCall
@@ -16,8 +17,9 @@ Example:
     (True, 'now')
 """
 
+from .detect import FormatDetectError, detect
 from .format import AgentFormat, FormatParseError
 from .output import AgentOutput
 from .presets import get, names
 
-__all__ = ["AgentFormat", "AgentOutput", "FormatParseError", "get", "names"]
+__all__ = ["AgentFormat", "AgentOutput", "FormatDetectError", "FormatParseError", "detect", "get", "names"]

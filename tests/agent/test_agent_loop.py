@@ -217,7 +217,7 @@ def test_chat_template_is_used_when_it_renders_tools(scripted, tok, registry, co
     tok.chat_template = template
     try:
         model = scripted([[CALL_OSLO], [ANSWER]])
-        run = _agent(model, tok, registry, compiler, system_prompt="Be brief.").run(
+        run = _agent(model, tok, registry, compiler, system_prompt="Be brief.", format="tags").run(
             "Weather?", max_new_tokens=60
         )
     finally:
