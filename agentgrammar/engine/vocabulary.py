@@ -369,16 +369,21 @@ class Vocabulary:
             >>> Vocabulary(["a", "<x>", "</s>"], stop_token_ids=[2]).single_tokens(["<x>", "ab", "</s>"])
             ['<x>', '</s>']
         """
-        index = self._text_index()
-        return [t for t in dict.fromkeys(texts) if isinstance(t, str) and t.encode("utf-8") in index]
+        texts = [t for t in dict.fromkeys(texts) if isinstance(t, str) and t]
+        found = self._ids_of(texts)
+        return [t for t in texts if t in found]
 
-    def _text_index(self) -> Dict[bytes, List[int]]:
-        index: Dict[bytes, List[int]] = {}
-        originals = {b: t.encode("utf-8") for t, ids in self._markers.items() for b in [marker_bytes(t)]}
+    def _ids_of(self, texts: Sequence[str]) -> Dict[str, List[int]]:
+        """The ids of the tokens whose text is each of ``texts`` (token markers by their text);
+        one pass over the vocabulary, a set lookup per token."""
+        wanted = {t.encode("utf-8"): t for t in texts}
+        wanted.update({marker_bytes(t): t for t in self._markers if t in texts})
+        out: Dict[str, List[int]] = {}
         for i, b in enumerate(self._token_bytes):
-            if b:
-                index.setdefault(originals.get(b, b), []).append(i)
-        return index
+            text = wanted.get(b)
+            if text is not None:
+                out.setdefault(text, []).append(i)
+        return out
 
     def with_token_markers(self, texts: Iterable[str]) -> "Vocabulary":
         """A copy in which each of ``texts`` is a token marker
@@ -400,11 +405,11 @@ class Vocabulary:
         wanted = [t for t in dict.fromkeys(texts) if t not in self._markers]
         if not wanted:
             return self
-        index = self._text_index()
+        index = self._ids_of([t for t in wanted if isinstance(t, str) and t])
         markers = dict(self._markers)
         token_bytes = list(self._token_bytes)
         for text in wanted:
-            ids = index.get(text.encode("utf-8")) if isinstance(text, str) and text else None
+            ids = index.get(text) if isinstance(text, str) and text else None
             if not ids:
                 raise VocabularyError(
                     f"{text!r} is not one token of this vocabulary: it cannot be a token marker"
