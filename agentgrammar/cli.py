@@ -244,7 +244,10 @@ def _read_text(args: argparse.Namespace) -> str:
     if args.file is not None:
         if args.text is not None:
             raise CliError("give the text or --file, not both")
-        return Path(args.file).read_text(encoding="utf-8")
+        try:
+            return Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise CliError(f"cannot read {args.file}: {e}") from None
     if args.text is None:
         raise CliError("give the text to check, --file PATH, or - for standard input")
     if args.text == "-":

@@ -24,13 +24,14 @@ Example (with a local chat model; see ``tests/agent`` for a run on a tiny random
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..engine import Compiler, Vocabulary
 from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
-from ..errors import AgentError, ToolError
+from ..errors import AgentError, AgentGrammarError, ToolError
 from ..formats import AgentFormat, AgentOutput, FormatParseError
 from ..formats import get as get_format
 from ..formats.detect import FormatDetectError, detect
@@ -47,6 +48,7 @@ __all__ = ["Agent", "AgentError"]
 PromptArg = Union[str, Sequence[Mapping[str, Any]]]
 ToolsSelection = Union[None, str, ToolRegistry, Iterable[Union[str, Tool]]]
 EventHandler = Callable[[AgentEvent], None]
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def resolve_format(format: Union[str, AgentFormat]) -> AgentFormat:
@@ -102,6 +104,48 @@ def _messages_of(prompt: PromptArg, system_prompt: Optional[str]) -> List[Dict[s
     if system_prompt is not None and messages[0].get("role") != "system":
         messages.insert(0, {"role": "system", "content": system_prompt})
     return messages
+
+
+def _error_text(error: Exception) -> str:
+    """What a failed call feeds back: a ``ToolError``'s message, else the exception's type too."""
+    return str(error) if isinstance(error, ToolError) else f"{type(error).__name__}: {error}"
+
+
+def _unicode_safe(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (a surrogate pair, which a str may
+    hold as two code points, becomes its character): text that encodes as UTF-8."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _safe_result(result: ToolResult) -> ToolResult:
+    """``result`` made safe to put into the conversation: its message must render (a value
+    that ``json.dumps`` cannot write, such as a cyclic list, becomes an error result) and
+    encode as UTF-8 (a lone surrogate that a tool returned would make the next turn's
+    tokenizer raise): a str value or an error with lone surrogates has them replaced, and any
+    other value whose JSON text has some is replaced by that text, made safe.
+
+    Example:
+        >>> from agentgrammar import ToolCall
+        >>> _safe_result(ToolResult(ToolCall("echo", {}), "a\\ud800b")).value == "a\\ufffdb"
+        True
+    """
+    try:
+        content = result.content
+    except Exception as e:  # json.dumps refused the value (a cycle, a failing __str__, ...)
+        return ToolResult(
+            result.call,
+            error=_unicode_safe(
+                f"the result of tool {result.call.name!r} cannot be written as text: {type(e).__name__}: {e}"
+            ),
+            invalid=result.invalid,
+        )
+    if _SURROGATE.search(content) is None:
+        return result
+    if result.error is not None:
+        return ToolResult(result.call, error=_unicode_safe(result.error), invalid=result.invalid)
+    return ToolResult(
+        result.call, _unicode_safe(content if not isinstance(result.value, str) else result.value)
+    )
 
 
 @dataclass
@@ -183,7 +227,9 @@ class Agent:
         self.model = model
         self.tokenizer = tokenizer
         self.registry = registry
-        self.format = resolve_format(format) if format is not None else _detected_format(tokenizer, template_kwargs)
+        self.format = (
+            resolve_format(format) if format is not None else _detected_format(tokenizer, template_kwargs)
+        )
         self.system_prompt = system_prompt
         if compiler is not None:
             if vocabulary is not None and vocabulary is not compiler.vocabulary:
@@ -454,13 +500,24 @@ class Agent:
 
     def _parse(self, step: AgentStep, tools: List[Tool], request: _Request) -> None:
         fmt = self.format
+        text = step.text
+        if _SURROGATE.search(text) is not None:  # parse refuses it; the conversation keeps it
+            step.text = _unicode_safe(text)
         try:
             try:
-                out = fmt.parse(step.text, tools=tools)
+                out = fmt.parse(text, tools=tools)
             except ToolError:  # an unknown tool or invalid arguments: reported per call below
-                out = fmt.parse(step.text)
+                out = fmt.parse(text)
         except FormatParseError as e:
             step.error = str(e)
+            return
+        except Exception as e:  # parse raises only the above; the turn fails, never the run
+            step.error = f"the turn cannot be read: {type(e).__name__}: {e}"
+            return
+        try:  # the next prompt writes the turn back (the plain layout renders it): it must render
+            fmt.render(out, tools=tools)
+        except AgentGrammarError as e:  # e.g. free text that spells a call opener: a broken call
+            step.error = f"the turn cannot be written back: {e}"
             return
         step.think = out.think or None
         calls = []
@@ -487,11 +544,12 @@ class Agent:
 
     @staticmethod
     def _precheck(request: _Request, call: ToolCall) -> Optional[ToolResult]:
-        """An error result for a call to an unknown tool or with invalid arguments."""
+        """An error result for a call to an unknown tool or with invalid arguments (whatever
+        validation raises: a model's own validator may raise anything)."""
         try:
             request.registry[call.name].validate(call.arguments)
-        except ToolError as e:
-            return ToolResult(call, error=str(e), invalid=True)
+        except Exception as e:
+            return _safe_result(ToolResult(call, error=_error_text(e), invalid=True))
         return None
 
     def _execute(self, request: _Request, call: ToolCall) -> ToolResult:
@@ -499,18 +557,20 @@ class Agent:
         if rejected is not None:
             return rejected
         try:
-            return ToolResult(call, request.registry.call(call))
+            result = ToolResult(call, request.registry.call(call))
         except Exception as e:  # ToolError for a handler that raised; anything else the same way
-            return ToolResult(call, error=str(e) if isinstance(e, ToolError) else f"{type(e).__name__}: {e}")
+            result = ToolResult(call, error=_error_text(e))
+        return _safe_result(result)
 
     async def _aexecute(self, request: _Request, call: ToolCall) -> ToolResult:
         rejected = self._precheck(request, call)
         if rejected is not None:
             return rejected
         try:
-            return ToolResult(call, await request.registry.acall(call))
+            result = ToolResult(call, await request.registry.acall(call))
         except Exception as e:
-            return ToolResult(call, error=str(e) if isinstance(e, ToolError) else f"{type(e).__name__}: {e}")
+            result = ToolResult(call, error=_error_text(e))
+        return _safe_result(result)
 
     @staticmethod
     def _finish_call(request: _Request, call: ToolCall, result: ToolResult) -> ToolResult:

@@ -18,7 +18,7 @@ Example:
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -145,21 +145,35 @@ def apply_token_bitmask_inplace(
     ``bitmask`` is ``(batch, words)`` or ``(words,)``. Tokens past ``vocab_size``
     (default: the logits width) and past the mask's width are masked off.
     ``indices`` applies mask row ``i`` to logits row ``indices[i]``.
+
+    ``BitmaskError`` for what cannot be masked in place: logits that are not floating point
+    (integers, bools), read-only NumPy arrays, leaf tensors that require grad (outside
+    ``torch.no_grad()``), rows that share memory, more than two dimensions; a bitmask that is
+    not int32 or cannot be read; indices or ``vocab_size`` that are not ints.
+
+    Example:
+        >>> import numpy as np
+        >>> apply_token_bitmask_inplace(np.zeros((1, 40), dtype=np.int64), allocate_token_bitmask(1, 40, backend="numpy"))
+        Traceback (most recent call last):
+        ...
+        agentgrammar.errors.BitmaskError: logits must be floating point to hold -inf, got dtype int64
     """
-    if vocab_size is not None and vocab_size < 0:
-        raise BitmaskError(f"vocab_size must be >= 0, got {vocab_size}")
+    vocab_size = _check_vocab_size(vocab_size)
     torch = _torch()
     if torch is not None and isinstance(logits, torch.Tensor):
         _apply_torch(torch, logits, bitmask, vocab_size, indices)
         return
     if not isinstance(logits, np.ndarray):
         raise BitmaskError(f"logits must be a torch tensor or a NumPy array, got {type(logits).__name__}")
-    mask = np.asarray(bitmask)
-    if mask.dtype != np.int32:
-        raise BitmaskError(f"bitmask dtype must be int32, got {mask.dtype}")
+    _check_ndim("logits", logits.ndim)
+    if logits.dtype.kind != "f":  # only a real float holds -inf
+        raise BitmaskError(f"logits must be floating point to hold -inf, got dtype {logits.dtype}")
+    if not logits.flags.writeable:
+        raise BitmaskError("logits must be writeable (masked in place), got a read-only array")
+    mask = _numpy_mask(bitmask)
     rows2d = logits if logits.ndim == 2 else logits[None, :]
     mask2d = mask if mask.ndim == 2 else mask[None, :]
-    rows = list(indices) if indices is not None else list(range(mask2d.shape[0]))
+    rows = _rows(indices, mask2d.shape[0])
     _check_rows(rows, mask2d.shape[0], rows2d.shape[0])
     width = rows2d.shape[1]
     kind = _NUMPY_KINDS.get(rows2d.dtype.name)
@@ -208,13 +222,59 @@ def _apply_native(
     row, with no boolean row made: for a 128k vocabulary, a few times faster than unpacking
     the bits and a masked fill."""
     mask = ffi.cast("uint32_t *", mask0)
-    limit = vocab_size if vocab_size is not None else width
+    limit = width if vocab_size is None else min(vocab_size, width)  # a size_t in C
     err = new_error()
     for k, r in enumerate(rows):
         row = ffi.cast("void *", row0 + r * step)
         status = lib.ag_apply_mask(row, kind, width, mask + k * n_words, n_words, limit, err)
         if status != lib.AG_OK:
             raise_error(status, err, BitmaskError)
+
+
+def _check_vocab_size(vocab_size: Any) -> Optional[int]:
+    """``vocab_size`` as an int (None stays None); BitmaskError unless a non-negative integer."""
+    if vocab_size is None:
+        return None
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, (int, np.integer)):
+        raise BitmaskError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < 0:
+        raise BitmaskError(f"vocab_size must be >= 0, got {vocab_size}")
+    return int(vocab_size)
+
+
+def _check_ndim(what: str, ndim: int) -> None:
+    if ndim not in (1, 2):
+        raise BitmaskError(f"{what} must be 1-D (one row) or 2-D (batch, ...), got {ndim} dimensions")
+
+
+def _numpy_mask(bitmask: Any) -> np.ndarray:
+    """``bitmask`` as an int32 NumPy array of 1 or 2 dimensions (any array-like: a CPU tensor
+    too), else BitmaskError."""
+    try:
+        mask = np.asarray(bitmask)
+    except Exception as e:  # a tensor on an accelerator, an object NumPy cannot read
+        raise BitmaskError(f"the bitmask cannot be read as an array: {type(e).__name__}: {e}") from None
+    if mask.dtype != np.int32:
+        raise BitmaskError(f"bitmask dtype must be int32, got {mask.dtype}")
+    _check_ndim("bitmask", mask.ndim)
+    return mask
+
+
+def _rows(indices: Optional[Sequence[int]], mask_rows: int) -> List[int]:
+    """The logits rows to mask, as Python ints: a row number becomes an address in C, so a
+    float or a bool must never pass for one."""
+    if indices is None:
+        return list(range(mask_rows))
+    try:
+        items = list(indices)
+    except TypeError:
+        raise BitmaskError(f"indices must be a sequence of ints, got {type(indices).__name__}") from None
+    rows = []
+    for r in items:
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)):
+            raise BitmaskError(f"indices must be ints, got {r!r} ({type(r).__name__})")
+        rows.append(int(r))
+    return rows
 
 
 def _check_rows(rows: Sequence[int], mask_rows: int, logit_rows: int) -> None:
@@ -227,13 +287,23 @@ def _check_rows(rows: Sequence[int], mask_rows: int, logit_rows: int) -> None:
 
 def _apply_torch(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int], indices: Any) -> None:
     if not isinstance(bitmask, torch.Tensor):
-        bitmask = torch.from_numpy(np.asarray(bitmask))
+        bitmask = torch.from_numpy(_numpy_mask(bitmask))
     if bitmask.dtype != torch.int32:
         raise BitmaskError(f"bitmask dtype must be torch.int32, got {bitmask.dtype}")
+    _check_ndim("bitmask", bitmask.dim())
+    _check_ndim("logits", logits.dim())
+    if not logits.dtype.is_floating_point:
+        raise BitmaskError(f"logits must be floating point to hold -inf, got dtype {logits.dtype}")
+    if logits.requires_grad and logits.is_leaf and torch.is_grad_enabled():
+        # autograd refuses in-place writes to a leaf that requires grad (a non-leaf is masked
+        # by the torch path, which autograd follows)
+        raise BitmaskError("logits require grad: mask them under torch.no_grad() or pass logits.detach()")
     rows2d = logits if logits.dim() == 2 else logits.unsqueeze(0)
     mask2d = bitmask if bitmask.dim() == 2 else bitmask.unsqueeze(0)
-    rows = list(indices) if indices is not None else list(range(mask2d.shape[0]))
+    rows = _rows(indices, mask2d.shape[0])
     _check_rows(rows, mask2d.shape[0], rows2d.shape[0])
+    if rows2d.shape[0] > 1 and rows2d.stride(0) == 0:
+        raise BitmaskError("the logits rows share their memory (an expanded tensor): pass logits.clone()")
     width = rows2d.shape[1]
     kind = _torch_kind(torch, rows2d.dtype)
     # (is_cpu, not .device.type: this runs at every decoding step, and making the device
@@ -251,6 +321,19 @@ def _apply_torch(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int
             rows2d.data_ptr(), step, width, kind, words.data_ptr(), words.shape[1], rows, vocab_size
         )
         return
+    try:
+        _apply_torch_fallback(torch, rows2d, mask2d, rows, width, vocab_size)
+    except (RuntimeError, NotImplementedError, TypeError) as e:  # a dtype or device torch cannot fill
+        raise BitmaskError(
+            f"cannot mask logits of dtype {rows2d.dtype} on {rows2d.device} in place: {type(e).__name__}: {e}"
+        ) from None
+
+
+def _apply_torch_fallback(
+    torch: Any, rows2d: Any, mask2d: Any, rows: List[int], width: int, vocab_size: Optional[int]
+) -> None:
+    """Mask rows with torch operations: logits that are not on the CPU, not contiguous in a row,
+    or of a dtype the C path lacks."""
     n = min(width, mask2d.shape[1] * 32, vocab_size if vocab_size is not None else width)
     allowed = torch.zeros((len(rows), width), dtype=torch.bool, device=rows2d.device)
     if rows2d.device.type == "cpu" and mask2d.device.type == "cpu":

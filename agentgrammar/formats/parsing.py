@@ -2,7 +2,10 @@
 that the format's grammar accepts (each way a call or a calls block may open), tolerates other
 whitespace around markers, and rejects what the grammar never writes: a call cut off, a key given
 twice in a call's JSON (at any depth) or a parameter given twice, text after the call of a
-``calls_or_text`` format.
+``calls_or_text`` format. Model output is hostile input: JSON that a tool must never get (NaN,
+numbers past the float range, integers past ``MAX_INT_DIGITS``, nesting past ``MAX_JSON_DEPTH``,
+lone surrogates; see ``arguments``) and a raw lone surrogate anywhere in the text are a
+``FormatParseError`` with the offset of the problem.
 
 Example:
     >>> from agentgrammar.formats import get
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import ToolError
 from ..registry import Tool, ToolCall
-from .arguments import DuplicateKeyError, decode_strict, loads_strict
+from .arguments import MAX_JSON_DEPTH, DuplicateKeyError, JSONLimitError, decode_strict, loads_strict
 from .output import AgentOutput
 from .tools import ToolsArg, tool_list
 from .xml_params import PYTHON_LITERALS, is_raw_string
@@ -29,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["parse_output", "starts_like_call"]
 
 _WS = " \t\r\n"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _error(message: str, offset: int) -> Exception:
@@ -85,6 +89,8 @@ def _json_at(text: str, pos: int, what: str) -> Tuple[Any, int]:
         return decode_strict(text, pos)
     except DuplicateKeyError as e:
         raise _error(f"{what} names the key {e.key!r} twice", pos) from None
+    except JSONLimitError as e:
+        raise _error(f"{what} holds {e.problem}", e.offset) from None
     except json.JSONDecodeError as e:
         raise _error(f"{what} is not valid JSON: {e.msg}", e.pos) from None
 
@@ -142,11 +148,18 @@ def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -
             args[key] = raw
         else:
             try:
-                args[key] = loads_strict(raw)
+                # one level less: the value sits in the arguments object
+                args[key] = loads_strict(raw, max_depth=MAX_JSON_DEPTH - 1)
             except DuplicateKeyError as e:
                 raise _error(
                     f"the value of parameter {key!r} names the key {e.key!r} twice", value_at
                 ) from None
+            except JSONLimitError as e:
+                if e.kind != "constant":  # JSON, but past a limit (NaN is a word: text, below)
+                    raise _error(
+                        f"the value of parameter {key!r} holds {e.problem}", value_at + e.offset
+                    ) from None
+                args[key] = raw
             except ValueError:  # a string after all (validation, if any, reports it)
                 # Qwen3-Coder's template writes booleans and null the Python way (True, None).
                 args[key] = PYTHON_LITERALS[raw.strip()] if raw.strip() in PYTHON_LITERALS else raw
@@ -244,6 +257,9 @@ def parse_output(fmt: "AgentFormat", text: str, tools: Optional[ToolsArg]) -> Ag
     """
     if not isinstance(text, str):
         raise TypeError(f"parse takes a str, got {type(text).__name__}")
+    bad = _SURROGATE.search(text)
+    if bad is not None:  # no tokenizer writes one; it would reach a tool, then the next prompt
+        raise _error(f"the text holds the lone surrogate {bad.group()!r} (not Unicode text)", bad.start())
     for s in fmt.stop:
         if s and text.endswith(s):
             text = text[: -len(s)]

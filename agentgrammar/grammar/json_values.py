@@ -11,8 +11,8 @@ U+0000..U+001F, or the escapes ``\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX``. Raw
 points (U+D800..U+DFFF, which are not valid UTF-8) are never accepted. Lengths and patterns are
 about the *decoded* string, counted in code points: an escape is one code point, and a
 surrogate-pair escape ``\\ud83d\\ude00`` is one code point. Lone surrogate escapes
-(``"\\ud800"``) are only accepted by :data:`JSON_STRING_CHAR` / unconstrained strings (as in
-xgrammar's JSON grammar); length-, pattern- and format-constrained strings reject them.
+(``"\\ud800"``) are never accepted: they decode to no Unicode text (xgrammar's JSON grammar
+accepts them; this is a deliberate difference).
 
 Numbers use exact decimal semantics (``0.1`` is one tenth, not a binary float); a float
 bound is taken as the shortest decimal that round-trips (``repr``), i.e. the literal written
@@ -283,24 +283,10 @@ def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr
     return choice(alts)
 
 
-#: One character inside a JSON string, exactly as xgrammar's built-in JSON grammar has it
-#: (``[^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})``), except that raw
-#: surrogate code points (invalid UTF-8) are excluded. Lone surrogate escapes are allowed.
-JSON_STRING_CHAR: Expr = Choice(
-    (
-        CharClass(tuple(_RAW_RANGES)),
-        Seq(
-            (
-                Literal(b"\\"),
-                Choice((_cc(*[(c, c) for c in b'"\\/bfnrt']), Seq((Literal(b"u"), Repeat(_HEXDIG, 4, 4))))),
-            )
-        ),
-    )
-)
-
-#: One *code point* of a JSON string: like :data:`JSON_STRING_CHAR`, but a ``\\uXXXX`` escape
-#: of a surrogate must be a high+low pair (one astral code point); lone surrogates are rejected.
-#: Used wherever characters are counted or matched against a pattern.
+#: One *code point* of a JSON string: a raw UTF-8 character other than ``"``, ``\\`` and
+#: U+0000..U+001F (raw surrogates, invalid UTF-8, excluded), a short escape, or a ``\\uXXXX``
+#: escape, where a surrogate must be a high+low pair (one astral code point). Used for every
+#: JSON string, counted or not.
 JSON_STRING_CODE_POINT: Expr = Choice(
     (
         CharClass(tuple(_RAW_RANGES)),
@@ -320,14 +306,20 @@ JSON_STRING_CODE_POINT: Expr = Choice(
     )
 )
 
+#: One character inside a JSON string: xgrammar's built-in JSON grammar has
+#: ``[^"\\\\\\x00-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})``; this is the same except
+#: that raw surrogate code points (invalid UTF-8) and lone surrogate escapes, which decode to
+#: no Unicode text, are refused: the same expression as :data:`JSON_STRING_CODE_POINT`.
+JSON_STRING_CHAR: Expr = JSON_STRING_CODE_POINT
+
 
 @_cache
 def string_expr(min_length: int = 0, max_length: Optional[int] = None) -> Expr:
     """A quoted JSON string whose decoded value has ``min_length..max_length`` code points.
 
-    Exact for every spelling except lone surrogate escapes (``"\\ud800"``), which are rejected
-    when a length bound is given (they would make the count ambiguous); with no bounds this is
-    xgrammar's JSON string. Large bounds are fine (they are nested, not unrolled).
+    Exact for every spelling; lone surrogate escapes (``"\\ud800"``), which are no Unicode
+    text, are refused (with no bounds this is xgrammar's JSON string but for them). Large
+    bounds are fine (they are nested, not unrolled).
 
     Example:
         >>> from agentgrammar import Grammar

@@ -78,9 +78,41 @@ def _json_path(loc: Sequence[Union[str, int]]) -> str:
     return out
 
 
+#: How deep a structural tag given as a dict or JSON text may nest (objects and arrays, a
+#: ``json_schema`` inside counted): twice ``json_schema.MAX_SCHEMA_DEPTH``, so a schema at its
+#: own limit fits; checked before pydantic and the builder, which recurse per level, see it.
+MAX_TAG_DEPTH = 512
+
+
+def _check_depth(obj: Any) -> None:
+    """``StructuralTagError`` for ``obj`` nested deeper than ``MAX_TAG_DEPTH``, found level by
+    level without recursion (a container met twice on a level is walked once, so a cyclic
+    dict is too deep rather than an endless walk)."""
+    level, depth = [obj], 0
+    while level:
+        depth += 1
+        if depth > MAX_TAG_DEPTH:
+            raise StructuralTagError(f"the structural tag nests more than {MAX_TAG_DEPTH} levels")
+        below: Dict[int, Any] = {}
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                if isinstance(child, (dict, list, tuple)):
+                    below.setdefault(id(child), child)
+        level = list(below.values())
+
+
 def parse_structural_tag(obj: Any) -> st.StructuralTag:
     """A ``StructuralTag`` from a model, a dict or JSON text; ``StructuralTagError`` (with the JSON
-    path of the first problem) when it is malformed."""
+    path of the first problem) when it is malformed, or nested deeper than ``MAX_TAG_DEPTH``.
+
+    Example:
+        >>> parse_structural_tag('{"type": "const_string", "value": "hi"}').format.value
+        'hi'
+        >>> parse_structural_tag("[" * 5000)
+        Traceback (most recent call last):
+        ...
+        agentgrammar.errors.StructuralTagError: the structural tag nests more than 512 levels
+    """
     if isinstance(obj, st.StructuralTag):
         return obj
     if isinstance(obj, BaseModel):  # a bare format, kept as it is (a GrammarText may hold a Grammar)
@@ -90,6 +122,10 @@ def parse_structural_tag(obj: Any) -> st.StructuralTag:
             obj = json.loads(obj)
         except ValueError as e:
             raise StructuralTagError(f"not valid JSON: {e}") from None
+        except RecursionError:  # the decoder recurses per level: far deeper than MAX_TAG_DEPTH
+            raise StructuralTagError(f"the structural tag nests more than {MAX_TAG_DEPTH} levels") from None
+    if isinstance(obj, (dict, list)):
+        _check_depth(obj)
     if (
         isinstance(obj, dict)
         and obj.get("type") != "structural_tag"
@@ -644,6 +680,8 @@ def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
     try:
         b = _Builder(sorted(_markers_of(tag.format)))
         body = b.convert(tag.format, "$.format")
+    except RecursionError:  # models built in Python, nested past what the builder can walk
+        raise StructuralTagError("the structural tag nests too deeply", path="$.format") from None
     except UnicodeEncodeError as e:
         bad = e.object[e.start : e.end] if isinstance(e.object, str) else "?"
         raise StructuralTagError(

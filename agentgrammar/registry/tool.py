@@ -15,12 +15,13 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import functools
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type
 
 import jsonschema
 from pydantic import BaseModel, ValidationError
@@ -32,8 +33,11 @@ from .signature import SignatureModel, signature_model, tool_json_schema
 
 __all__ = ["TOOL_NAME_PATTERN", "Tool", "ToolCall", "check_tool_name"]
 
-TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-"""Valid tool names: a letter or ``_``, then up to 63 letters, digits, ``_``, ``.`` or ``-``."""
+# \A ... \Z, matched with fullmatch: "$" also matches before a final newline, and a name
+# "tool_a\n" written raw (qwen3_coder, harmony, deepseek_r1) parses back as "tool_a".
+TOOL_NAME_PATTERN = re.compile(r"\A[A-Za-z_][A-Za-z0-9_.-]{0,63}\Z")
+"""Valid tool names: a letter or ``_``, then up to 63 letters, digits, ``_``, ``.`` or ``-``
+(the whole string: match it with ``TOOL_NAME_PATTERN.fullmatch``)."""
 
 _MAX_REPORTED_ERRORS = 5
 
@@ -49,7 +53,7 @@ def check_tool_name(name: Any) -> str:
         ...
         agentgrammar.errors.ToolError: invalid tool name 'get weather': a name is a letter or '_' followed by up to 63 letters, digits, '_', '.' or '-'
     """
-    if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not TOOL_NAME_PATTERN.fullmatch(name):
         raise ToolError(
             f"invalid tool name {name!r}: a name is a letter or '_' followed by up to 63 letters, "
             "digits, '_', '.' or '-'",
@@ -177,7 +181,7 @@ class Tool:
         target = func.func if isinstance(func, functools.partial) else func
         if name is None:
             name = getattr(target, "__name__", None)
-            if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            if not isinstance(name, str) or not TOOL_NAME_PATTERN.fullmatch(name):
                 raise ToolError(f"cannot name a tool after {func!r}: pass name=...")
         check_tool_name(name)
         doc = parse_docstring(getattr(target, "__doc__", None))
@@ -221,7 +225,7 @@ class Tool:
             raise ToolError(f"expected a Pydantic model class, got {model!r}")
         if name is None:
             name = model.model_config.get("title") or _snake_case(model.__name__)
-            if not TOOL_NAME_PATTERN.match(name):
+            if not isinstance(name, str) or not TOOL_NAME_PATTERN.fullmatch(name):
                 raise ToolError(
                     f"cannot name a tool after model {model.__name__!r} ({name!r}): pass name=..."
                 )
@@ -246,7 +250,10 @@ class Tool:
 
     def validate(self, arguments: Mapping[str, Any]) -> Dict[str, Any]:
         """The arguments after validation, as JSON values (coerced by the model where there is
-        one; defaults not filled in), or ``ToolError`` naming the tool and the bad field.
+        one; defaults not filled in), or ``ToolError`` naming the tool and the bad field. Only
+        ``ToolError``: arguments nested past ``MAX_JSON_DEPTH`` (or cyclic) and whatever a
+        validator raises (a ``RecursionError``, an ``OverflowError``, a model's own exception,
+        chained as the cause) are one too.
 
         Example:
             >>> def repeat(text: str, times: int = 2) -> str:
@@ -261,12 +268,14 @@ class Tool:
         """
         if self.model is None:
             self._check_schema(arguments)
-            return copy.deepcopy(dict(arguments))
+            with self._validating():
+                return copy.deepcopy(dict(arguments))
         instance = self._instance(arguments)
-        try:
-            return instance.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        except PydanticSerializationError:
-            return instance.model_dump(by_alias=True, exclude_unset=True)
+        with self._validating():
+            try:
+                return instance.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            except PydanticSerializationError:
+                return instance.model_dump(by_alias=True, exclude_unset=True)
 
     def run(self, arguments: Mapping[str, Any]) -> Any:
         """Validate ``arguments`` and run the handler; an async handler runs in ``asyncio.run``
@@ -335,25 +344,62 @@ class Tool:
                 tool=self.name,
             )
 
+    def _check_depth(self, arguments: Mapping[str, Any]) -> None:
+        """``ToolError`` for arguments nested past ``MAX_JSON_DEPTH`` (or cyclic): the validators
+        recurse once or more per level, and past Python's recursion limit they would fail
+        with a ``RecursionError`` instead."""
+        from ..formats.arguments import MAX_JSON_DEPTH, nesting_depth  # formats imports this module
+
+        if nesting_depth(arguments, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+            raise ToolError(
+                f"invalid arguments for tool {self.name!r}: they nest more than {MAX_JSON_DEPTH} levels "
+                "deep (or hold themselves)",
+                tool=self.name,
+            )
+
+    @contextlib.contextmanager
+    def _validating(self) -> Iterator[None]:
+        """Validation fails only with ``ToolError``: whatever else a validator raises on hostile
+        arguments (a ``RecursionError`` under a recursive ``$ref``, an ``OverflowError`` from a
+        huge number, an exception from a model's own validator) becomes one."""
+        try:
+            yield
+        except ToolError:
+            raise
+        except RecursionError:
+            raise ToolError(
+                f"invalid arguments for tool {self.name!r}: they nest too deeply to validate", tool=self.name
+            ) from None
+        except Exception as e:
+            raise ToolError(
+                f"cannot validate the arguments of tool {self.name!r}: {type(e).__name__}: {e}",
+                tool=self.name,
+            ) from e
+
     def _instance(self, arguments: Mapping[str, Any]) -> BaseModel:
         self._check_mapping(arguments)
+        self._check_depth(arguments)
         assert self.model is not None
-        try:
-            return self.model.model_validate(dict(arguments))
-        except ValidationError as e:
-            problems: List[Tuple[str, str]] = []
-            for error in e.errors(include_url=False):
-                where = ".".join(str(part) for part in error["loc"])
-                got = "" if error["type"] == "missing" else f" (got {_short(error['input'])})"
-                problems.append((where, f"{where or '(arguments)'}: {error['msg']}{got}"))
-            raise self._invalid(problems) from None
+        with self._validating():
+            try:
+                return self.model.model_validate(dict(arguments))
+            except ValidationError as e:
+                problems: List[Tuple[str, str]] = []
+                for error in e.errors(include_url=False):
+                    where = ".".join(str(part) for part in error["loc"])
+                    got = "" if error["type"] == "missing" else f" (got {_short(error['input'])})"
+                    problems.append((where, f"{where or '(arguments)'}: {error['msg']}{got}"))
+                raise self._invalid(problems) from None
 
     def _check_schema(self, arguments: Mapping[str, Any]) -> None:
         self._check_mapping(arguments)
+        self._check_depth(arguments)
         problems: List[Tuple[str, str]] = []
-        for error in sorted(
-            self._validator.iter_errors(dict(arguments)), key=lambda e: list(map(str, e.path))
-        ):
+        with self._validating():
+            errors = sorted(
+                self._validator.iter_errors(dict(arguments)), key=lambda e: list(map(str, e.path))
+            )
+        for error in errors:
             path = [str(part) for part in error.absolute_path]
             if error.validator == "required" and isinstance(error.instance, dict):
                 missing = [p for p in error.validator_value if p not in error.instance]
