@@ -160,12 +160,15 @@ static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
       if (p->wait.data[mid] < key) lo = mid + 1;
       else hi = mid;
     }
+    size_t first = lo;
     for (; lo < p->wait.len && (p->wait.data[lo] >> 32) == (uint32_t)rule; lo++) {
       ag_item w = p->items.data[(uint32_t)p->wait.data[lo]];
       if (!ag_advance(p, w, ag_rule_target(g, w.state, rule))) return false;
     }
+    p->work += lo - first; /* an ambiguous rule's completions are where the time goes */
     return true;
   }
+  p->work += end - begin;
   for (uint32_t i = begin; i < end; i++) {
     ag_item w = p->items.data[i];
     const ag_state *s = &g->states[w.state];
@@ -177,6 +180,15 @@ static bool ag_complete(ag_parser *p, int32_t rule, int32_t origin) {
   return true;
 }
 
+/* AG_ERR_TIMEOUT once the deadline has passed; the clock is read only every
+ * AG_PARSER_CLOCK_WORK units of work. */
+static ag_status ag_check_clock(ag_parser *p, ag_error *err) {
+  if (p->work < p->next_clock) return AG_OK;
+  p->next_clock = p->work + AG_PARSER_CLOCK_WORK;
+  if (ag_now() <= p->deadline) return AG_OK;
+  return ag_fail(err, AG_ERR_TIMEOUT, -1, "the parser ran past its time budget");
+}
+
 /* Runs prediction and completion to a fixed point over the newest set. */
 static ag_status ag_closure(ag_parser *p, ag_error *err) {
   int32_t k = (int32_t)p->set_start.len - 1;
@@ -185,6 +197,9 @@ static ag_status ag_closure(ag_parser *p, ag_error *err) {
       return ag_fail(err, AG_ERR_LIMIT, -1,
                      "an Earley set grew past %d items: the grammar is too ambiguous at this point",
                      AG_MAX_SET_ITEMS);
+    p->work++;
+    ag_status st = p->deadline > 0 ? ag_check_clock(p, err) : AG_OK;
+    if (st) return st;
     ag_item it = p->items.data[i];
     bool ok = ag_predict(p, it, k);
     /* origin == k means the rule matched nothing here: handled by ag_predict. */
@@ -244,6 +259,7 @@ ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
   uint32_t begin = ag_current_start(p), end = (uint32_t)p->items.len;
   if (!ag_vec_push(&p->set_start, end)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   ag_index_clear(p);
+  p->work += end - begin;
   for (uint32_t i = begin; i < end; i++) {
     ag_item it = p->items.data[i];
     int32_t t = ag_state_step(p->g, it.state, byte);

@@ -34,7 +34,15 @@ typedef struct ag_parser {
   AG_VEC(uint64_t) wait;
   int32_t wait_origin;
   bool wait_valid;
+  /* A time budget for scans: past `deadline` (0: none) a scan fails with
+   * AG_ERR_TIMEOUT and leaves no new set. The clock is read once per
+   * AG_PARSER_CLOCK_WORK units of work (items closed, waiting items advanced),
+   * so an ambiguous grammar whose one byte takes seconds is stopped in time. */
+  double deadline;
+  uint64_t work, next_clock;
 } ag_parser;
+
+#define AG_PARSER_CLOCK_WORK 4096
 
 ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err);
 void ag_parser_free(ag_parser *p);
@@ -49,8 +57,14 @@ ag_status ag_parser_init_item(ag_parser *p, const ag_grammar *g, int32_t state, 
 bool ag_parser_bottom_can_end(const ag_parser *p);
 /* Drops all input: back to the single start set. */
 void ag_parser_restart(ag_parser *p);
-/* Scans one byte into a new set. Returns AG_OK with *ok = 0 (and no new set) on rejection. */
+/* Scans one byte into a new set. Returns AG_OK with *ok = 0 (and no new set) on rejection;
+ * past the parser's deadline, AG_ERR_TIMEOUT (and no new set). */
 ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err);
+/* Sets the deadline of the scans that follow (ag_now() seconds; 0: none). */
+static inline void ag_parser_set_deadline(ag_parser *p, double deadline) {
+  p->deadline = deadline;
+  p->next_clock = p->work; /* read the clock at the first check */
+}
 /* Pops sets until n remain. */
 void ag_parser_truncate(ag_parser *p, uint32_t n_sets);
 static inline uint32_t ag_parser_num_sets(const ag_parser *p) { return (uint32_t)p->set_start.len; }

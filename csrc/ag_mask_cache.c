@@ -376,6 +376,7 @@ static ag_status ag_parser_ready(ag_classify *w, ag_error *err) {
   ag_status st = ag_parser_init_item(&w->parser, w->g, w->state, err);
   if (st) return st;
   w->parser_ready = true;
+  ag_parser_set_deadline(&w->parser, w->deadline); /* one token's scan may be slow too */
   w->parser_base = ag_parser_num_sets(&w->parser);
   w->ecan_end[0] = ag_parser_bottom_can_end(&w->parser);
   w->pdepth = 0;

@@ -41,12 +41,14 @@ struct ag_matcher {
   ag_compiled *compiled;
   ag_parser parser;
   AG_VEC(ag_step) steps;
-  int32_t *stop_ids;
+  int32_t *stop_ids;  /* distinct */
   int32_t n_stop;
+  uint32_t *stop_bits; /* [ceil(n_tokens / 32)]: the stop ids as a set */
   bool terminate_without_stop;
   bool stopped; /* a stop token was accepted */
-  double budget;   /* seconds a mask fill may take; 0: unbounded */
-  double deadline; /* of the fill in progress; 0: none */
+  double budget;        /* seconds a mask fill may take; 0: unbounded */
+  double accept_budget; /* seconds an accept may take; 0: unbounded */
+  double deadline;      /* of the fill in progress; 0: none */
   /* Scratch for masks: the uncertain sorted positions, and which states were seen. */
   uint32_t *pos_bits;     /* [ceil(n_sorted / 32)] */
   uint32_t *accepted_pos; /* [ceil(n_sorted / 32)] */
@@ -58,11 +60,11 @@ struct ag_matcher {
 };
 
 static bool ag_is_stop(const ag_matcher *m, int32_t id) {
-  for (int32_t i = 0; i < m->n_stop; i++)
-    if (m->stop_ids[i] == id) return true;
-  return false;
+  return id < m->compiled->vocab->n_tokens && ag_bit(m->stop_bits, id);
 }
 
+/* The stop ids, checked and without duplicates, as a list and a set: a set so
+ * that copying and looking up stay linear however many ids a caller passes. */
 static ag_status ag_copy_stops(ag_matcher *m, const int32_t *ids, int32_t n, ag_error *err) {
   const ag_vocab *v = m->compiled->vocab;
   if (n < 0) {
@@ -70,12 +72,15 @@ static ag_status ag_copy_stops(ag_matcher *m, const int32_t *ids, int32_t n, ag_
     n = v->n_stop;
   }
   m->stop_ids = malloc(sizeof *m->stop_ids * (size_t)(n ? n : 1));
-  if (!m->stop_ids) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+  m->stop_bits = calloc(((size_t)v->n_tokens + 31) / 32 + 1, sizeof *m->stop_bits);
+  if (!m->stop_ids || !m->stop_bits) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   for (int32_t i = 0; i < n; i++) {
     if (ids[i] < 0 || ids[i] >= v->n_tokens) /* past the tokens: padding, never allowed */
       return ag_fail(err, AG_ERR_RANGE, -1, "stop token id %d is outside the vocabulary's tokens [0, %d)",
                      ids[i], v->n_tokens);
-    if (!ag_is_stop(m, ids[i])) m->stop_ids[m->n_stop++] = ids[i]; /* drop duplicates */
+    if (ag_bit(m->stop_bits, ids[i])) continue; /* a duplicate */
+    ag_bit_set(m->stop_bits, ids[i]);
+    m->stop_ids[m->n_stop++] = ids[i];
   }
   return AG_OK;
 }
@@ -120,6 +125,7 @@ void ag_matcher_free(ag_matcher *m) {
   ag_vec_free(&m->class_states);
   for (int k = 0; k < AG_VERDICT_SLOTS; k++) ag_vec_free(&m->verdicts[k].accepted);
   free(m->stop_ids);
+  free(m->stop_bits);
   ag_compiled_free(m->compiled);
   free(m);
 }
@@ -137,6 +143,10 @@ void ag_matcher_set_time_budget(ag_matcher *m, double seconds) {
   m->budget = seconds > 0 ? seconds : 0;
 }
 
+void ag_matcher_set_accept_time_budget(ag_matcher *m, double seconds) {
+  m->accept_budget = seconds > 0 ? seconds : 0;
+}
+
 /* Forgets the kept verdicts: their origin sets may be popped. */
 static void ag_forget_verdicts(ag_matcher *m) {
   for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].state = -1;
@@ -149,20 +159,24 @@ void ag_matcher_reset(ag_matcher *m) {
   m->stopped = false;
 }
 
-/* Scans bytes; on rejection restores the parser and sets *ok = false. */
+/* Scans bytes within the accept time budget; on rejection (or an error, such
+ * as AG_ERR_TIMEOUT) restores the parser and sets *ok = false. */
 static ag_status ag_scan_all(ag_matcher *m, const uint8_t *bytes, size_t len, bool *ok,
                              ag_error *err) {
   uint32_t before = ag_parser_num_sets(&m->parser);
+  ag_status st = AG_OK;
   *ok = true;
-  for (size_t i = 0; i < len && *ok; i++) {
-    ag_status st = ag_parser_scan(&m->parser, bytes[i], ok, err);
-    if (st) *ok = false;
-    if (st || !*ok) {
-      ag_parser_truncate(&m->parser, before);
-      return st;
-    }
+  ag_parser_set_deadline(&m->parser, m->accept_budget > 0 ? ag_now() + m->accept_budget : 0);
+  for (size_t i = 0; i < len && *ok && !st; i++) {
+    st = ag_parser_scan(&m->parser, bytes[i], ok, err);
+    if (st || !*ok) ag_parser_truncate(&m->parser, before);
   }
-  return AG_OK;
+  ag_parser_set_deadline(&m->parser, 0);
+  if (st) *ok = false;
+  if (st == AG_ERR_TIMEOUT)
+    ag_fail(err, st, -1, "accepting %zu bytes ran past the time budget of %g s; the matcher is unchanged",
+            len, m->accept_budget);
+  return st;
 }
 
 static ag_status ag_check_live(const ag_matcher *m, ag_error *err) {
@@ -579,10 +593,15 @@ static ag_status ag_fill(ag_matcher *m, uint32_t *mask, size_t n_words, int *all
   if (terminated || !cached) memset(mask, 0, need * sizeof *mask);
   if (!terminated) {
     m->deadline = m->budget > 0 ? ag_now() + m->budget : 0;
+    ag_parser_set_deadline(&m->parser, m->deadline); /* one token's scan may be slow too */
     ag_candidates every = {NULL, NULL, 0, 0};
     ag_status st =
         cached ? ag_cached_mask(m, mask, need, err) : ag_walk_tokens(m, &every, mask, NULL, false, err);
+    ag_parser_set_deadline(&m->parser, 0);
     m->deadline = 0;
+    if (st == AG_ERR_TIMEOUT)
+      ag_fail(err, st, -1, "the token mask ran past its time budget of %g s; the matcher is unchanged",
+              m->budget);
     if (st) return st;
   }
   /* Stop tokens are decided by whether the grammar can end, never by their text. */
@@ -615,8 +634,10 @@ ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_
   if (ag_matcher_is_terminated(m)) return AG_OK;
   /* Each forced byte costs a scan of the whole Earley set, which a counted repeat
    * of an ambiguous child can make as large as the count: past a budget of items
-   * scanned the prefix found so far is returned (still forced, only shorter). */
+   * scanned, or past the mask time budget, the prefix found so far is returned
+   * (still forced, only shorter). */
   size_t work = 0;
+  ag_parser_set_deadline(p, m->budget > 0 ? ag_now() + m->budget : 0);
   while (*len < cap && !ag_parser_can_end(p) && work < AG_JUMP_FORWARD_WORK) {
     work += p->items.len - p->set_start.data[p->set_start.len - 1];
     uint32_t bits[8];
@@ -627,6 +648,7 @@ ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_
     if ((st = ag_parser_scan(p, (uint8_t)b, &ok, err)) || !ok) break;
     buf[(*len)++] = (uint8_t)b;
   }
+  ag_parser_set_deadline(p, 0);
   ag_parser_truncate(p, base);
-  return st;
+  return st == AG_ERR_TIMEOUT ? AG_OK : st;
 }

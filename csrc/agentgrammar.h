@@ -11,7 +11,10 @@
  *
  * Thread safety: vocabularies, grammars and compiled grammars are immutable
  * after creation and may be shared by threads. A matcher belongs to one
- * thread at a time.
+ * thread at a time: every ag_matcher_* call, and ag_batch_fill_masks for each
+ * matcher it is given, mutates it (even masks and jump-forward scan into its
+ * parser), so callers that share one serialize the calls (the Python Matcher
+ * holds a lock around each, and BatchMatcher holds every matcher's).
  */
 #ifndef AGENTGRAMMAR_H
 #define AGENTGRAMMAR_H
@@ -190,6 +193,14 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err);
  * pathological grammar cannot stall a whole batch. 0 (the default) means none.
  */
 void ag_matcher_set_time_budget(ag_matcher *m, double seconds);
+/*
+ * Bounds each accept (ag_matcher_accept_token, ag_matcher_accept_bytes) to
+ * `seconds` of wall time: a highly ambiguous grammar can make one byte cost a
+ * pass over every earlier Earley set. Past it the call fails with
+ * AG_ERR_TIMEOUT and the matcher is as if the call had not happened. 0 (the
+ * default) means none.
+ */
+void ag_matcher_set_accept_time_budget(ag_matcher *m, double seconds);
 /* How many steps can be rolled back now. */
 int32_t ag_matcher_num_steps(const ag_matcher *m);
 

@@ -50,7 +50,9 @@ class BatchMatcher:
     ``max_threads`` is the pool's size, the calling thread included (``"auto"``: half the
     CPUs, at most 8; ``1`` fills the rows one after the other in C, without threads). The pool
     lives as long as this object; one pool serves one batch at a time, and calls from several
-    Python threads take turns.
+    Python threads take turns. A batch holds the lock of every matcher it fills (taken in one
+    global order, so two batches sharing matchers cannot deadlock): a matcher in use by
+    another thread is filled once that thread's call returns.
 
     Example:
         >>> batch = BatchMatcher(max_threads=4)
@@ -112,9 +114,20 @@ class BatchMatcher:
         c_rows = ffi.new("int32_t[]", rows)
         results = ffi.new("int32_t[]", n)
         err = new_error()
-        status = lib.ag_batch_fill_masks(
-            self._pool, handles, c_rows, n, base, n_rows, row_words, results, err
-        )
+        # Every matcher's lock, in the order of their ids: any two batches take shared
+        # locks in the same order, and a single call holds one lock only.
+        locks = [m._lock for m in sorted(matchers, key=id)]
+        taken = 0
+        try:
+            for lock in locks:
+                lock.acquire()
+                taken += 1
+            status = lib.ag_batch_fill_masks(
+                self._pool, handles, c_rows, n, base, n_rows, row_words, results, err
+            )
+        finally:
+            for lock in locks[:taken]:
+                lock.release()
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)
         return [results[i] == 0 for i in range(n)]
@@ -129,6 +142,9 @@ def _common_vocab_size(matchers: Sequence[Matcher]) -> int:
         if not isinstance(m, Matcher):
             raise TypeError(f"matcher {i} is a {type(m).__name__}, not an agentgrammar.Matcher")
         sizes.add(m.compiled_grammar.vocabulary.vocab_size)
+    # checked here too (the C core checks it again): taking one matcher's lock twice would hang
+    if len({id(m) for m in matchers}) != len(matchers):
+        raise MatcherError("the batch holds one matcher twice")
     if len(sizes) != 1:
         raise MatcherError(
             f"the matchers' grammars were compiled for different vocabulary sizes {sorted(sizes)}"

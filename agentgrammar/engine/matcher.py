@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import operator
+import threading
 from typing import Any, List, Optional, Sequence, Union
 
 from ..errors import MatcherError, TokenIdError
@@ -23,6 +24,11 @@ from .compiler import CompiledGrammar
 __all__ = ["Matcher"]
 
 _JUMP_FORWARD_CAP = 1 << 16
+
+# The two calls of every decoding step, bound once: a lookup on ``lib`` per call costs about
+# as much as the matcher's lock.
+_accept_token = lib.ag_matcher_accept_token
+_fill_mask = lib.ag_matcher_fill_mask
 
 
 def _utf8_prefix(data: bytes) -> str:
@@ -46,6 +52,15 @@ def _int32(value: Any, what: str, limit: int) -> int:
     return n
 
 
+def _budget(value: Optional[float], name: str) -> float:
+    """A time budget in seconds for the C core: 0 for none, else a positive number."""
+    if value is None:
+        return 0.0
+    if not value > 0:
+        raise ValueError(f"{name} must be positive, got {value!r}")
+    return float(value)
+
+
 class Matcher:
     """Tracks one sequence through a compiled grammar.
 
@@ -53,9 +68,28 @@ class Matcher:
     exactly when the grammar can end, and accepting one terminates the matcher. With
     ``terminate_without_stop_token=True`` the matcher terminates as soon as the grammar
     is complete. Every accepted step can be undone with :meth:`rollback`.
-    ``mask_time_budget_s`` bounds each mask fill: past it the fill raises
-    :class:`~agentgrammar.errors.MaskTimeoutError` and the matcher is unchanged, so one
-    pathological grammar cannot stall a serving batch (default: no bound).
+
+    Time budgets (default: none), so that one pathological grammar cannot stall a serving
+    batch: ``mask_time_budget_s`` bounds each mask fill (and a jump-forward search, which then
+    returns the forced prefix found so far); ``accept_time_budget_s`` bounds each
+    :meth:`accept_token` / :meth:`accept_string` (a highly ambiguous grammar such as
+    ``x ::= "a" | "a" "a" | x x`` makes accepting cubic in the length of the text). Past
+    either, the call raises :class:`~agentgrammar.errors.MaskTimeoutError` and the matcher
+    is as it was before the call.
+
+    Threads: a matcher may be shared by threads. Every call holds the matcher's lock, so
+    calls on one matcher run one at a time (a fill waits for an accept in progress on
+    another thread, and :class:`~agentgrammar.BatchMatcher` takes the lock of each matcher
+    it fills); which call goes first is up to the threads. Matchers of the same compiled
+    grammar share nothing mutable and run in parallel.
+
+    Example:
+        >>> from agentgrammar import Compiler, Grammar, Vocabulary
+        >>> vocab = Vocabulary(["a", "aa", "</s>"], stop_token_ids=[2])
+        >>> compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "a" | "a" "a" | root root'))
+        >>> matcher = Matcher(compiled, accept_time_budget_s=0.5, mask_time_budget_s=0.5)
+        >>> matcher.accept_string("a" * 50), matcher.num_accepted_steps
+        (True, 1)
     """
 
     def __init__(
@@ -65,9 +99,12 @@ class Matcher:
         stop_token_ids: Optional[Sequence[int]] = None,
         terminate_without_stop_token: bool = False,
         mask_time_budget_s: Optional[float] = None,
+        accept_time_budget_s: Optional[float] = None,
     ) -> None:
         if not isinstance(compiled, CompiledGrammar):
             raise TypeError(f"Matcher needs a CompiledGrammar, got {type(compiled).__name__}")
+        mask_budget = _budget(mask_time_budget_s, "mask_time_budget_s")
+        accept_budget = _budget(accept_time_budget_s, "accept_time_budget_s")
         self._compiled = compiled
         self._vocab_size = compiled.vocabulary.vocab_size
         n_tokens = compiled.vocabulary.num_tokens
@@ -89,10 +126,12 @@ class Matcher:
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)
         self._handle = ffi.gc(out[0], lib.ag_matcher_free)
-        if mask_time_budget_s is not None:
-            if not mask_time_budget_s > 0:
-                raise ValueError(f"mask_time_budget_s must be positive, got {mask_time_budget_s!r}")
-            lib.ag_matcher_set_time_budget(self._handle, float(mask_time_budget_s))
+        lib.ag_matcher_set_time_budget(self._handle, mask_budget)
+        lib.ag_matcher_set_accept_time_budget(self._handle, accept_budget)
+        # The C matcher, and the error and flag slots its calls write, are one per matcher
+        # and cffi releases the GIL in C: each call holds this lock (acquire/release in
+        # try/finally, half the cost of a `with` block on a call of a microsecond or two).
+        self._lock = threading.Lock()
         self._err = new_error()
         self._flag = ffi.new("int *")
 
@@ -108,21 +147,41 @@ class Matcher:
     def accept_token(self, token_id: int) -> bool:
         """Advance by one token. Returns False (state unchanged) if the grammar rejects it.
 
-        Raises TokenIdError for an id outside the vocabulary and MatcherError after termination.
+        Raises TokenIdError for an id outside the vocabulary, MatcherError after termination
+        and MaskTimeoutError past ``accept_time_budget_s`` (state unchanged).
         """
-        token = _int32(token_id, "token id", self._vocab_size)
-        self._check(lib.ag_matcher_accept_token(self._handle, token, self._flag, self._err))
-        return bool(self._flag[0])
+        # A plain int goes to C as it is (C checks the range; cffi refuses past int32);
+        # anything else is converted first, for a TokenIdError rather than cffi's TypeError.
+        token = token_id if type(token_id) is int else _int32(token_id, "token id", self._vocab_size)
+        lock = self._lock
+        lock.acquire()
+        try:
+            try:
+                status = _accept_token(self._handle, token, self._flag, self._err)
+            except OverflowError:
+                raise TokenIdError(f"token id {token} is out of range [0, {self._vocab_size})") from None
+            if status:
+                raise_error(status, self._err, MatcherError)
+            return self._flag[0] != 0
+        finally:
+            lock.release()
 
     def accept_tokens(self, token_ids: Sequence[int]) -> bool:
         """Accept tokens in order; stops at (and returns False on) the first rejected one."""
         return all(self.accept_token(t) for t in token_ids)
 
     def accept_string(self, text: Union[str, bytes]) -> bool:
-        """Advance by raw text (one rollback step). Returns False (state unchanged) if rejected."""
+        """Advance by raw text (one rollback step). Returns False (state unchanged) if rejected.
+
+        Raises MaskTimeoutError past ``accept_time_budget_s`` (state unchanged)."""
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        self._check(lib.ag_matcher_accept_bytes(self._handle, data, len(data), self._flag, self._err))
-        return bool(self._flag[0])
+        lock = self._lock
+        lock.acquire()
+        try:
+            self._check(lib.ag_matcher_accept_bytes(self._handle, data, len(data), self._flag, self._err))
+            return self._flag[0] != 0
+        finally:
+            lock.release()
 
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
         """Write the allowed next tokens into row ``index`` of ``bitmask``.
@@ -130,8 +189,15 @@ class Matcher:
         Returns True when the mask needs applying (some token is disallowed).
         """
         mask, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
-        self._check(lib.ag_matcher_fill_mask(self._handle, mask, words, self._flag, self._err))
-        return not self._flag[0]
+        lock = self._lock
+        lock.acquire()
+        try:
+            status = _fill_mask(self._handle, mask, words, self._flag, self._err)
+            if status:
+                raise_error(status, self._err, MatcherError)
+            return self._flag[0] == 0
+        finally:
+            lock.release()
 
     def _fill_next_token_bitmask_direct(self, bitmask: Any, index: int = 0) -> bool:
         """The same mask computed without caches, every token run through the parser.
@@ -139,8 +205,9 @@ class Matcher:
         Slow; the oracle that tests compare the cached path against.
         """
         mask, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
-        self._check(lib.ag_matcher_fill_mask_direct(self._handle, mask, words, self._flag, self._err))
-        return not self._flag[0]
+        with self._lock:
+            self._check(lib.ag_matcher_fill_mask_direct(self._handle, mask, words, self._flag, self._err))
+            return self._flag[0] == 0
 
     def allowed_token_ids(self) -> List[int]:
         """The ids of every token allowed next (handy in tests and debugging)."""
@@ -155,29 +222,46 @@ class Matcher:
 
     def rollback(self, num_tokens: int = 1) -> None:
         """Undo the last ``num_tokens`` accepted steps (tokens, strings or a stop token)."""
-        steps = _int32(num_tokens, "rollback count", self.num_accepted_steps + 1)
-        self._check(lib.ag_matcher_rollback(self._handle, steps, self._err))
+        with self._lock:
+            limit = int(lib.ag_matcher_num_steps(self._handle)) + 1
+            steps = _int32(num_tokens, "rollback count", limit)
+            self._check(lib.ag_matcher_rollback(self._handle, steps, self._err))
 
     @property
     def num_accepted_steps(self) -> int:
         """How many steps can be rolled back."""
-        return int(lib.ag_matcher_num_steps(self._handle))
+        with self._lock:
+            return int(lib.ag_matcher_num_steps(self._handle))
 
     def is_completed(self) -> bool:
         """True when the text so far is a complete sentence of the grammar."""
-        return bool(lib.ag_matcher_can_end(self._handle))
+        lock = self._lock
+        lock.acquire()
+        try:
+            return lib.ag_matcher_can_end(self._handle) != 0
+        finally:
+            lock.release()
 
     def is_terminated(self) -> bool:
         """True once a stop token was accepted (or the grammar completed, with
         ``terminate_without_stop_token``)."""
-        return bool(lib.ag_matcher_is_terminated(self._handle))
+        lock = self._lock
+        lock.acquire()
+        try:
+            return lib.ag_matcher_is_terminated(self._handle) != 0
+        finally:
+            lock.release()
 
     def find_jump_forward_bytes(self) -> bytes:
-        """The bytes every continuation must start with (empty when there is a choice)."""
+        """The bytes every continuation must start with (empty when there is a choice).
+
+        With ``mask_time_budget_s``, a search past the budget returns the forced bytes found
+        so far (shorter, still forced)."""
         buf = ffi.new("uint8_t[]", _JUMP_FORWARD_CAP)
         n = ffi.new("size_t *")
-        self._check(lib.ag_matcher_jump_forward(self._handle, buf, _JUMP_FORWARD_CAP, n, self._err))
-        return bytes(ffi.buffer(buf, n[0]))
+        with self._lock:
+            self._check(lib.ag_matcher_jump_forward(self._handle, buf, _JUMP_FORWARD_CAP, n, self._err))
+            return bytes(ffi.buffer(buf, n[0]))
 
     def find_jump_forward_string(self) -> str:
         """The forced continuation as text, cut to whole UTF-8 characters."""
@@ -185,7 +269,8 @@ class Matcher:
 
     def reset(self) -> None:
         """Return to the start of the grammar."""
-        lib.ag_matcher_reset(self._handle)
+        with self._lock:
+            lib.ag_matcher_reset(self._handle)
 
     def __repr__(self) -> str:
         state = "terminated" if self.is_terminated() else "completed" if self.is_completed() else "running"

@@ -24,7 +24,7 @@ import operator
 import warnings
 from array import array
 from itertools import accumulate
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import TokenIdError, VocabularyError
 from ..grammar.token_markers import marker_bytes
@@ -78,8 +78,14 @@ def _check_ids(ids: _IdsArg, what: str, n_tokens: int) -> Tuple[int, ...]:
             raise VocabularyError(f"{what}: token id {i} is out of range [0, {n_tokens})")
         out.append(i)
     if len(set(out)) != len(out):
-        dups = sorted({i for i in out if out.count(i) > 1})
-        raise VocabularyError(f"{what}: duplicate token ids {dups}")
+        # one pass (counting each id's copies was quadratic: 80,000 ids took a minute)
+        seen: Set[int] = set()
+        repeated: Set[int] = set()
+        for i in out:
+            (repeated if i in seen else seen).add(i)
+        dups = sorted(repeated)
+        more = f" and {len(dups) - 10} more" if len(dups) > 10 else ""
+        raise VocabularyError(f"{what}: duplicate token ids {dups[:10]}{more}")
     return tuple(sorted(out))
 
 
@@ -103,6 +109,15 @@ def _find_stop_tokens(token_bytes: Sequence[bytes]) -> List[int]:
     if b"<|return|>" in found:  # Harmony: <|end|> ends a message, not the generation
         found.pop(b"<|end|>", None)
     return sorted(set(found.values()))
+
+
+def _read_attr(obj: Any, attr: str, owner: str) -> Any:
+    """``obj.<attr>``, or None when it has none; a ``VocabularyError`` naming the attribute
+    when reading it raises (a tokenizer's property may fail in any way)."""
+    try:
+        return getattr(obj, attr, None)
+    except Exception as e:
+        raise VocabularyError(f"reading {owner}.{attr} failed: {type(e).__name__}: {e}") from e
 
 
 def _warn_no_stop() -> None:
@@ -238,11 +253,13 @@ class Vocabulary:
             Vocabulary.from_huggingface(tok).stop_token_ids   # (128001, 128009)
         """
         name = type(tokenizer).__name__
-        get_vocab = getattr(tokenizer, "get_vocab", None)
+        get_vocab = _read_attr(tokenizer, "get_vocab", name)
         if get_vocab is None:
             raise VocabularyError(f"{name} has no vocabulary (no get_vocab method)")
         try:
             vocab = get_vocab()
+            if isinstance(vocab, Mapping) and type(vocab) is not dict:
+                vocab = dict(vocab)  # read once here, where a failing mapping is reported
         except Exception as e:
             raise VocabularyError(f"cannot read the vocabulary of {name}: {type(e).__name__}: {e}") from e
         if not isinstance(vocab, Mapping) or not vocab:
@@ -254,13 +271,23 @@ class Vocabulary:
         if n > 4 * len(vocab) + 65536:
             raise VocabularyError(f"{name}.get_vocab() has {len(vocab)} tokens but ids up to {max_id}")
 
-        vocab_type = detect_vocab_type(tokenizer, vocab)
+        for attr in ("backend_tokenizer", "sp_model"):  # what detection reads, named if it fails
+            _read_attr(tokenizer, attr, name)
+        try:
+            vocab_type = detect_vocab_type(tokenizer, vocab)
+        except VocabularyError:
+            raise
+        except Exception as e:
+            raise VocabularyError(
+                f"cannot detect the vocab type of {name} (its backend_tokenizer or sp_model): "
+                f"{type(e).__name__}: {e}"
+            ) from e
         placed: List[Union[str, bytes]] = [b""] * n
         for tok, i in vocab.items():
             placed[i] = tok
         token_bytes = decode_tokens(placed, vocab_type)
 
-        added = _added_tokens(tokenizer)
+        added = _added_tokens(tokenizer, name)
         if vocab_size is not None:
             if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 1:
                 raise VocabularyError(f"vocab_size must be a positive int, got {vocab_size!r}")
@@ -279,9 +306,13 @@ class Vocabulary:
             stop = _check_ids(stop_token_ids, "stop_token_ids", n)
         else:
             found = set(_find_stop_tokens(token_bytes))
-            eos = getattr(tokenizer, "eos_token_id", None)
+            eos = _read_attr(tokenizer, "eos_token_id", name)
             if eos is None:
-                eos = getattr(getattr(tokenizer, "sp_model", None), "eos_id", lambda: None)()
+                eos_of = _read_attr(_read_attr(tokenizer, "sp_model", name), "eos_id", f"{name}.sp_model")
+                try:
+                    eos = eos_of() if callable(eos_of) else None
+                except Exception as e:
+                    raise VocabularyError(f"{name}.sp_model.eos_id() failed: {type(e).__name__}: {e}") from e
             for eos_id in eos if isinstance(eos, (list, tuple)) else [eos]:
                 if isinstance(eos_id, int) and not isinstance(eos_id, bool) and 0 <= eos_id < n:
                     found.add(eos_id)
@@ -493,16 +524,19 @@ class Vocabulary:
         )
 
 
-def _added_tokens(tokenizer: Any) -> dict:
-    """``{id: special}`` for the tokenizer's added tokens (empty when it has none)."""
-    try:
-        decoder = tokenizer.added_tokens_decoder
-    except Exception:
-        return {}
+def _added_tokens(tokenizer: Any, name: str) -> dict:
+    """``{id: special}`` for the tokenizer's added tokens (empty when it has none).
+
+    A failure reading them is a ``VocabularyError``, not an empty answer: without them the
+    special tokens would be taken for text that a grammar may write."""
+    decoder = _read_attr(tokenizer, "added_tokens_decoder", name)
     if not isinstance(decoder, Mapping):
         return {}
     out = {}
-    for i, tok in decoder.items():
-        if isinstance(i, int):
-            out[i] = bool(getattr(tok, "special", False))
+    try:
+        for i, tok in decoder.items():
+            if isinstance(i, int):
+                out[i] = bool(getattr(tok, "special", False))
+    except Exception as e:
+        raise VocabularyError(f"reading {name}.added_tokens_decoder failed: {type(e).__name__}: {e}") from e
     return out

@@ -2091,12 +2091,18 @@ class _Converter:
                 body = RuleRef(name)
             pick = body
             after[i] = seq([sep, pick]) if first_req < n else _opt(seq([sep, pick]))
-        # first(i): nothing written yet; members from i on, at least one member in total.
-        nonempty: Optional[Expr] = seq([add, tail]) if add is not None else None
+        # first(i): nothing written yet; members from i on, at least one member in total:
+        # first(i) = here(i) | first(i + 1), or here(i) alone for a required member. The
+        # alternatives are gathered from the last and made one choice: choosing at each step
+        # re-flattened the growing choice, quadratic in the optional members.
+        firsts: List[Optional[Expr]] = [seq([add, tail]) if add is not None else None]
         for i in range(min(first_req, n - 1) if n else -1, -1, -1):
             m, r = members[i]
             here = seq([m, after[i + 1]])
-            nonempty = here if r else choice([here, nonempty])
+            if r:
+                firsts.clear()
+            firsts.append(here)
+        nonempty = choice(firsts[::-1])
         if self.any_order and 2 <= n <= ANY_ORDER_LIMIT:
             nonempty = self.members_any_order(members, add, sep, hint)
         alts: List[Optional[Expr]] = []
