@@ -876,24 +876,9 @@ class _Converter:
             if name == "ws":
                 body = lay.ws
             elif name == "json_any_char":
-                # any JSON string character, lone surrogate escapes included (Python's json
-                # decodes them): exact for strings without length or pattern constraints
-                body = Choice(
-                    (
-                        CharClass(_RAW_RANGES),
-                        seq(
-                            [
-                                Literal(b"\\"),
-                                choice(
-                                    [
-                                        CharClass(_SHORT_ESCAPE_CLASS),
-                                        seq([Literal(b"u"), _hex_fixed(0, 0xFFFF, 4)]),
-                                    ]
-                                ),
-                            ]
-                        ),
-                    )
-                )
+                # any JSON string character; a surrogate escape only as a high-low pair (a lone
+                # one is no character: docs/limits.md): exact for unconstrained strings
+                body = json_values.JSON_STRING_CHAR
             elif name == "json_plain_escape":
                 # an escape spelling one character that is not printable ASCII (a short escape,
                 # a control character, or anything from U+0080 on, surrogate pairs included)

@@ -40,14 +40,6 @@ OTHER_ESCAPES = [
 ]
 
 
-# json_schema.py builds its own string rule (``json_any_char``), which still takes lone surrogate
-# escapes: an open bug of that module, kept here as a strict xfail until it uses
-# ``json_values.JSON_STRING_CHAR``.
-_SCHEMA_BUG = pytest.mark.xfail(
-    strict=True, reason="json_schema.py's json_any_char takes lone surrogate escapes"
-)
-
-
 def _string_grammars() -> Any:
     string = Seq((Literal(b'"'), Repeat(JSON_STRING_CHAR, 0, None), Literal(b'"')))
     return [
@@ -55,9 +47,9 @@ def _string_grammars() -> Any:
         pytest.param(Grammar.from_rules([Rule("root", string)]), lambda s: s, id="string_char"),
         pytest.param(Grammar.from_rules([Rule("root", string_expr())]), lambda s: s, id="string_expr"),
         pytest.param(Grammar.from_rules([Rule("root", string_expr(1, 9))]), lambda s: s, id="string_expr_bounded"),
-        pytest.param(Grammar.from_json_schema({"type": "string"}), lambda s: s, id="schema_string", marks=_SCHEMA_BUG),
-        pytest.param(Grammar.from_json_schema({}), lambda s: '{"a": [1, ' + s + "]}", id="schema_any", marks=_SCHEMA_BUG),
-        pytest.param(Grammar.from_json_schema({"type": "object"}), lambda s: "{" + s + ": 1}", id="schema_key", marks=_SCHEMA_BUG),
+        pytest.param(Grammar.from_json_schema({"type": "string"}), lambda s: s, id="schema_string"),
+        pytest.param(Grammar.from_json_schema({}), lambda s: '{"a": [1, ' + s + "]}", id="schema_any"),
+        pytest.param(Grammar.from_json_schema({"type": "object"}), lambda s: "{" + s + ": 1}", id="schema_key"),
     ]  # fmt: skip
 
 
@@ -78,7 +70,6 @@ def test_every_string_the_builtin_grammar_takes_is_unicode_text() -> None:
             assert g.accepts(text) == (not 0xD800 <= ord(decoded) <= 0xDFFF), text
 
 
-@_SCHEMA_BUG
 def test_a_tool_call_grammar_takes_no_lone_surrogate_escape() -> None:
     tool = Tool("echo", "Say it back.", {"type": "object", "properties": {"text": {"type": "string"}}})
     grammar = get("hermes").grammar([tool])
