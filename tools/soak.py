@@ -9,8 +9,14 @@ RSS is read from ``/proc/self/status`` (else ``resource``) every ``--report-ever
 After warm-up (``--warmup`` requests, default 10% of the run) the RSS may not grow by more than
 ``--max-growth-mb`` over its post-warm-up value; if it does, the run fails (exit 1).
 
+``--distinct-schemas`` gives every request a tool whose schema no other request has (so each
+request converts, compiles and caches a new argument grammar) and ``--cache-limit-mb`` sets the
+compiler's ``cache_limit_bytes``: RSS must then stay flat, the Python-side caches included
+(``docs/limits.md``, "Python-side caches").
+
     python tools/soak.py --requests 100000 --report-every 5000
     python tools/soak.py --requests 2000 --vocab llama32      # the real 128k Llama-3.2 vocabulary
+    python tools/soak.py --requests 5000 --distinct-schemas --cache-limit-mb 64 --report-every 500
 """
 
 from __future__ import annotations
@@ -140,11 +146,34 @@ def walk(matcher: Matcher, vocab: Vocabulary, rng: random.Random, cap: int, mask
     return b"".join(out), matcher.is_terminated()
 
 
+def distinct_tool(i: int) -> Tool:
+    """A tool whose name and schema no other request has: ``--distinct-schemas`` makes every
+    request convert, compile and cache a new argument grammar (the memory soak of issue 38)."""
+    props: Dict[str, Any] = {
+        f"q{i}": {"type": "string", "maxLength": 4 + i % 29},
+        "n": {"type": "integer", "minimum": -(i % 97), "maximum": 100 + i},
+        "mode": {"enum": [f"m{i}", "auto", "off"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3 + i % 5}, "maxItems": 1 + i % 3},
+    }
+    return Tool(
+        f"tool_{i}", f"Distinct tool {i}.", {"type": "object", "properties": props, "required": [f"q{i}"]}
+    )
+
+
 def request(
-    compiler: Compiler, vocab: Vocabulary, rng: random.Random, cap: int, mask: Any, stats: Dict[str, int]
+    compiler: Compiler,
+    vocab: Vocabulary,
+    rng: random.Random,
+    cap: int,
+    mask: Any,
+    stats: Dict[str, int],
+    index: int = 0,
+    distinct: bool = False,
 ) -> None:
     fmt = get(rng.choice(FORMATS))
     tools = rng.sample(TOOLS, rng.randint(1, len(TOOLS)))
+    if distinct:  # one tool whose schema is new in every request
+        tools = [distinct_tool(index), *tools[: rng.randint(0, 2)]]
     choice = rng.choice(["auto", "auto", "required", "none", tools[0].name])
     grammar = fmt.grammar(
         tools,
@@ -179,13 +208,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--vocab", choices=["small", "llama32"], default="small")
     p.add_argument("--max-seconds", type=float, default=None, help="stop (successfully) after this long")
     p.add_argument("--json", action="store_true", help="print the figures as JSON at the end")
+    p.add_argument(
+        "--distinct-schemas", action="store_true", help="every request offers a tool with a schema of its own"
+    )
+    p.add_argument(
+        "--cache-limit-mb", type=float, default=None, help="the Compiler's cache_limit_bytes, in MiB"
+    )
     args = p.parse_args(argv)
     every = args.report_every or max(1, args.requests // 20)
     warmup = args.warmup if args.warmup is not None else max(1, args.requests // 10)
 
     warnings.simplefilter("ignore")
     vocab = load_vocab(args.vocab)
-    compiler = Compiler(vocab)
+    compiler = (
+        Compiler(vocab)
+        if args.cache_limit_mb is None
+        else Compiler(vocab, cache_limit_bytes=int(args.cache_limit_mb * 1024 * 1024))
+    )
     mask = np.zeros((1, (vocab.vocab_size + 31) // 32), dtype=np.int32)
     rng = random.Random(args.seed)
     stats = {"terminated": 0, "capped": 0, "parsed": 0, "calls": 0, "not_utf8": 0}
@@ -198,7 +237,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     for i in range(1, args.requests + 1):
         try:
-            request(compiler, vocab, rng, args.cap, mask, stats)
+            request(compiler, vocab, rng, args.cap, mask, stats, i, args.distinct_schemas)
         except Exception:
             print(f"soak: request {i} failed:\n{traceback.format_exc()}", flush=True)
             return 1

@@ -14,13 +14,21 @@ import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from .._gc_pause import pauses_gc
 from ..errors import GrammarError, VocabularyError
-from ..grammar import Grammar
+from ..grammar import Grammar, json_schema, json_values
+from ..grammar import structural_tag as _structural_tag
 from ..grammar.ir import Choice, Literal, Repeat, Rule, Seq, TagDispatch
-from ..grammar.memo import clear_memos
+from ..grammar.memo import (
+    clear_memos,
+    grammar_bytes,
+    memo_size_bytes,
+    register_lru,
+    register_mapping,
+    trim_memos,
+)
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
 from .vocabulary import Vocabulary
@@ -37,6 +45,36 @@ RECENT_GRAMMARS = 64
 #: How many embedded grammars (``ir.Embed``: tool argument grammars, ...) a Compiler keeps
 #: compiled as parts, their token-mask caches shared by every grammar that links them.
 PART_GRAMMARS = 4096
+#: The share of ``cache_limit_bytes`` that the Python-side caches (``grammar.memo``: IR pieces,
+#: tool pieces, converted schemas, the converters' caches) may hold; the C caches get the rest.
+MEMO_SHARE = 4
+#: Bytes counted per entry of a converter's ``functools.lru_cache`` (its entries cannot be
+#: seen): IR of a few dozen nodes, or a small grammar.
+LRU_ENTRY_BYTES = 2048
+
+
+def _register_converter_caches() -> None:
+    """Count the caches of the front-end modules that grow with the schemas seen (their bounded
+    ``lru_cache`` s and the schema grammars of structural tags) with the memos, so that
+    ``trim_memos`` bounds them in bytes too. Caches without a bound (constants) are not counted."""
+    for module in (json_values, json_schema, _structural_tag):
+        for name, value in sorted(vars(module).items()):
+            info = getattr(value, "cache_info", None)
+            if callable(info) and callable(getattr(value, "cache_clear", None)):
+                maxsize = info().maxsize
+                if maxsize is not None and maxsize >= 256:
+                    register_lru(
+                        f"{module.__name__.rsplit('.', 1)[-1]}.{name}", value, entry_bytes=LRU_ENTRY_BYTES
+                    )
+    schemas = getattr(_structural_tag, "_schema_grammars", None)
+    if schemas is not None and hasattr(schemas, "_entries"):
+        # schema text and options -> Grammar: the key holds the schema's JSON text
+        register_mapping(
+            "schema grammars", lambda: schemas._entries, entry_size=lambda key, _: 256 + len(key[0])
+        )
+
+
+_register_converter_caches()
 
 
 _TABLES_LOCK = threading.Lock()
@@ -196,13 +234,17 @@ class Compiler:
     token-mask cache warm. It also keeps every embedded grammar (a tool's arguments) it
     compiled, so their masks serve every request that links them.
 
-    Memory is bounded by ``cache_limit_bytes``: :attr:`cache_size_bytes` counts the automata
-    and token-mask caches of every live grammar this compiler made, plus the vocabulary's
-    shared cache (itself capped at a quarter of the limit). After each compile, the least
-    recently used grammars and parts are dropped until the count is within the limit (a
-    grammar that a matcher still uses is freed when that matcher is). Masks filled between
-    compiles can take the count past the limit until the next compile; ``cache_limit_bytes=0``
-    keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
+    Memory is bounded by ``cache_limit_bytes``, the C caches and the Python-side ones together.
+    :attr:`cache_size_bytes` counts the automata and token-mask caches of every live grammar
+    this compiler made, plus the vocabulary's shared cache (itself capped at a quarter of the
+    limit); :attr:`memo_size_bytes` estimates what the process's Python-side caches keep
+    alive (``grammar.memo``: IR pieces, per-tool pieces, converted schemas and the converters'
+    caches, grammars counted once), which each compile trims to a quarter of the limit
+    (``MEMO_SHARE``; shared by every compiler, so the smallest limit governs them). After each
+    compile, the least recently used grammars and parts are dropped until the C count is within
+    the limit less what the memos hold (a grammar that a matcher still uses is freed when that
+    matcher is). Masks filled between compiles can take the count past the limit until the
+    next compile; ``cache_limit_bytes=0`` keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
     grammars (every ``compile`` then builds and links anew, as benchmarks of request compiles
     want); parts and shared classes are still kept. The vocabulary's token tables (its tokens
     sorted, their prefix and length indexes) are built once per ``Vocabulary`` and shared by
@@ -235,6 +277,13 @@ class Compiler:
         # Both kinds in one use order, oldest first, for eviction by bytes.
         self._lru: "OrderedDict[Tuple[bool, bytes], None]" = OrderedDict()
         self._lock = threading.Lock()
+        # what the Python-side caches held at the last trim, up to their share: the C caches
+        # get the rest of the limit
+        self._memo_bytes = 0
+        # kept entry -> the estimated Python bytes of its grammar (``memo.grammar_bytes``): the
+        # IR and serialized words that a kept grammar holds count with its automata and masks
+        self._kept_py: Dict[Tuple[bool, bytes], int] = {}
+        self._kept_py_bytes = 0
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -247,6 +296,19 @@ class Compiler:
         caches, whoever holds them) and by the vocabulary's shared cache."""
         return int(lib.ag_vocab_cache_bytes(self._vocab_handle))
 
+    @property
+    def memo_size_bytes(self) -> int:
+        """The estimated bytes that the process's Python-side caches keep alive (shared by
+        every compiler: ``grammar.memo.memo_size_bytes``); each compile trims them to
+        ``cache_limit_bytes // MEMO_SHARE``.
+
+        Example:
+            >>> from agentgrammar import Compiler, Vocabulary
+            >>> Compiler(Vocabulary(["a", "</s>"], stop_token_ids=[1])).memo_size_bytes >= 0
+            True
+        """
+        return memo_size_bytes()
+
     def clear_cache(self) -> None:
         """Forget every grammar and part kept for reuse (those still in use stay alive), and
         what the front-ends derived from tools and tags for reuse (``grammar.memo``)."""
@@ -254,6 +316,8 @@ class Compiler:
             self._recent.clear()
             self._parts.clear()
             self._lru.clear()
+            self._kept_py.clear()
+            self._kept_py_bytes = 0
         clear_memos()
 
     @pauses_gc
@@ -274,8 +338,15 @@ class Compiler:
         if found is not None:
             return found
         compiled = self._build(grammar)
+        self._trim_memos()
         self._remember(key, compiled)
         return compiled
+
+    def _trim_memos(self) -> None:
+        """Trim the Python-side caches to their share of the limit (what building a grammar
+        added to them), and note what they hold for the C caches' eviction."""
+        share = self.cache_limit_bytes // MEMO_SHARE
+        self._memo_bytes = min(trim_memos(share), share)
 
     def _build(self, grammar: Grammar) -> CompiledGrammar:
         _check_token_markers(grammar, self._vocab)
@@ -344,12 +415,21 @@ class Compiler:
         """Mark a kept entry as the most recently used, then evict past the bounds (under the lock)."""
         self._lru[entry] = None
         self._lru.move_to_end(entry)
+        if entry not in self._kept_py:
+            compiled = (self._parts if entry[0] else self._recent)[entry[1]]
+            size = self._kept_py[entry] = grammar_bytes(compiled.grammar)
+            self._kept_py_bytes += size
         self._evict()
+
+    def _drop(self, entry: Tuple[bool, bytes]) -> None:
+        """Forget a kept entry (under the lock; it is already out of ``_lru``)."""
+        del (self._parts if entry[0] else self._recent)[entry[1]]  # freed unless still used
+        self._kept_py_bytes -= self._kept_py.pop(entry, 0)
 
     def _evict(self) -> None:
         """Drop least recently used entries (the newest always stays) while a kind passes
-        its count or the compiler's bytes pass ``cache_limit_bytes``. Called under the lock."""
-        kinds = {True: self._parts, False: self._recent}
+        its count or the compiler's bytes (C caches, and the kept grammars' Python objects) pass
+        ``cache_limit_bytes`` less the memos' share. Called under the lock."""
         over = {True: len(self._parts) - PART_GRAMMARS, False: len(self._recent) - RECENT_GRAMMARS}
         if over[True] > 0 or over[False] > 0:
             stale = []
@@ -359,12 +439,13 @@ class Compiler:
                     over[entry[0]] -= 1
                     if over[True] <= 0 and over[False] <= 0:
                         break
-            for is_part, key in stale:
-                del kinds[is_part][key]
-                del self._lru[(is_part, key)]
-        while len(self._lru) > 1 and self.cache_size_bytes > self.cache_limit_bytes:
-            (is_part, key), _ = self._lru.popitem(last=False)
-            del kinds[is_part][key]  # freed now unless a grammar or matcher still uses it
+            for entry in stale:
+                del self._lru[entry]
+                self._drop(entry)
+        limit = self.cache_limit_bytes - self._memo_bytes  # the memos' share, as far as they use it
+        while len(self._lru) > 1 and self.cache_size_bytes + self._kept_py_bytes > limit:
+            entry, _ = self._lru.popitem(last=False)
+            self._drop(entry)  # freed now unless a grammar or matcher still uses it
 
     def compile_grammar(self, grammar: Union[Grammar, str], root: str = "root") -> CompiledGrammar:
         """xgrammar-compatible spelling of :meth:`compile` (EBNF text with a root rule name)."""

@@ -18,8 +18,17 @@ Example:
 """
 
 from .detect import FormatDetectError, detect
-from .format import AgentFormat, FormatParseError
+from .format import AgentFormat, FormatParseError, RenderError
 from .output import AgentOutput
 from .presets import get, names
 
-__all__ = ["AgentFormat", "AgentOutput", "FormatDetectError", "FormatParseError", "detect", "get", "names"]
+__all__ = [
+    "AgentFormat",
+    "AgentOutput",
+    "FormatDetectError",
+    "FormatParseError",
+    "RenderError",
+    "detect",
+    "get",
+    "names",
+]

@@ -21,6 +21,7 @@ from .. import structural_tag as st
 from ..errors import GrammarError, ToolError
 from ..grammar import Grammar
 from ..grammar.ir import CharClass, Choice, Embed, Literal, Repeat, Rule, Seq
+from ..grammar.memo import BoundedCache
 from ..grammar.structural_tag import compact_schema_grammar
 from ..grammar.token_markers import encode_text
 from ..registry import Tool
@@ -35,8 +36,9 @@ _ALNUM_RANGES = ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A))
 
 
 # (id of the argument grammar, member head, id length) -> (that grammar, the grammar with the
-# id member): tools with equal schemas share one argument grammar, and so one of these.
-_WITH_ID: Dict[Tuple[int, str, Optional[int]], Tuple[Grammar, Grammar]] = {}
+# id member): tools with equal schemas share one argument grammar, and so one of these. Bounded
+# in entries and, with the other memos, in bytes (``memo.trim_memos``).
+_WITH_ID: "BoundedCache[Tuple[Grammar, Grammar]]" = BoundedCache("call id grammars", limit=4096)
 
 
 def _with_id(args: Grammar, head: str, length: Optional[int]) -> Grammar:
@@ -50,15 +52,13 @@ def _with_id(args: Grammar, head: str, length: Optional[int]) -> Grammar:
             value = Embed(compact_schema_grammar({"type": "string"}, (", ", ": ")))
         member = Repeat(Seq((Literal(encode_text(head)), value)), 0, 1)
         grammar = Grammar.from_rules([Rule("root", Seq((Embed(args), member)))])
-        if len(_WITH_ID) >= 4096:
-            _WITH_ID.clear()
-        found = _WITH_ID[key] = (args, grammar)
+        found = _WITH_ID.put(key, (args, grammar))
     return found[1]
 
 
 # (name ends, id of the argument grammar, id marker, id length) -> (that grammar, what follows
 # the name: an optional id, one of the ends, the arguments).
-_AFTER_NAME: Dict[Tuple[Tuple[str, ...], int, Optional[str], Optional[int]], Tuple[Grammar, Grammar]] = {}
+_AFTER_NAME: "BoundedCache[Tuple[Grammar, Grammar]]" = BoundedCache("after-name grammars", limit=4096)
 
 
 def _id_chars(length: Optional[int]) -> Any:
@@ -80,28 +80,23 @@ def _after_name(
         if id_begin is not None:
             items = (Repeat(Seq((Literal(encode_text(id_begin)), _id_chars(id_length))), 0, 1), *items)
         grammar = Grammar.from_rules([Rule("root", Seq(items))])
-        if len(_AFTER_NAME) >= 4096:
-            _AFTER_NAME.clear()
-        found = _AFTER_NAME[key] = (args, grammar)
+        found = _AFTER_NAME.put(key, (args, grammar))
     return found[1]
 
 
 # (schema JSON, max whitespace, any_order) -> the flexible-whitespace argument grammar, with the
 # options the structural-tag builder gives a json_schema format.
-_FLEXIBLE: Dict[Tuple[str, Optional[int], bool], Grammar] = {}
+_FLEXIBLE: "BoundedCache[Grammar]" = BoundedCache("flexible argument grammars", limit=4096)
 
 
 def _flexible_grammar(schema: Any, max_whitespace: Optional[int], any_order: bool) -> Grammar:
     key = (json.dumps(schema), max_whitespace, any_order)
-    found = _FLEXIBLE.get(key)
-    if found is None:
-        found = Grammar.from_json_schema(
+    return _FLEXIBLE.get_or_make(
+        key,
+        lambda: Grammar.from_json_schema(
             schema, strict=True, any_order=any_order, max_whitespace=max_whitespace, xgrammar_types=True
-        )
-        if len(_FLEXIBLE) >= 4096:
-            _FLEXIBLE.clear()
-        _FLEXIBLE[key] = found
-    return found
+        ),
+    )
 
 
 def json_format(fmt: "AgentFormat", tool: Tool, schema: Any, any_order: bool = False) -> st.Format:
@@ -176,6 +171,7 @@ def build_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> 
             param_end=fmt.param_end,
             json_format=lambda schema: json_format(fmt, tool, schema, any_order),
             any_order=any_order,
+            markers=fmt.markers(),
         )
     else:
         content = json_format(fmt, tool, tool.parameters, any_order)

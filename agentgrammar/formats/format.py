@@ -71,22 +71,22 @@ import json
 import re
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import structural_tag as st
 from .._gc_pause import pauses_gc
-from ..errors import AgentGrammarError
+from ..errors import AgentGrammarError, ToolError
 from ..grammar import Grammar
-from ..registry import Tool, ToolCall
+from ..registry import Tool, ToolCall, check_tool_name
 from ..registry.openai import tool_to_openai
 from .arguments import order_like
 from .call_pieces import build_call_tags
 from .output import AgentOutput
 from .request import request_tag
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
-from .xml_params import fits_raw, is_raw_string
+from .xml_params import check_param_name, fits_raw, is_raw_string
 
-__all__ = ["AgentFormat", "FormatParseError", "ToolsArg"]
+__all__ = ["AgentFormat", "FormatParseError", "RenderError", "ToolsArg"]
 
 
 _LAYOUTS = ("json_object", "name_then_json", "xml")
@@ -110,6 +110,24 @@ class FormatParseError(AgentGrammarError, ValueError):
     def __init__(self, message: str, *, offset: int) -> None:
         super().__init__(f"{message} (at offset {offset})")
         self.offset = offset
+
+
+class RenderError(AgentGrammarError, ValueError):
+    """An ``AgentOutput`` that the format cannot write so that ``parse`` reads the same output
+    back (nor the grammar accept it): free text or a block's text that holds one of the
+    format's markers, a call to an invalid tool name, a parameter name or value the xml layout
+    cannot delimit, a block the format does not have. ``marker`` is the marker at fault, when
+    one is.
+
+    Example:
+        >>> err = RenderError("the text holds '<tool_call>'", marker="<tool_call>")
+        >>> isinstance(err, ValueError), err.marker
+        (True, '<tool_call>')
+    """
+
+    def __init__(self, message: str, *, marker: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.marker = marker
 
 
 def _as_tuple(value: Any) -> Tuple[str, ...]:
@@ -415,9 +433,15 @@ class AgentFormat:
     def _check_id(self, call_id: str) -> None:
         n = self.call_id_length
         if n is not None and not re.fullmatch(f"[A-Za-z0-9]{{{n}}}", call_id):
-            raise ValueError(
+            raise RenderError(
                 f"the {self.name} format's call ids are {n} ASCII letters and digits, got {call_id!r} "
                 "(make one with new_call_id)"
+            )
+        # an id written raw (after id_begin) ends at the name end: the grammar's letters and
+        # digits only, so that no id holds a marker
+        if n is None and self.id_begin is not None and not re.fullmatch("[A-Za-z0-9]+", call_id):
+            raise RenderError(
+                f"the {self.name} format writes call ids raw: ASCII letters and digits only, got {call_id!r}"
             )
 
     # ---- pieces (cached per Tool) ------------------------------------------------------------
@@ -566,7 +590,43 @@ class AgentFormat:
     def _dumps(self, value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, separators=self.separators, allow_nan=False)
 
+    def _text_markers(self) -> List[Tuple[str, str]]:
+        """The markers free text never holds, each with what ``parse`` would read it as: the
+        triggers and every call opening (what the grammar's free text excludes), the think
+        markers and the response's start."""
+        out: List[Tuple[str, str]] = [(t, "the start of tool calls") for t in self.triggers()]
+        out += [(b, "the start of a tool call") for b, _ in self._heads() if b]
+        out += [(m, "a think marker") for m in (self.think_begin, self.think_end) if m]
+        if self.response_begin:
+            out.append((self.response_begin, "the start of the response"))
+        first: Dict[str, Tuple[str, str]] = {}
+        for marker, what in out:
+            first.setdefault(marker, (marker, what))
+        return list(first.values())
+
+    def _check_span(
+        self, text: str, start: int, end: int, markers: Sequence[Tuple[str, str]], what: str
+    ) -> None:
+        """``RenderError`` when one of ``markers`` occurs in ``text`` overlapping ``[start,
+        end)``: inside the span, or across one of its edges (the span's end and the marker
+        after it spelling a marker early)."""
+        for marker, role in markers:
+            at = text.find(marker, max(0, start - len(marker) + 1), end + len(marker) - 1)
+            if at >= 0:
+                raise RenderError(
+                    f"the {what} holds {marker!r} (at offset {max(at, start) - start}), which the "
+                    f"{self.name} format reads as {role}: it cannot be written in the {what}",
+                    marker=marker,
+                )
+
     def _render_call(self, call: ToolCall, tool: Optional[Tool]) -> str:
+        try:
+            check_tool_name(call.name)
+        except ToolError:
+            raise RenderError(
+                f"cannot write a call to {call.name!r}: not a valid tool name (a letter or '_', then "
+                "up to 63 letters, digits, '_', '.' or '-')"
+            ) from None
         args: Any = call.arguments
         if tool is not None:
             args = order_like(args, tool.parameters)
@@ -584,21 +644,23 @@ class AgentFormat:
         props = tool.parameters.get("properties", {}) if tool is not None else {}
         parts = [self._call_head(call.name)]
         for key, value in args.items():
+            problem = check_param_name(key, self._param_markers())
+            if problem is not None:
+                raise RenderError(f"argument {key!r} of {call.name!r}: {problem}")
             raw = is_raw_string(props.get(key)) if tool is not None else isinstance(value, str)
             text = value if raw and isinstance(value, str) else self._dumps(value)
             if not fits_raw(text, self.param_end):
-                raise ValueError(
-                    f"argument {key!r} of {call.name!r} cannot be written before {self.param_end!r}"
+                raise RenderError(
+                    f"argument {key!r} of {call.name!r} cannot be written before {self.param_end!r}",
+                    marker=self.param_end,
                 )
             parts.append(self.param_begin + key + self.param_name_end + text + self.param_end)
         parts.append(self.call_end)
         return "".join(parts)
 
-    def _render_block(self, begin: Optional[str], body: str, end: Optional[str], what: str) -> str:
-        assert begin is not None and end is not None
-        if end in body:
-            raise ValueError(f"the {what} text contains the end marker {end!r}")
-        return begin + self.block_pad + body + self.block_pad + end
+    def _param_markers(self) -> Tuple[str, ...]:
+        """The xml layout's markers, the parameter ones first (what a parameter name never holds)."""
+        return (self.param_begin, self.param_name_end, self.param_end, *self.markers())
 
     def render(self, output: AgentOutput, *, tools: Optional[ToolsArg] = None) -> str:
         """The text of ``output`` as the model writes it (the family's chat template's form:
@@ -607,28 +669,61 @@ class AgentFormat:
         ``any_order``) and, in the xml layout, typed by the schema. A call's ``id`` is written
         by formats with an ``id_key`` or an ``id_begin``.
 
+        ``parse(render(x)) == x`` (for texts without surrounding whitespace) or a
+        ``RenderError`` (a ``ValueError``): free text (only in formats without a response
+        block) never holds a trigger, a call opening or a think marker (nor ends in a ``stop``
+        string when it ends the turn), the think and response texts never hold their end marker, tool names are valid
+        names, and xml parameter names and raw values never hold the layout's markers.
+
         Example:
             >>> print(AgentFormat(think_begin="<think>", think_end="</think>", think_suffix="\\n")
             ...       .render(AgentOutput(think="Easy.", text="Hello!")))
             <think>Easy.</think>
             Hello!
+            >>> AgentFormat().render(AgentOutput(text="Say <tool_call> to call"))
+            Traceback (most recent call last):
+            ...
+            agentgrammar.formats.format.RenderError: the free text holds '<tool_call>' (at offset 4), which the custom format reads as the start of tool calls: it cannot be written in the free text
         """
         calls = output.tool_calls
         by_name = {t.name: t for t in tool_list(tools)}
         if len(calls) > 1 and not self.parallel_calls:
-            raise ValueError(f"the {self.name} format makes at most one tool call per turn")
+            raise RenderError(f"the {self.name} format makes at most one tool call per turn")
         if self.calls_or_text and calls and output.text:
-            raise ValueError(f"the {self.name} format writes either tool calls or text in a turn, not both")
+            raise RenderError(f"the {self.name} format writes either tool calls or text in a turn, not both")
         parts: List[str] = []
+        # (what, start, end, markers): texts checked once the whole output is written, since a
+        # marker may also start in a text and end in what follows it
+        spans: List[Tuple[str, int, int, Sequence[Tuple[str, str]]]] = []
+
+        def body(what: str, text: str, markers: Sequence[Tuple[str, str]]) -> None:
+            at = sum(map(len, parts))
+            parts.append(text)
+            spans.append((what, at, at + len(text), markers))
+
+        def block(begin: Optional[str], text: str, end: Optional[str], what: str) -> None:
+            assert begin is not None and end is not None
+            parts.append(begin + self.block_pad)
+            body(f"{what} text", text, [(end, f"the {what} block's end marker")])
+            parts.append(self.block_pad + end)
+
         if output.think is not None:
             if not self.has_think:
-                raise ValueError(f"the {self.name} format has no think block")
-            parts.append(self._render_block(self.think_begin, output.think, self.think_end, "think"))
+                raise RenderError(f"the {self.name} format has no think block")
+            block(self.think_begin, output.think, self.think_end, "think")
             parts.append(self.think_suffix)
         if output.text:
+            if self.has_response:  # as in the grammar: the response block is the only text
+                raise RenderError(f"the {self.name} format has no free text: put the text in `response`")
             if self.calls_or_text and self._starts_like_call(output.text, 0):
-                raise ValueError(f"the text starts like a tool call of the {self.name} format")
-            parts.append(output.text)
+                head = output.text.lstrip(_WS)
+                opener = next(
+                    (o for o in self._openers() if o.strip(_WS) and head.startswith(o.strip(_WS))), None
+                )
+                raise RenderError(
+                    f"the free text starts like a tool call of the {self.name} format", marker=opener or "{"
+                )
+            body("free text", output.text, self._text_markers())
             if calls or output.response is not None:
                 parts.append(self.block_separator)
         if calls:
@@ -636,15 +731,22 @@ class AgentFormat:
             parts.append(self.calls_begin + rendered + self.calls_end if self._wrapped else rendered)
         if output.response is not None:
             if not self.has_response:
-                raise ValueError(f"the {self.name} format has no response block: put the text in `text`")
+                raise RenderError(f"the {self.name} format has no response block: put the text in `text`")
             if calls:
                 if not self.response_after_calls:
-                    raise ValueError(f"the {self.name} format has no response after tool calls")
+                    raise RenderError(f"the {self.name} format has no response after tool calls")
                 parts.append(self.block_separator)
-            parts.append(
-                self._render_block(self.response_begin, output.response, self.response_end, "response")
-            )
-        return "".join(parts)
+            block(self.response_begin, output.response, self.response_end, "response")
+        out = "".join(parts)
+        for what, start, end, markers in spans:
+            self._check_span(out, start, end, markers, what)
+        for stop in self.stop:  # parse drops a stop string that ends the turn
+            if stop and out.endswith(stop) and spans and spans[-1][2] == len(out):
+                raise RenderError(
+                    f"the {spans[-1][0]} ends the turn with the stop string {stop!r}, which parse drops",
+                    marker=stop,
+                )
+        return out
 
     # ---- parsing -----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 from .. import structural_tag as st
 from ..grammar import Grammar
 from ..grammar.ir import CharClass, Choice, Literal, Rule, RuleRef, Seq, TagDispatch
+from ..grammar.memo import register_lru
 from ..grammar.token_markers import encode_text, markers_in_text, plain_text
 from ..registry import Tool
 from .tools import cached_pieces
@@ -55,6 +56,11 @@ def _optional_words(words: Tuple[str, ...]) -> Grammar:
     """Nothing or one of ``words``: a grammar of its own, made once, whose token masks every
     request shares (in a request's own rules they were computed again for each request)."""
     return Grammar.from_rules([Rule("root", Choice((Seq(()), *(Literal(encode_text(w)) for w in words))))])
+
+
+# one per format: small, but counted with the other caches (their grammars' share of the bytes)
+register_lru("free-text grammars", _text_not_opening, entry_bytes=8192)
+register_lru("optional-word grammars", _optional_words, entry_bytes=2048)
 
 
 def _tag_groups(fmt: "AgentFormat", tools: List[Tool], any_order: bool) -> List[Tuple[st.Tag, ...]]:

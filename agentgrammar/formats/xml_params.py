@@ -25,18 +25,26 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import json
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+import unicodedata
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .. import structural_tag as st
 from ..errors import GrammarError, SchemaError, ToolError
 from ..grammar import Grammar, json_values
 from ..grammar.char_dfa import CharDFA
 from ..grammar.ir import CharClass, Rule, fresh_name
+from ..grammar.memo import BoundedCache
 from ..registry import Tool
 
-__all__ = ["ANY_ORDER_XML_LIMIT", "fits_raw", "is_raw_string", "params_content", "raw_string_content"]
+__all__ = [
+    "ANY_ORDER_XML_LIMIT",
+    "check_param_name",
+    "fits_raw",
+    "is_raw_string",
+    "params_content",
+    "raw_string_content",
+]
 
 #: ``any_order`` accepts every order of up to this many parameters (each order is spelled out:
 #: a structural tag has no shared rules, so k parameters take about e * k! elements); a tool
@@ -83,6 +91,39 @@ def fits_raw(value: str, end: str) -> bool:
     return not _ends_early(value, end)
 
 
+def check_param_name(name: str, markers: Sequence[str]) -> Optional[str]:
+    """Why the parameter name ``name`` cannot be written between ``markers[0]`` (the
+    parameter's begin) and ``markers[1]`` (its name end) and read back whole, or None when it
+    can. ``markers``: the begin, the name end, then the layout's other markers. A name must be
+    non-empty, without surrounding whitespace (``parse`` strips it), control characters or line
+    breaks (other readers take a name on one line), the name end's text (``>``: other readers
+    end the name at the first one) or any other marker of the layout.
+
+    Example:
+        >>> check_param_name("city", ["<parameter=", ">\\n", "\\n</parameter>\\n"]) is None
+        True
+        >>> check_param_name("a>b", ["<parameter=", ">\\n", "\\n</parameter>\\n"])
+        "the name holds '>', the end of a parameter name"
+    """
+    if not isinstance(name, str) or not name:
+        return "a parameter name must be a non-empty string"
+    if name != name.strip():
+        return "the name has surrounding whitespace, which the reader strips"
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cs")), None)
+    if bad is not None:
+        return f"the name holds the control character or line break {bad!r}"
+    name_end = markers[1].strip() if len(markers) > 1 else ""
+    if name_end and name_end in name:
+        return f"the name holds {name_end!r}, the end of a parameter name"
+    if len(markers) > 1 and not fits_raw(name, markers[1]):
+        return f"the name runs into the end of a parameter name {markers[1]!r}"
+    for marker in markers:
+        core = marker.strip()
+        if core and core in name:
+            return f"the name holds the marker {core!r}"
+    return None
+
+
 def _unsafe_suffixes(end: str) -> List[str]:
     """The proper prefixes of ``end`` that a value must not end with: with ``end`` after them,
     ``end`` occurs early (``"\\n</parameter>"`` before ``"\\n</parameter>\\n"``)."""
@@ -115,8 +156,16 @@ def _constraint_dfa(schema: Mapping[str, Any]) -> Optional[CharDFA]:
     return dfa
 
 
-@functools.lru_cache(maxsize=1024)
+# (schema JSON, end marker) -> the content of a raw string: bounded in entries and, with the
+# other memos, in bytes (``memo.trim_memos``).
+_RAW_CONTENT: "BoundedCache[Optional[st.Format]]" = BoundedCache("xml raw strings", limit=1024)
+
+
 def _raw_content(schema_json: str, end: str) -> Optional[st.Format]:
+    return _RAW_CONTENT.get_or_make((schema_json, end), lambda: _make_raw_content(schema_json, end))
+
+
+def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
     schema = json.loads(schema_json)
     if "const" in schema or "enum" in schema:
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
@@ -226,11 +275,13 @@ def params_content(
     param_end: str,
     json_format: Callable[[Any], st.Format],
     any_order: bool = False,
+    markers: Sequence[str] = (),
 ) -> st.Format:
     """The content of one call of ``tool`` in the xml layout: one tag per parameter, raw strings
     (``raw_string_content``) and JSON (``json_format(schema)``) otherwise. An optional parameter
     whose schema accepts no value is left out; a required one is a ``ToolError`` naming the tool
-    and the parameter.
+    and the parameter. So is a parameter whose name cannot be written in the layout
+    (``check_param_name``, against the parameter markers and the layout's other ``markers``).
 
     Example:
         >>> from agentgrammar import Grammar, Tool
@@ -251,7 +302,15 @@ def params_content(
     defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
     required = set(schema.get("required", ()))
     elements: List[Tuple[st.Format, bool]] = []
+    layout = (param_begin, param_name_end, param_end, *markers)
     for key, sub in props.items():
+        problem = check_param_name(key, layout)
+        if problem is not None:
+            raise ToolError(
+                f"tool {tool.name!r}: parameter {key!r} cannot be named in this layout: {problem}",
+                tool=tool.name,
+                field=key,
+            )
         is_required = key in required
         try:
             if is_raw_string(sub):

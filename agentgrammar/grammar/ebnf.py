@@ -56,7 +56,15 @@ from .ir import (
     TagDispatch,
 )
 
-__all__ = ["MAX_NESTING", "MAX_REPEAT", "XGRAMMAR_MACROS", "parse_ebnf"]
+__all__ = [
+    "MAX_NESTING",
+    "MAX_REPEAT",
+    "SURROGATES",
+    "XGRAMMAR_MACROS",
+    "is_surrogate",
+    "parse_ebnf",
+    "surrogate_message",
+]
 
 #: Names that xgrammar parses as macro calls, not as rule references.
 XGRAMMAR_MACROS = frozenset(
@@ -98,6 +106,34 @@ _CLASS_ESCAPES: Dict[str, int] = dict(_ESCAPES, **{c: ord(c) for c in "^$.*+?(){
 _CLASS_SHORTHANDS = frozenset("dDsSwW")
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _EXCERPT_WIDTH = 100  # longer lines are shown as a window around the error
+_SURROGATE_CHARS = re.compile("[\ud800-\udfff]")
+#: The UTF-16 surrogate code points: no UTF-8 text holds one (encoded, they are the invalid bytes
+#: ED A0 80 .. ED BF BF), so a grammar never writes one as a literal.
+SURROGATES = (0xD800, 0xDFFF)
+
+
+def is_surrogate(cp: int) -> bool:
+    """Whether code point ``cp`` is a UTF-16 surrogate (U+D800..U+DFFF), never valid UTF-8 text.
+
+    Example:
+        >>> is_surrogate(0xD800), is_surrogate(0xE000)
+        (True, False)
+    """
+    return SURROGATES[0] <= cp <= SURROGATES[1]
+
+
+def surrogate_message(cp: int, where: str) -> str:
+    """The message of a lone surrogate refused in a grammar literal (EBNF and regex).
+
+    Example:
+        >>> surrogate_message(0xD800, "a string")
+        'a lone surrogate U+D800 in a string: not a character of UTF-8 text (it would be the invalid bytes ED A0 80); write the character itself (\\\\U0001F600, not the pair \\\\uD83D\\\\uDE00)'
+    """
+    raw = " ".join(f"{b:02X}" for b in chr(cp).encode("utf-8", "surrogatepass"))
+    return (
+        f"a lone surrogate U+{cp:04X} in {where}: not a character of UTF-8 text (it would be the "
+        f"invalid bytes {raw}); write the character itself (\\U0001F600, not the pair \\uD83D\\uDE00)"
+    )
 
 
 # --------------------------------------------------------------------------- error formatting
@@ -123,7 +159,9 @@ def error_at(text: str, offset: int, message: str, starts: Optional[List[int]] =
     idx = bisect.bisect_right(starts, offset) - 1
     start = starts[idx]
     end = starts[idx + 1] if idx + 1 < len(starts) else len(text)
-    line_text = text[start:end].rstrip("\r\n")
+    # a lone surrogate cannot be printed (or encoded): one replacement character each, so that
+    # the caret still lines up
+    line_text = _SURROGATE_CHARS.sub("\ufffd", text[start:end].rstrip("\r\n"))
     column = offset - start + 1
     before = line_text[: column - 1]
     after = line_text[column - 1 :]
@@ -299,11 +337,15 @@ class _Lexer:
             if c == '"':
                 self.pos += 1
                 return _Token(_STRING, start, self.pos, bytes(out))
+            at = self.pos
             if c == "\\":
-                out += _encode(self.escape(_ESCAPES))
+                cp = self.escape(_ESCAPES)
             else:
-                out += _encode(ord(c))
+                cp = ord(c)
                 self.pos += 1
+            if is_surrogate(cp):
+                self.fail(at, surrogate_message(cp, "a string"))
+            out += _encode(cp)
 
     def char_class(self) -> _Token:
         text, start = self.text, self.pos
@@ -341,20 +383,23 @@ class _Lexer:
         ranges: List[Tuple[int, int]] = []
         i = 0
         while i < len(items):
+            at = items[i][1]
             lo = items[i][0]
             lo = 0x2D if lo is None else lo
             if i + 2 < len(items) and items[i + 1][0] is None:
                 hi = items[i + 2][0]
                 hi = 0x2D if hi is None else hi
                 if lo > hi:
-                    self.fail(
-                        items[i][1], f"invalid range in character class: {chr(lo)!r} is after {chr(hi)!r}"
-                    )
-                ranges.append((lo, hi))
+                    self.fail(at, f"invalid range in character class: {chr(lo)!r} is after {chr(hi)!r}")
                 i += 3
             else:
-                ranges.append((lo, lo))
+                hi = lo
                 i += 1
+            # a character (or range) of surrogates alone matches only invalid UTF-8; a range
+            # across them (\x00-\uffff) or a negated class (which only excludes) is fine
+            if not negated and is_surrogate(lo) and is_surrogate(hi):
+                self.fail(at, surrogate_message(lo, "a character class"))
+            ranges.append((lo, hi))
         return _Token(_CLASS, start, self.pos, CharClass(tuple(ranges), negated))
 
     def raw_bytes(self) -> _Token:

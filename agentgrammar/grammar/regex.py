@@ -30,7 +30,7 @@ import unicodedata
 from typing import List, NoReturn, Optional, Tuple, Union
 
 from ..errors import GrammarError
-from .ebnf import MAX_NESTING, MAX_REPEAT, error_at
+from .ebnf import MAX_NESTING, MAX_REPEAT, error_at, is_surrogate, surrogate_message
 from .ir import EMPTY, MAX_CODE_POINT, CharClass, Choice, Expr, Literal, Repeat, Rule, Seq
 from .utf8 import complement_ranges, normalize_ranges
 
@@ -232,7 +232,14 @@ class _RegexParser:
         if c == "{" and self.braces(start) is not None:
             self.fail(start, "nothing to repeat before '{'")
         self.i += 1
-        return _Lit(ord(c))
+        return self.literal(ord(c), start)
+
+    def literal(self, cp: int, at: int) -> _Lit:
+        """The literal character ``cp`` (at ``at``); a lone surrogate is refused: the grammar
+        would make the model write invalid UTF-8."""
+        if is_surrogate(cp):
+            self.fail(at, surrogate_message(cp, "a regex"))
+        return _Lit(cp)
 
     def group(self) -> Optional[_Node]:
         p, start = self.p, self.i
@@ -374,7 +381,7 @@ class _RegexParser:
             self.fail(start, "anchor '\\G' is not supported")
         found = self.escape_common(in_class=False)
         if isinstance(found, int):
-            return _Lit(found)
+            return self.literal(found, start)
         return _Class(CharClass(tuple(normalize_ranges(found))))
 
     # -- classes
@@ -408,11 +415,17 @@ class _RegexParser:
                         hi_start,
                         f"bad character range '{p[item_start : self.i]}': the start is after the end",
                     )
-                ranges.append((lo, hi))
+                item = (lo, hi)
             elif isinstance(lo, list):
                 ranges.extend(lo)
+                continue
             else:
-                ranges.append((lo, lo))
+                item = (lo, lo)
+            # surrogates alone match only invalid UTF-8; a range across them ([\x00-\uffff]) or
+            # a negated class (which only excludes them) is fine
+            if not negated and is_surrogate(item[0]) and is_surrogate(item[1]):
+                self.fail(item_start, surrogate_message(item[0], "a regex character class"))
+            ranges.append(item)
         return CharClass(tuple(normalize_ranges(ranges)), negated)
 
     def class_item(self) -> Union[int, Ranges]:

@@ -1,0 +1,119 @@
+"""``cache_limit_bytes`` bounds the Python-side caches too (issue 38): the memos of IR pieces,
+per-tool pieces, converted schemas and the converters' caches were bounded by count only, so a
+compiler limited to a few MiB let them grow with every new schema. They now report an estimate
+of their bytes (``grammar.memo``) and each compile trims them to ``cache_limit_bytes //
+MEMO_SHARE``; grammars are counted once, however many caches reach them."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from typing import Any, Dict
+
+from agentgrammar import Compiler, Grammar, Tool, Vocabulary
+from agentgrammar.engine.compiler import MEMO_SHARE
+from agentgrammar.formats import get
+from agentgrammar.grammar import memo
+
+
+def _vocab() -> Vocabulary:
+    words = ['{"', '":', '": "', '", "', '"}', "name", "arguments", "<tool_call>", "</tool_call>"]
+    tokens = [bytes([b]) for b in range(256)] + [w.encode() for w in words] + [b"</s>"]
+    return Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+
+
+def _tool(i: int) -> Tool:
+    props: Dict[str, Any] = {
+        f"q{i}": {"type": "string", "maxLength": 4 + i % 29},
+        "n": {"type": "integer", "minimum": -(i % 97), "maximum": 100 + i},
+        "mode": {"enum": [f"m{i}", "auto"]},
+    }
+    return Tool(f"tool_{i}", "", {"type": "object", "properties": props, "required": [f"q{i}"]})
+
+
+def _python_growth_after(n: int, limit: int) -> int:
+    """The Python memory still allocated (tracemalloc) after compiling requests for ``n`` new
+    tools on one compiler limited to ``limit`` bytes, nothing else held."""
+    memo.clear_memos()
+    fmt = get("hermes")
+    compiler = Compiler(_vocab(), cache_limit_bytes=limit)
+    compiler.compile(fmt.grammar([_tool(-1)]))  # the format's own constants, first
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(n):
+            compiler.compile(fmt.grammar([_tool(i)]))
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        memo.clear_memos()
+
+
+def test_python_caches_stay_within_the_compilers_limit() -> None:
+    limit = 4 << 20
+    few = _python_growth_after(80, limit)
+    many = _python_growth_after(280, limit)
+    # Bounded by count only, 200 more schemas kept 2.8 MB more (about 14 KB each, 1.8 MB after
+    # 100 and 6 MB after 400); bounded in bytes, the caches stop growing at their share.
+    assert many - few < 1536 << 10, (few, many)
+    assert many < limit, many
+
+
+def test_each_compile_trims_the_memos_to_their_share() -> None:
+    memo.clear_memos()
+    limit = 2 << 20
+    fmt = get("qwen3")
+    compiler = Compiler(_vocab(), cache_limit_bytes=limit)
+    for i in range(150):
+        compiler.compile(fmt.grammar([_tool(i), _tool(i + 1000)]))
+        assert memo.memo_size_bytes() <= limit // MEMO_SHARE + (256 << 10)
+    assert compiler.memo_size_bytes == memo.memo_size_bytes() > 0
+    assert memo.memo_entries()["tool pieces"] < 150  # the oldest tools' pieces were dropped
+    memo.clear_memos()
+
+
+def test_a_grammar_that_many_entries_reach_counts_once() -> None:
+    memo.clear_memos()
+    g = Grammar.from_regex("[a-z]+x")  # no parts: the ledger holds it alone
+    g.to_bytes()
+    first: memo.IdentityMemo[Any] = memo.IdentityMemo("test first", limit=8)
+    second: memo.IdentityMemo[Any] = memo.IdentityMemo("test second", limit=8)
+    keys = [object(), object()]
+    first.put(keys[0], {"grammar": g})
+    second.put(keys[1], ("x", g))
+    sizes = memo.memo_bytes()
+    assert sizes["grammars"] == memo.grammar_bytes(g)
+    assert 0 < sizes["test first"] < memo.grammar_bytes(g)  # the grammar is not in the entry's bytes
+    first.discard(keys[0])
+    assert memo.memo_bytes()["grammars"] == memo.grammar_bytes(g)  # still reached by `second`
+    second.discard(keys[1])
+    assert memo.memo_bytes()["grammars"] == 0
+    memo.clear_memos()
+
+
+def test_trim_drops_the_oldest_entries_first() -> None:
+    memo.clear_memos()
+    cache: memo.IdentityMemo[Any] = memo.IdentityMemo("test trim", limit=1000)
+    keys = [object() for _ in range(100)]
+    for k in keys:
+        cache.put(k, "x" * 10_000)
+    total = memo.memo_size_bytes()
+    assert total >= 100 * 10_000
+    memo.trim_memos(total // 2)
+    assert memo.memo_size_bytes() <= total // 2
+    assert cache.get(keys[-1]) is not None and cache.get(keys[0]) is None
+    memo.clear_memos()
+    assert len(cache) == 0 and memo.memo_size_bytes() == 0
+
+
+def test_bounded_cache_is_least_recently_used_first_out() -> None:
+    cache: memo.BoundedCache[int] = memo.BoundedCache("test lru", limit=100)
+    for i in range(10):
+        cache.put(i, i)
+    assert cache.get(0) == 0  # now the most recent
+    cache.shrink(0.5)
+    assert cache.get(0) == 0 and cache.get(1) is None and cache.get(9) == 9
+    memo.clear_memos()
+    assert len(cache) == 0
