@@ -22,6 +22,7 @@ from .engine import (
     batch_fill_next_token_bitmask,
 )
 from .errors import (
+    AgentError,
     AgentGrammarError,
     BitmaskError,
     GrammarError,
@@ -33,7 +34,7 @@ from .errors import (
     ToolError,
     VocabularyError,
 )
-from .formats import AgentFormat, AgentOutput
+from .formats import AgentFormat, AgentOutput, FormatDetectError, FormatParseError, RenderError
 from .grammar import Grammar
 from .registry import Tool, ToolCall, ToolRegistry
 
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Agent",
+    "AgentError",
     "AgentFormat",
     "AgentGrammarError",
     "AgentOutput",
@@ -49,12 +51,15 @@ __all__ = [
     "BitmaskError",
     "CompiledGrammar",
     "Compiler",
+    "FormatDetectError",
+    "FormatParseError",
     "Grammar",
     "GrammarError",
     "MaskCacheStats",
     "MaskTimeoutError",
     "Matcher",
     "MatcherError",
+    "RenderError",
     "SchemaError",
     "StructuralTagError",
     "TokenIdError",

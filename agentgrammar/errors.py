@@ -39,8 +39,9 @@ class MatcherError(AgentGrammarError):
 
 
 class MaskTimeoutError(MatcherError):
-    """A token mask ran past the matcher's time budget (``Matcher(mask_time_budget_s=...)``);
-    the matcher is unchanged, so the caller may retry with a larger budget or drop the row.
+    """A token mask or an accept ran past the matcher's time budget
+    (``Matcher(mask_time_budget_s=..., accept_time_budget_s=...)``); the matcher is unchanged,
+    so the caller may retry with a larger budget or drop the row.
 
     Example:
         >>> issubclass(MaskTimeoutError, MatcherError)
