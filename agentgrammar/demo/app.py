@@ -20,7 +20,8 @@ import sys
 import time
 from typing import Any, Dict, List, Tuple
 
-from ..cli import CliError, load_registry
+from ..errors import AgentError
+from ..registry import ToolRegistry
 from .corpus import demo_prompts
 from .runner import DemoSummary, run_demo
 
@@ -59,10 +60,10 @@ def load_model(args: argparse.Namespace, console: Any, quiet: bool) -> Tuple[Any
         try:
             model, tokenizer = load_local_model(args.model)
         except Exception as e:
-            raise CliError(f"cannot load the model at {args.model!r}: {type(e).__name__}: {e}") from e
+            raise AgentError(f"cannot load the model at {args.model!r}: {type(e).__name__}: {e}") from e
         return model, tokenizer, str(args.model), {}
     if args.tools:
-        raise CliError("the embedded model knows only the demo tools: give --model PATH to use --tools")
+        raise AgentError("the embedded model knows only the demo tools: give --model PATH to use --tools")
     config = TrainConfig() if args.train_steps is None else TrainConfig(steps=args.train_steps)
     if quiet:
         model, tokenizer, info = load_demo_model(args.format, config)
@@ -76,8 +77,20 @@ def load_model(args: argparse.Namespace, console: Any, quiet: bool) -> Tuple[Any
     return model, tokenizer, name, {**info, "steps": config.steps}
 
 
-def run_demo_command(args: argparse.Namespace) -> int:
-    """The ``agentgrammar demo`` command (see ``agentgrammar.cli``)."""
+def _intro(model: str, fmt: str, runs: int) -> str:
+    """What the demo is about to show, and what it calls valid."""
+    return (
+        f"[bold]The same model ({model}), {runs} prompt{'s' if runs != 1 else ''}, twice: with the "
+        f"grammar of the {fmt!r} format and without it.[/]\n"
+        "A run is [green]valid[/] when every turn follows the format (it parses), every tool call "
+        "names a tool with arguments that validate against its schema and runs, and the run ends "
+        "with an answer. Valid means well-formed and executable, not correct: a tiny model may "
+        "still ask for the wrong city."
+    )
+
+
+def run_demo_command(args: argparse.Namespace, registry: ToolRegistry) -> int:
+    """The ``agentgrammar demo`` command (see ``agentgrammar.cli``), with the tools to offer."""
     import torch
     from rich.console import Console
 
@@ -86,15 +99,14 @@ def run_demo_command(args: argparse.Namespace) -> int:
     from .view import LiveView, summary_table
 
     if args.runs < 1:
-        raise CliError("--runs must be at least 1")
+        raise AgentError("--runs must be at least 1")
     try:
         fmt = get(args.format)
     except ValueError as e:
-        raise CliError(str(e)) from None
+        raise AgentError(str(e)) from None
     start = time.perf_counter()
     console = Console()
     quiet = bool(args.json) or not sys.stderr.isatty()
-    registry = load_registry(args.tools)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny model: one thread is as fast, and fair to a busy machine
     try:
@@ -110,6 +122,7 @@ def run_demo_command(args: argparse.Namespace) -> int:
         )
         view = None if args.json else LiveView(console)
         if view is not None:
+            console.print(_intro(name, fmt.name, args.runs))
             console.print(view.legend())
         run_demo(
             agent,
