@@ -1,6 +1,7 @@
 """Helpers over the offline model kit (``../shared/data/models/`` next to the repository; its
 README.md and each folder's SOURCE.md describe the files): the real tokenizers and chat
-templates of Qwen3 / Qwen2.5 / Qwen3-Coder, gpt-oss and Llama-3.1 / 3.2, for end-to-end tests.
+templates of Qwen3 / Qwen2.5 / Qwen3-Coder, gpt-oss, Llama-3.1 / 3.2 and DeepSeek-V3.1, for
+end-to-end tests.
 
 Nothing of the kit is copied into the repository: everything here reads it from there, and a
 test that needs it is skipped, naming the path, when it is absent (``AGENTGRAMMAR_MODEL_KIT``
@@ -9,7 +10,7 @@ points elsewhere).
 What is here:
 
 * ``kit_dir()``, ``kit_tokenizer(folder)``, ``kit_template(folder, variant)``: the files.
-* ``KIT_CASES`` (``KitCase``): the template cases with a tokenizer that issue 36 covers, with the
+* ``KIT_CASES`` (``KitCase``): the template cases with a tokenizer (issue 36's and DeepSeek-V3.1), with the
   preset expected to serve each one and what each template needs of the messages.
 * ``CANONICAL_MESSAGES`` / ``CANONICAL_TOOLS``: the SOURCE.md files' tool-calling conversation
   (system, user "What is the weather in Oslo?", the get_weather call, its result).
@@ -196,6 +197,12 @@ class KitCase:
     ``reasoning_key``: the message key the template reads the reasoning from (``None``: the
     template drops or never writes reasoning in this turn). ``other_forms``: the canonical
     call as the family's models also write it when the template renders another form.
+    ``json_arguments``: the template concatenates ``arguments``, so ``render`` gives them as
+    JSON text (as the agent does for such a template). ``tools_in_system``: the template leaves
+    the tools out, so ``render`` puts the preset's tools block (``render_tools``) in the system
+    message, as the agent does. ``history_drops``: the end of the generation prompt that the
+    template leaves out when it renders the same turn as history (DeepSeek-V3.1 with thinking:
+    the ``<think>`` it opened); the turn then starts where the two renders part.
     """
 
     id: str
@@ -213,6 +220,9 @@ class KitCase:
     reasoning_key: Optional[str] = None
     think_in_prompt: bool = False
     other_forms: Tuple[str, ...] = ()
+    json_arguments: bool = False
+    tools_in_system: bool = False
+    history_drops: str = ""
 
     def __str__(self) -> str:
         return self.id
@@ -355,9 +365,49 @@ KIT_CASES: Tuple[KitCase, ...] = (
         end_marker="<|eot_id|>",
         answer_end="<|eot_id|>",
     ),
+    # DeepSeek-V3.1 (thinking off, the template's default): the prompt ends "<｜Assistant｜></think>",
+    # the model writes the calls and <｜end▁of▁sentence｜>. The template concatenates `arguments`
+    # (JSON text only) and writes no tools: the model card's tool description goes after the
+    # system prompt. After a tool result the generation prompt adds nothing.
+    KitCase(
+        id="deepseek-v3.1",
+        folder="deepseek",
+        variant=None,
+        template_kwargs={},
+        preset="deepseek_v3_1",
+        reasoning="disabled",
+        prompt_suffix="",
+        end_marker="<｜end▁of▁sentence｜>",
+        answer_end="<｜end▁of▁sentence｜>",
+        needs_content=True,
+        string_arguments=True,
+        json_arguments=True,
+        tools_in_system=True,
+    ),
+    # thinking=True: the prompt ends "<｜Assistant｜><think>"; the model writes its reasoning,
+    # "</think>" and the calls. The template renders that turn as history with "</think>" alone
+    # (no "<think>", no reasoning), and the answer after a tool result with no think block, so
+    # the grammar's reasoning is "auto" (the agent makes it "enabled" where the prompt opened it).
+    KitCase(
+        id="deepseek-v3.1-thinking",
+        folder="deepseek",
+        variant=None,
+        template_kwargs={"thinking": True},
+        preset="deepseek_v3_1",
+        reasoning="auto",
+        think_in_prompt=True,
+        prompt_suffix="",
+        end_marker="<｜end▁of▁sentence｜>",
+        answer_end="<｜end▁of▁sentence｜>",
+        needs_content=True,
+        string_arguments=True,
+        json_arguments=True,
+        tools_in_system=True,
+        history_drops="<think>",
+    ),
 )
-"""The template cases with a tokenizer that issue 36 covers (DeepSeek and templates-only are
-part 2). Parametrize with ``ids=str``."""
+"""The template cases with a tokenizer: issue 36's (Qwen, gpt-oss, Llama) and DeepSeek-V3.1.
+Parametrize with ``ids=str``."""
 
 
 def kit_case(case_id: str) -> KitCase:
@@ -388,14 +438,37 @@ def render(
     """
     tok = kit_tokenizer(case.folder)
     kwargs = {**case.template_kwargs, **template_kwargs}
+    msgs = [_shaped(case, m) for m in messages]
+    if case.tools_in_system and tools:
+        from agentgrammar.formats import get
+        from agentgrammar.registry.openai import tool_from_openai
+
+        # where the agent puts the tools for a template that leaves them out
+        block = get(case.preset).render_tools([tool_from_openai(t) for t in tools])
+        if msgs and msgs[0].get("role") == "system":
+            msgs[0]["content"] = f"{msgs[0].get('content') or ''}\n\n{block}".lstrip()
+        else:
+            msgs.insert(0, {"role": "system", "content": block})
     return tok.apply_chat_template(
-        [dict(m) for m in messages],
+        msgs,
         tools=list(tools) if tools is not None else None,
         add_generation_prompt=add_generation_prompt,
         tokenize=False,
         chat_template=kit_template(case.folder, case.variant),
         **kwargs,
     )
+
+
+def _shaped(case: KitCase, message: Mapping[str, Any]) -> Dict[str, Any]:
+    """A copy of ``message`` with its tool-call arguments as JSON text where the case's
+    template concatenates them."""
+    out = copy.deepcopy(dict(message))
+    if case.json_arguments:
+        for call in out.get("tool_calls") or ():
+            fn = call.get("function", call)
+            if not isinstance(fn.get("arguments"), str):
+                fn["arguments"] = json.dumps(fn.get("arguments", {}), ensure_ascii=False)
+    return out
 
 
 def token_ids(case: KitCase, text: str) -> List[int]:
@@ -430,6 +503,17 @@ def assistant_turn(
     """
     prompt = render(case, history, tools, add_generation_prompt=True)
     full = render(case, [*history, message], tools, add_generation_prompt=False)
+    drop = case.history_drops
+    if drop and prompt.endswith(drop) and not full.startswith(prompt):
+        # the template renders the turn without what the prompt opened: the model's turn
+        # follows the prompt, from where the renders part
+        base = prompt[: -len(drop)]
+        if full.startswith(base):
+            turn = full[len(base) :]
+            cut = turn.find(end)
+            if cut < 0:
+                raise AssertionError(f"{case.id}: the rendered turn {turn!r} has no end marker {end!r}")
+            return prompt, turn[: cut + len(end)]
     if not full.startswith(prompt):
         at = next((i for i, (a, b) in enumerate(zip(prompt, full)) if a != b), min(len(prompt), len(full)))
         raise AssertionError(
@@ -468,7 +552,10 @@ def canonical_turn(case: KitCase, reasoning: Optional[str] = None) -> Tuple[str,
       ``tojson`` spacing). gpt-oss models also write the channel-header form of OpenAI's harmony
       documentation, ``<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Oslo"}<|call|>``
       (``case.other_forms``); a grammar for gpt-oss should accept both;
-    * llama3.2, llama3.1: ``{"name": "get_weather", "parameters": {"city": "Oslo"}}<|eot_id|>``.
+    * llama3.2, llama3.1: ``{"name": "get_weather", "parameters": {"city": "Oslo"}}<|eot_id|>``;
+    * deepseek-v3.1: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Oslo"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>``;
+      deepseek-v3.1-thinking: ``</think>`` then the same (the prompt opened ``<think>``; the
+      template renders this turn as history without it, ``case.history_drops``).
 
     Every one of these is also the model's own text: the template renders this turn, as the
     last message, exactly as a model continues the prompt (tests/test_kit.py checks that the

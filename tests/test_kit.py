@@ -35,6 +35,10 @@ from tests.kit import (
 _HERMES_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call><|im_end|>'
 _LLAMA_CALL = '{"name": "get_weather", "parameters": {"city": "Oslo"}}<|eot_id|>'
 _HARMONY_CALL = ' to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}<|call|>'
+_DEEPSEEK_CALL = (
+    "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>"
+    '{"city": "Oslo"}<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>'
+)
 EXPECTED_TURNS = {
     "qwen3": "<think>\n\n</think>\n\n" + _HERMES_CALL,
     "qwen3-no-thinking": _HERMES_CALL,
@@ -45,6 +49,8 @@ EXPECTED_TURNS = {
     "gpt-oss-high": _HARMONY_CALL,
     "llama3.2": _LLAMA_CALL,
     "llama3.1": _LLAMA_CALL,
+    "deepseek-v3.1": _DEEPSEEK_CALL,
+    "deepseek-v3.1-thinking": "</think>" + _DEEPSEEK_CALL,
 }
 
 
@@ -136,6 +142,15 @@ def test_message_shape_needs_are_as_documented(case: KitCase) -> None:
     except Exception:  # Qwen3-Coder's template raises on a string
         same = False
     assert same == case.string_arguments
+    if case.json_arguments:  # render gives JSON text; the template itself fails on a dict
+        tok = kit_tokenizer(case.folder)
+        with pytest.raises(TypeError, match="concatenate"):
+            tok.apply_chat_template(
+                copy.deepcopy(messages),
+                tokenize=False,
+                chat_template=kit_template(case.folder, case.variant),
+                **case.template_kwargs,
+            )
 
     with_ids = copy.deepcopy(messages)
     with_ids[2]["tool_calls"][0]["id"] = "call_0"
@@ -152,7 +167,8 @@ def test_canonical_turn(case: KitCase) -> None:
     assert turn.endswith(case.end_marker) and turn.count(case.end_marker) == 1
     # what the template renders for the call as the conversation's last message
     full = render(case, CANONICAL_MESSAGES[:3], CANONICAL_TOOLS, add_generation_prompt=False)
-    assert full.startswith(prompt + turn)
+    assert full.startswith(prompt[: len(prompt) - len(case.history_drops)] + turn)
+    assert prompt.endswith(case.history_drops)
     # the end marker is one token (the model's own), and the ids give the text back
     tok = kit_tokenizer(case.folder)
     ids = token_ids(case, turn)

@@ -107,8 +107,14 @@ class _Probe:
         begin = fmt.think_begin
         at = self.prompt.find(begin, self.suffix_at) if begin else -1
         if begin and at >= 0 and begin not in turn:
-            # shared with the rendered turn up to ``common``, or written by the prompt alone
-            turn = (self.prompt[at : self.common] if at < self.common else self.prompt[at:]) + turn
+            if at < self.common < at + len(begin):
+                # the renders part inside the prompt's marker: the template renders the turn
+                # without what the prompt opened (DeepSeek-V3.1's "<think>" becomes "</think>"),
+                # so the model writes the rendered turn after the whole marker
+                turn = self.prompt[at:] + self.prompt[at : self.common] + turn
+            else:
+                # shared with the rendered turn up to ``common``, or written by the prompt alone
+                turn = (self.prompt[at : self.common] if at < self.common else self.prompt[at:]) + turn
         ends = tuple(dict.fromkeys((*fmt.stop, *_ENDS)))
         changed = True
         while changed:
@@ -174,7 +180,8 @@ def _fit(fmt: AgentFormat, probe: _Probe, template: str) -> Optional[_Fit]:
 
 def _closest(turn: str) -> List[str]:
     """Presets by how many of their markers the turn holds."""
-    counts = [(sum(m in turn for m in get(n).markers()), n) for n in names()]
+    # whitespace-only markers (GLM's name end "\n") say nothing about a layout
+    counts = [(sum(m.strip() in turn for m in get(n).markers() if m.strip()), n) for n in names()]
     return [n for c, n in sorted(counts, key=lambda x: -x[0]) if c > 0][:3]
 
 

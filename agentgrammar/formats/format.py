@@ -597,6 +597,10 @@ class AgentFormat:
         out: List[Tuple[str, str]] = [(t, "the start of tool calls") for t in self.triggers()]
         out += [(b, "the start of a tool call") for b, _ in self._heads() if b]
         out += [(m, "a think marker") for m in (self.think_begin, self.think_end) if m]
+        # parse reads a think marker with other whitespace around it: its core is one too
+        out += [
+            (m.strip(_WS), "a think marker") for m in (self.think_begin, self.think_end) if m and m.strip(_WS)
+        ]
         if self.response_begin:
             out.append((self.response_begin, "the start of the response"))
         first: Dict[str, Tuple[str, str]] = {}

@@ -268,8 +268,9 @@ def parse_output(fmt: "AgentFormat", text: str, tools: Optional[ToolsArg]) -> Ag
     pos, think = 0, None
     if fmt.think_begin is not None and fmt.think_end is not None:
         start = _skip_ws(text, 0)
-        if text.startswith(fmt.think_begin, start):
-            body = start + len(fmt.think_begin)
+        # other whitespace around the marker too (GLM's think_begin is "\n<think>")
+        body = _match(text, 0, fmt.think_begin)
+        if body is not None:
             end = text.find(fmt.think_end, body)
             if end < 0:
                 raise _error("the think block is not closed", start)

@@ -9,6 +9,9 @@ and parser also accept the other forms the family's models and servers write.
 ``"llama3"``              Llama-3.1/3.2: one bare ``{"name": ..., "parameters": ...}`` (``<|python_tag|>``
                           optional before it), or text
 ``"deepseek_r1"``         ``<think>`` then ``<｜tool▁calls▁begin｜>`` ... calls with fenced JSON
+``"deepseek_v3_1"``       DeepSeek-V3.1: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}``
+                          ``<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>``, ``<think>`` with ``thinking``
+``"glm4"``                GLM-4.6: ``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>``
 ``"mistral"``             Mistral-Nemo (v3-tekken): ``[TOOL_CALLS][{"name": ..., "arguments": ..., "id": ...}]``
 ``"mistral_v7"``          Mistral-Small-3.1 (v7): the same after ``[TOOL_CALLS] `` (a space)
 ``"mistral_small_3_2"``   Mistral-Small-3.2: ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` per call
@@ -105,6 +108,58 @@ def deepseek_tools(tools: Sequence[Tool]) -> str:
         "(calls separated by a newline), then <｜tool▁calls▁end｜>."
     )
     return "\n".join(parts)
+
+
+def deepseek_v3_1_tools(tools: Sequence[Tool]) -> str:
+    """DeepSeek-V3.1's tool description, as its model card lays it out (the chat template writes
+    none: the caller puts this after the system prompt, which is what ``Agent`` does with a
+    template that leaves the tools out). Tools are joined by a blank line.
+
+    Example:
+        >>> from agentgrammar import Tool
+        >>> print(deepseek_v3_1_tools([Tool("now", "The time.", {"type": "object", "properties": {}})]).split("IMPORTANT")[0])
+        ## Tools
+        You have access to the following tools:
+        <BLANKLINE>
+        ### now
+        Description: The time.
+        <BLANKLINE>
+        Parameters: {"type": "object", "properties": {}}
+        <BLANKLINE>
+        <BLANKLINE>
+    """
+    blocks = "\n\n".join(
+        f"### {t.name}\nDescription: {t.description}\n\nParameters: {json.dumps(t.parameters, ensure_ascii=False)}"
+        for t in tools
+    )
+    return (
+        f"## Tools\nYou have access to the following tools:\n\n{blocks}\n\n"
+        "IMPORTANT: ALWAYS adhere to this exact format for tool use:\n"
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_call_name<｜tool▁sep｜>tool_call_arguments"
+        "<｜tool▁call▁end｜>{additional_tool_calls}<｜tool▁calls▁end｜>\n\n"
+        "Where:\n"
+        "- `tool_call_name` must be an exact match to one of the available tools\n"
+        "- `tool_call_arguments` must be valid JSON that strictly follows the tool's Parameters Schema\n"
+        "- For multiple tool calls, chain them directly without separators or spaces"
+    )
+
+
+def glm4_tools(tools: Sequence[Tool]) -> str:
+    """The GLM-4.6 tools section, as its chat template writes it in the system message.
+
+    Example:
+        >>> print(glm4_tools([]).splitlines()[-1])
+        </tool_call>
+    """
+    lines = "".join(_openai_json(t) + "\n" for t in tools)
+    return (
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n"
+        f"<tools>\n{lines}</tools>\n\n"
+        "For each function call, output the function name and arguments within the following XML format:\n"
+        "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n"
+        "<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n</tool_call>"
+    )
 
 
 def mistral_tools(tools: Sequence[Tool]) -> str:
@@ -346,6 +401,48 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
         block_separator="",
         stop=("<｜end▁of▁sentence｜>",),
         tools_prompt=deepseek_tools,
+    ),
+    # DeepSeek-V3.1 (its official template): after "<｜Assistant｜></think>" (thinking off) the
+    # calls, chained with no separator, then <｜end▁of▁sentence｜>; text before them is the
+    # message's content, glued on. With thinking on, the generation prompt opens "<think>": the
+    # model writes its reasoning, "</think>", then the same calls (the template keeps no
+    # reasoning in history).
+    "deepseek_v3_1": lambda: AgentFormat(
+        name="deepseek_v3_1",
+        think_begin="<think>",
+        think_end="</think>",
+        call_layout="name_then_json",
+        calls_begin="<｜tool▁calls▁begin｜>",
+        calls_end="<｜tool▁calls▁end｜>",
+        call_begin="<｜tool▁call▁begin｜>",
+        name_end="<｜tool▁sep｜>",
+        call_end="<｜tool▁call▁end｜>",
+        call_separator="",
+        block_separator="",
+        stop=("<｜end▁of▁sentence｜>",),
+        tools_prompt=deepseek_v3_1_tools,
+    ),
+    # GLM-4.6 (its template's form): after "<|assistant|>" the model writes
+    # "\n<think>...</think>" (the prompt holds an empty one with enable_thinking=False), then
+    # "\n" and text and/or calls, each "\n<tool_call>NAME\n" with one "<arg_key>K</arg_key>\n
+    # <arg_value>V</arg_value>\n" per argument: strings raw, other values JSON (tojson). The
+    # turn ends where the next role marker starts.
+    "glm4": lambda: AgentFormat(
+        name="glm4",
+        think_begin="\n<think>",
+        think_end="</think>",
+        think_suffix="\n",
+        call_layout="xml",
+        call_begin="<tool_call>",
+        name_end="\n",
+        param_begin="<arg_key>",
+        param_name_end="</arg_key>\n<arg_value>",
+        param_end="</arg_value>\n",
+        call_end="</tool_call>",
+        call_separator="\n",
+        block_separator="\n",
+        stop=("<|observation|>", "<|user|>"),
+        tools_prompt=glm4_tools,
     ),
     # Mistral-Nemo (v3-tekken): "[TOOL_CALLS][" then the calls, each with its 9-character id.
     "mistral": lambda: AgentFormat(name="mistral", calls_begin="[TOOL_CALLS][", **_MISTRAL),  # type: ignore[arg-type]

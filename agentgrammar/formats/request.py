@@ -79,7 +79,10 @@ def _optional_prefixes(fmt: "AgentFormat") -> List[str]:
 
 
 def _text_excludes(fmt: "AgentFormat") -> List[str]:
-    return [m for m in (fmt.think_begin, fmt.think_end) if m]
+    # a think marker with whitespace around it (GLM's "\n<think>") also without: parse reads
+    # the block with other whitespace, so free text never holds the marker's core either
+    marks = [m for m in (fmt.think_begin, fmt.think_end) if m]
+    return list(dict.fromkeys([*marks, *(m.strip(_WS) for m in marks if m.strip(_WS))]))
 
 
 def _think_format(fmt: "AgentFormat", reasoning: str) -> Optional[st.Format]:

@@ -27,6 +27,7 @@ def test_each_kit_template_is_detected_as_its_preset(case: KitCase) -> None:
         ("mistral-nemo-instruct-2407", "mistral"),
         ("mistral-small-3.1-24b-instruct-2503", "mistral_v7"),
         ("mistral-small-3.2-24b-instruct-2506", "mistral_small_3_2"),
+        ("glm-4.6", "glm4"),
     ],
 )
 def test_template_only_families_are_detected(template: str, preset: str) -> None:
@@ -39,12 +40,22 @@ def test_template_only_families_are_detected(template: str, preset: str) -> None
 
 def test_a_template_no_preset_reads_names_the_closest() -> None:
     tok = kit_tokenizer("qwen3")
-    glm = {"chat_template": kit_template("templates-only", "glm-4.6")}
+    minimax = {"chat_template": kit_template("templates-only", "minimax-m2")}
     with pytest.raises(FormatDetectError, match="no preset reads the tool call") as err:
-        detect(tok, template_kwargs=glm)
-    assert err.value.closest and "<arg_key>" in str(err.value)
+        detect(tok, template_kwargs=minimax)
+    assert err.value.closest and "<minimax:tool_call>" in str(err.value)
     with pytest.raises(AgentError, match="cannot tell the model's format"):
-        Agent(None, tok, ToolRegistry(), template_kwargs=glm)
+        Agent(None, tok, ToolRegistry(), template_kwargs=minimax)
+
+
+def test_glm_4_5s_llama_cpp_copy_is_not_read_but_named_closest_to_glm4() -> None:
+    # llama.cpp's adapted GLM-4.5 template drops the newlines after the name and after each
+    # </arg_value> that the GLM-4.6 template (the glm4 preset's form) writes
+    tok = kit_tokenizer("qwen3")
+    glm45 = {"chat_template": kit_template("templates-only", "glm-4.5.llamacpp")}
+    with pytest.raises(FormatDetectError, match="get_weather<arg_key>") as err:
+        detect(tok, template_kwargs=glm45)
+    assert err.value.closest[0] == "glm4"
 
 
 def test_the_agent_uses_the_detected_preset_and_tags_without_a_template() -> None:

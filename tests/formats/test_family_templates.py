@@ -33,6 +33,7 @@ class Case(NamedTuple):
     eot: Optional[str]  # the end-of-turn token the turn is cut at (None: the turn ends the render)
     reasoning: Optional[str] = None  # the message key the template reads the reasoning from
     options: Optional[Dict[str, Any]] = None  # grammar options
+    json_arguments: bool = False  # the template concatenates `arguments`: give JSON text
 
 
 QWEN = "<|im_start|>assistant\n"
@@ -50,6 +51,19 @@ CASES = [
     Case("templates-only", "mistral-nemo-instruct-2407", "mistral", "[/INST]", "</s>"),
     Case("templates-only", "mistral-small-3.1-24b-instruct-2503", "mistral_v7", "[/INST]", "</s>"),
     Case("templates-only", "mistral-small-3.2-24b-instruct-2506", "mistral_small_3_2", "[/INST]", "</s>"),
+    # DeepSeek-V3.1 renders a tool-call turn after "<｜Assistant｜></think>" whatever `thinking`
+    # is (tests/kit.py has the thinking prompt's "<think>" case)
+    Case(
+        "deepseek",
+        None,
+        "deepseek_v3_1",
+        "<｜Assistant｜></think>",
+        "<｜end▁of▁sentence｜>",
+        options={"reasoning": "disabled"},
+        json_arguments=True,
+    ),
+    Case("templates-only", "glm-4.6", "glm4", "<|assistant|>", None, reasoning="reasoning_content"),
+    Case("templates-only", "glm-4.6", "glm4", "<|assistant|>", None),
 ]
 
 
@@ -73,11 +87,8 @@ def _tokenizer(folder: str) -> Any:
 
 
 def _messages(case: Case) -> List[Dict[str, Any]]:
-    call = {
-        "type": "function",
-        "id": CALL_ID,
-        "function": {"name": "get_weather", "arguments": {"city": "Oslo"}},
-    }
+    args: Any = '{"city": "Oslo"}' if case.json_arguments else {"city": "Oslo"}
+    call = {"type": "function", "id": CALL_ID, "function": {"name": "get_weather", "arguments": args}}
     assistant: Dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [call]}
     if case.reasoning == "thinking":  # gpt-oss: content and thinking may not both be given
         assistant = {"role": "assistant", "thinking": THOUGHT, "tool_calls": [call]}
@@ -133,7 +144,7 @@ def canonical_turn(case: Case) -> str:
 def expected_output(case: Case) -> AgentOutput:
     fmt = get(case.preset)
     call = ToolCall("get_weather", {"city": "Oslo"}, CALL_ID if fmt.id_key or fmt.id_begin else None)
-    think = THOUGHT if case.reasoning else ("" if case.preset == "qwen3" else None)
+    think = THOUGHT if case.reasoning else ("" if case.preset in ("qwen3", "glm4") else None)
     return AgentOutput(think=think, tool_calls=[call])
 
 
@@ -169,8 +180,8 @@ def test_the_templates_turn_is_accepted_token_by_token(case: Case) -> None:
 
 
 def test_both_mistral_spacings_are_read_by_both_presets() -> None:
-    nemo = canonical_turn(CASES[-3])
-    small = canonical_turn(CASES[-2])
+    nemo = canonical_turn(next(c for c in CASES if c.preset == "mistral"))
+    small = canonical_turn(next(c for c in CASES if c.preset == "mistral_v7"))
     assert nemo.startswith("[TOOL_CALLS][{") and small.startswith("[TOOL_CALLS] [{")
     for preset in ("mistral", "mistral_v7"):
         fmt = get(preset)

@@ -300,3 +300,137 @@ def test_qwen3_coder_reads_booleans_and_null_as_its_template_writes_them() -> No
         args = fmt.parse(text, tools=[tool]).tool_calls[0].arguments
         assert (args["flag"], args["n"]) == expected
     assert not grammar.accepts(call("TRUE", "1")) and not grammar.accepts(call("true", "Null"))
+
+
+# --------------------------------------------------------------------------- deepseek_v3_1
+
+V31 = get("deepseek_v3_1")
+V31_OSLO = '<｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Oslo"}<｜tool▁call▁end｜>'
+V31_NOW = "<｜tool▁call▁begin｜>now<｜tool▁sep｜>{}<｜tool▁call▁end｜>"
+
+
+def _v31(*calls: str) -> str:
+    return "<｜tool▁calls▁begin｜>" + "".join(calls) + "<｜tool▁calls▁end｜>"
+
+
+def test_deepseek_v3_1_chains_parallel_calls_with_no_separator() -> None:
+    calls = [ToolCall("get_weather", {"city": "Oslo", "days": 2}), ToolCall("now", {})]
+    text = V31.render(AgentOutput(tool_calls=calls), tools=TOOLS)
+    assert text == _v31(V31_OSLO.replace('"Oslo"}', '"Oslo", "days": 2}'), V31_NOW)
+    g = V31.grammar(TOOLS, reasoning="disabled")
+    assert g.accepts(text) and V31.parse(text, tools=TOOLS).tool_calls == calls
+    assert V31.parse(text + "<｜end▁of▁sentence｜>").tool_calls == calls  # the stop string is dropped
+    assert not g.accepts(_v31(V31_OSLO, "\n", V31_NOW))  # the grammar: back to back only
+    assert not V31.grammar(TOOLS, reasoning="disabled", parallel_tool_calls=False).accepts(text)
+    assert not g.accepts(_v31(V31_OSLO) + " Done.")  # the calls end the turn
+    # values are JSON (no raw strings), arguments held to the schema
+    assert not g.accepts(_v31(V31_OSLO.replace('"Oslo"', "Oslo")))
+    assert not g.accepts(_v31(V31_OSLO.replace('"Oslo"}', '"Oslo", "days": 0}')))
+
+
+def test_deepseek_v3_1_text_and_reasoning_before_the_calls() -> None:
+    # the template glues the message's content to the calls; with thinking on, the prompt opens
+    # "<think>" and the model closes it with "</think>" (no newlines of the format's own)
+    out = AgentOutput(think="Oslo, so get_weather.", text="Let me check.", tool_calls=[OSLO])
+    text = V31.render(out, tools=TOOLS)
+    assert text == "<think>Oslo, so get_weather.</think>Let me check." + _v31(V31_OSLO)
+    assert V31.grammar(TOOLS).accepts(text) and V31.parse(text, tools=TOOLS) == out
+    assert not V31.grammar(TOOLS, reasoning="disabled").accepts(text)
+    assert V31.grammar(TOOLS, reasoning="auto").accepts("It is sunny.")
+    assert not V31.grammar(TOOLS, tool_choice="required", reasoning="disabled").accepts("It is sunny.")
+    assert V31.grammar(TOOLS, tool_choice="now", reasoning="disabled").accepts(_v31(V31_NOW))
+    assert V31.markers() == [
+        "<think>",
+        "</think>",
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        "<｜tool▁sep｜>",
+    ]
+
+
+def test_deepseek_v3_1_parse_errors_and_tools_block() -> None:
+    with pytest.raises(FormatParseError, match="the end of the tool calls"):
+        V31.parse("<｜tool▁calls▁begin｜>" + V31_OSLO)
+    with pytest.raises(FormatParseError, match="not valid JSON"):
+        V31.parse(_v31('<｜tool▁call▁begin｜>now<｜tool▁sep｜>{"a": <｜tool▁call▁end｜>'))
+    with pytest.raises(FormatParseError, match="names the key 'city' twice"):
+        V31.parse(_v31(V31_OSLO.replace('"Oslo"}', '"Oslo", "city": "Bergen"}')))
+    with pytest.raises(ValueError, match="think block's end marker"):
+        V31.render(AgentOutput(think="a</think>b", tool_calls=[OSLO]))
+    block = V31.render_tools(TOOLS)
+    assert block.startswith("## Tools\nYou have access to the following tools:\n\n### get_weather\n")
+    assert "\n\n### now\nDescription: The time.\n\nParameters: {" in block
+    assert "<｜tool▁sep｜>tool_call_arguments<｜tool▁call▁end｜>{additional_tool_calls}" in block
+
+
+# --------------------------------------------------------------------------- glm4
+
+GLM = get("glm4")
+TYPED = Tool(
+    "f",
+    "",
+    {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "b": {"type": "boolean"},
+            "l": {"type": "array"},
+            "s": {"type": "string"},
+        },
+    },
+)
+# what the GLM-4.6 template renders for this turn (reasoning "Think.", content "Checking.")
+GLM_TURN = (
+    "\n<think>Think.</think>\nChecking.\n<tool_call>f\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n"
+    "<arg_key>b</arg_key>\n<arg_value>true</arg_value>\n<arg_key>l</arg_key>\n"
+    '<arg_value>[1, "a"]</arg_value>\n<arg_key>s</arg_key>\n<arg_value>two\nlines</arg_value>\n</tool_call>'
+)
+
+
+def test_glm4_writes_strings_raw_and_other_values_as_json() -> None:
+    call = ToolCall("f", {"n": 3, "b": True, "l": [1, "a"], "s": "two\nlines"})
+    out = AgentOutput(think="Think.", text="Checking.", tool_calls=[call])
+    assert GLM.render(out, tools=[TYPED]) == GLM_TURN
+    assert GLM.grammar([TYPED]).accepts(GLM_TURN) and GLM.parse(GLM_TURN, tools=[TYPED]) == out
+    g = GLM.grammar([TYPED])
+    assert not g.accepts(GLM_TURN.replace(">3<", '>"3"<'))  # an integer is JSON
+    assert not g.accepts(GLM_TURN.replace(">3<", ">three<"))
+    assert g.accepts(GLM_TURN.replace(">two\nlines<", '>"quoted"<'))  # raw: the quotes are the text
+    quoted = GLM.parse(GLM_TURN.replace(">two\nlines<", '>"q"<'), tools=[TYPED])
+    assert quoted.tool_calls[0].arguments["s"] == '"q"'  # with the tools: a string schema is raw
+    with pytest.raises(ValueError, match="cannot be written before"):
+        GLM.render(AgentOutput(tool_calls=[ToolCall("f", {"s": "a</arg_value>\nb"})]), tools=[TYPED])
+
+
+def test_glm4_parallel_calls_and_the_think_forms() -> None:
+    calls = [OSLO, ToolCall("now", {})]
+    text = GLM.render(AgentOutput(think="", tool_calls=calls), tools=TOOLS)
+    assert text == (
+        "\n<think></think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Oslo</arg_value>\n"
+        "</tool_call>\n<tool_call>now\n</tool_call>"
+    )
+    assert GLM.grammar(TOOLS).accepts(text) and GLM.parse(text, tools=TOOLS).tool_calls == calls
+    assert not GLM.grammar(TOOLS, parallel_tool_calls=False).accepts(text)
+    # enable_thinking=False: the prompt holds "\n<think></think>", the model writes "\n" and the rest
+    after = text[len("\n<think></think>") :]
+    assert GLM.grammar(TOOLS, reasoning="disabled").accepts(after)
+    assert GLM.parse(after).tool_calls == calls
+    # a plain answer, and the stop strings (the next role marker) dropped
+    assert GLM.parse("\n<think></think>\nSunny.<|user|>") == AgentOutput(think="", text="Sunny.")
+    assert GLM.grammar(TOOLS).accepts("\n<think>Easy.</think>\nSunny.")
+    assert not GLM.grammar(TOOLS).accepts("<think>Easy.</think>\nSunny.")  # the newline first
+
+
+def test_glm4_parse_errors() -> None:
+    with pytest.raises(FormatParseError, match="the end of the call"):
+        GLM.parse("<tool_call>now\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n")
+    with pytest.raises(FormatParseError, match="twice"):
+        GLM.parse(
+            "<tool_call>now\n<arg_key>x</arg_key>\n<arg_value>1</arg_value>\n"
+            "<arg_key>x</arg_key>\n<arg_value>2</arg_value>\n</tool_call>"
+        )
+    with pytest.raises(FormatParseError, match="think block is not closed"):
+        GLM.parse("\n<think>hmm")
+    assert "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>" in GLM.render_tools(TOOLS)
