@@ -39,8 +39,9 @@ PROMPTS = [
     "Hi",
 ]
 MAX_NEW = 40
-# DeepSeek's markers are full-width characters the Llama-3.2 vocabulary spells in pieces.
-BUDGET = {"deepseek_r1": 72}
+# DeepSeek's markers are full-width characters the Llama-3.2 vocabulary spells in pieces; a GLM
+# call writes its name and each argument inside <arg_key>/<arg_value> tags.
+BUDGET = {"deepseek_r1": 72, "deepseek_v3_1": 72, "glm4": 72}
 # Formats that allow free text after the required call (tags: an optional <response> block),
 # which the long-token bias happily writes until the budget runs out.
 NO_END_AFTER_CALL = {"tags"}
