@@ -236,6 +236,7 @@ class Agent:
                 raise AgentError("give a compiler or a vocabulary, not both (the compiler has its own)")
             vocabulary = compiler.vocabulary
             markers = [m for m in marker_tokens(self.format, vocabulary) if m in vocabulary.token_markers]
+            stops = set(vocabulary.stop_token_ids)
         else:
             if vocabulary is None:
                 vocab_size = getattr(getattr(model, "config", None), "vocab_size", None)
@@ -247,8 +248,6 @@ class Agent:
         self.compiler: Compiler = compiler if compiler is not None else Compiler(vocabulary)
         # The format as the grammar writes it: its markers as the model's own tokens.
         self._grammar_format = with_token_markers(self.format, markers)
-        if compiler is not None:
-            stops = set(vocabulary.stop_token_ids)
         # generate() stops on every end token, a marker that ends a turn (<|call|>) included.
         marked = vocabulary.token_markers
         for text in WELL_KNOWN_STOP_TOKENS:

@@ -26,7 +26,6 @@ from ..grammar.memo import (
     grammar_bytes,
     memo_size_bytes,
     register_lru,
-    register_mapping,
     trim_memos,
 )
 from ..grammar.token_markers import markers_in_bytes
@@ -54,9 +53,10 @@ LRU_ENTRY_BYTES = 2048
 
 
 def _register_converter_caches() -> None:
-    """Count the caches of the front-end modules that grow with the schemas seen (their bounded
-    ``lru_cache`` s and the schema grammars of structural tags) with the memos, so that
-    ``trim_memos`` bounds them in bytes too. Caches without a bound (constants) are not counted."""
+    """Count the front-end modules' bounded ``lru_cache`` s, which grow with the schemas seen,
+    with the memos, so that ``trim_memos`` bounds them in bytes too (the structural-tag
+    converter registers its schema grammars itself). Caches without a bound (constants) are
+    not counted."""
     for module in (json_values, json_schema, _structural_tag):
         for name, value in sorted(vars(module).items()):
             info = getattr(value, "cache_info", None)
@@ -66,12 +66,6 @@ def _register_converter_caches() -> None:
                     register_lru(
                         f"{module.__name__.rsplit('.', 1)[-1]}.{name}", value, entry_bytes=LRU_ENTRY_BYTES
                     )
-    schemas = getattr(_structural_tag, "_schema_grammars", None)
-    if schemas is not None and hasattr(schemas, "_entries"):
-        # schema text and options -> Grammar: the key holds the schema's JSON text
-        register_mapping(
-            "schema grammars", lambda: schemas._entries, entry_size=lambda key, _: 256 + len(key[0])
-        )
 
 
 _register_converter_caches()

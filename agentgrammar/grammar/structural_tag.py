@@ -602,6 +602,11 @@ class _SchemaGrammars:
 
 
 _schema_grammars = _SchemaGrammars(limit=4096)
+# Counted with the memos (schema text and options -> Grammar; the key holds the schema's JSON
+# text), so that a compiler's cache_limit_bytes bounds it too.
+memo.register_mapping(
+    "schema grammars", lambda: _schema_grammars._entries, entry_size=lambda key, _: 256 + len(key[0])
+)
 
 
 def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
