@@ -1,0 +1,83 @@
+"""Preset ``AgentFormat`` s for the model families people serve, and their tool prompts. Each
+preset renders an assistant turn as the family's official chat template does, and its grammar
+and parser also accept the other forms the family's models and servers write.
+
+========================  =================================================================
+``"hermes"``              Qwen-2.5 / Hermes: ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``
+``"qwen3"``               ``<think>...</think>\\n\\n`` then the Hermes calls
+``"qwen3_coder"``         Qwen3-Coder XML calls: ``<function=NAME><parameter=KEY>VALUE</parameter>``
+``"llama3"``              Llama-3.1/3.2: one bare ``{"name": ..., "parameters": ...}`` (``<|python_tag|>``
+                          optional before it), or text
+``"deepseek_r1"``         ``<think>`` then ``<｜tool▁calls▁begin｜>`` ... calls with fenced JSON
+``"deepseek_v3_1"``       DeepSeek-V3.1: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}``
+                          ``<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>``, ``<think>`` with ``thinking``
+``"glm4"``                GLM-4.6: ``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>``
+``"mistral"``             Mistral-Nemo (v3-tekken): ``[TOOL_CALLS][{"name": ..., "arguments": ..., "id": ...}]``
+``"mistral_v7"``          Mistral-Small-3.1 (v7): the same after ``[TOOL_CALLS] `` (a space)
+``"mistral_small_3_2"``   Mistral-Small-3.2: ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` per call
+``"harmony"``             gpt-oss: analysis, a ``functions.NAME`` commentary call, or final
+``"tags"``                plain ``<think>``, ``<tool_call>{...}</tool_call>``, ``<response>``
+========================  =================================================================
+
+Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
+Harmony markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]``) are written as
+exactly those tokens by the grammar of ``token_markers.with_token_markers(fmt, markers)`` over
+``vocab.with_token_markers(markers)`` (``agentgrammar.Agent`` does this). Other special tokens
+stay out of every grammar.
+
+Example:
+    >>> from agentgrammar.formats import get, names
+    >>> "qwen3" in names()
+    True
+    >>> get("qwen3").think_begin, get("qwen3").trigger
+    ('<think>', '<tool_call>')
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List
+
+from ..format import AgentFormat
+from . import deepseek, glm, harmony, llama, mistral, qwen, tags
+
+__all__ = ["get", "names"]
+
+# One module per family; the order here is the order of ``names()``.
+_FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
+    **qwen.PRESETS,
+    **llama.PRESETS,
+    **deepseek.PRESETS,
+    **glm.PRESETS,
+    **mistral.PRESETS,
+    **harmony.PRESETS,
+    **tags.PRESETS,
+}
+
+_PRESETS: Dict[str, AgentFormat] = {}
+
+
+def names() -> List[str]:
+    """The preset names.
+
+    Example:
+        >>> names()[:3]
+        ['hermes', 'qwen3', 'qwen3_coder']
+    """
+    return list(_FACTORIES)
+
+
+def get(name: str) -> AgentFormat:
+    """The preset format ``name`` (the same object on every call; formats are immutable, and
+    ``dataclasses.replace(get(name), ...)`` makes a variant). ``ValueError`` for an unknown name.
+
+    Example:
+        >>> get("llama3").arguments_key
+        'parameters'
+    """
+    found = _PRESETS.get(name)
+    if found is None:
+        factory = _FACTORIES.get(name)
+        if factory is None:
+            raise ValueError(f"unknown format {name!r}; the presets are {', '.join(map(repr, _FACTORIES))}")
+        found = _PRESETS[name] = factory()
+    return found
