@@ -767,7 +767,7 @@ def _format_rule_body(name: str) -> Expr:
     the normalization of every grammar using it would otherwise redo and serialize anew.
     """
     if name not in _FORMAT_BODIES:  # a format's own rule (its repeat rules come with it)
-        from .grammar import normalize_rules  # it imports this module
+        from .normalize import normalize_rules
 
         body = json_values.format_string(_FORMAT_OF_RULE[name])
         assert body is not None

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar import Grammar
-from agentgrammar.grammar.grammar import normalize_rules, validate_rules
 from agentgrammar.grammar.ir import (
     EMPTY,
     ByteClass,
@@ -22,7 +21,9 @@ from agentgrammar.grammar.ir import (
     RuleRef,
     Seq,
 )
+from agentgrammar.grammar.normalize import normalize_rules
 from agentgrammar.grammar.serialize import MAGIC, serialize
+from agentgrammar.grammar.validate import validate_rules
 from tests.grammar._grammar_ir_matcher import IRMatcher
 
 L = Literal

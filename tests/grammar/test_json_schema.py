@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
 from agentgrammar.errors import GrammarError, SchemaError
-from agentgrammar.grammar.grammar import normalize_rules
 from agentgrammar.grammar.ir import Rule
 from agentgrammar.grammar.json_schema import json_schema_rules
+from agentgrammar.grammar.normalize import normalize_rules
 
 VOCAB = Vocabulary([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
 COMPILER = Compiler(VOCAB)

@@ -318,7 +318,7 @@ def test_xgrammar_accepts_the_same_strings(data):
     from xgrammar.testing import _is_grammar_accept_string
 
     from agentgrammar.grammar import Grammar
-    from agentgrammar.grammar.grammar import validate_rules
+    from agentgrammar.grammar.validate import validate_rules
 
     names = ["root", "a"]
     rules = [Rule(n, data.draw(small_exprs(names))) for n in names]
