@@ -2,8 +2,9 @@
 
 Supported: literal characters (any Unicode), ``.`` (any character except ``\\n``, as in Python and
 JavaScript), classes ``[a-z]`` / ``[^...]`` (``]`` first in a class is literal, as in Python),
-``\\d \\w \\s \\D \\W \\S`` with xgrammar's ASCII semantics (``\\d`` = ``[0-9]``, ``\\w`` =
-``[A-Za-z0-9_]``, ``\\s`` = ``[ \\t\\n\\r\\f\\v\\u00a0]``), escapes ``\\n \\t \\r \\f \\v \\a \\e \\0``
+``\\d \\w \\s \\D \\W \\S`` as in ECMAScript, like xgrammar (``\\d`` = ``[0-9]``, ``\\w`` =
+``[A-Za-z0-9_]``, ``\\s`` = ECMAScript's white space and line terminators: ``\\t \\n \\v \\f \\r``,
+space, U+00A0, U+1680, U+2000–U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF), escapes ``\\n \\t \\r \\f \\v \\a \\e \\0``
 (and Python's octal ``\\0oo``), ``\\xHH``, ``\\uHHHH``, ``\\u{H...}``, ``\\UHHHHHHHH``,
 ``\\N{NAME}``, ``\\cX`` and escaped punctuation; groups ``( )``, ``(?: )``, ``(?P<name> )``,
 ``(?<name> )``, comments ``(?#...)``; alternation ``|``; quantifiers ``* + ? {m} {m,} {,n} {m,n}``
@@ -40,7 +41,19 @@ Ranges = List[Tuple[int, int]]
 
 _DIGIT: Ranges = [(0x30, 0x39)]
 _WORD: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
-_SPACE: Ranges = [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0)]  # \t \n \v \f \r, space, NBSP (as xgrammar)
+# ECMAScript's WhiteSpace and LineTerminator (what JSON Schema's patterns and xgrammar mean by \s)
+_SPACE: Ranges = [
+    (0x09, 0x0D),
+    (0x20, 0x20),
+    (0xA0, 0xA0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x2028, 0x2029),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+    (0xFEFF, 0xFEFF),
+]
 _SHORTHANDS = {"d": _DIGIT, "w": _WORD, "s": _SPACE}
 _SIMPLE_ESCAPES = {"n": 0x0A, "t": 0x09, "r": 0x0D, "f": 0x0C, "v": 0x0B, "a": 0x07, "e": 0x1B}
 _HEX = frozenset("0123456789abcdefABCDEF")

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentgrammar.errors import GrammarError
+from agentgrammar.grammar import Grammar
 from agentgrammar.grammar.ir import EMPTY, CharClass, Choice, Literal, Repeat, Rule, Seq
 from agentgrammar.grammar.regex import parse_regex, regex_rules
 from tests.grammar._grammar_ir_matcher import IRMatcher
@@ -60,7 +61,23 @@ def matcher(pattern: str) -> IRMatcher:
         ("\\d", DIGIT),
         ("\\D", CharClass(((0, 47), (58, 0x10FFFF)))),
         ("\\w", CharClass(((48, 57), (65, 90), (95, 95), (97, 122)))),
-        ("\\s", CharClass(((9, 13), (32, 32), (0xA0, 0xA0)))),
+        (
+            "\\s",
+            CharClass(
+                (
+                    (9, 13),
+                    (32, 32),
+                    (0xA0, 0xA0),
+                    (0x1680, 0x1680),
+                    (0x2000, 0x200A),
+                    (0x2028, 0x2029),
+                    (0x202F, 0x202F),
+                    (0x205F, 0x205F),
+                    (0x3000, 0x3000),
+                    (0xFEFF, 0xFEFF),
+                )
+            ),
+        ),
         ("[a-c_]", CharClass(((95, 95), (97, 99)))),
         ("[^a-c]", CharClass(((97, 99),), negated=True)),
         ("[]a]", CharClass(((93, 93), (97, 97)))),
@@ -176,8 +193,12 @@ def test_non_string_input():
     "pattern, accepted, rejected",
     [
         (".", ["a", "é", "😀", "\r", "\x00"], ["\n", "", "ab"]),
-        ("\\s", [" ", "\t", "\n", "\v", "\f", "\r", "\u00a0"], ["a", "\u2003", "\x1c"]),
-        ("\\S", ["a", "\u2003", "\x1c"], [" ", "\u00a0"]),
+        (
+            "\\s",
+            [" ", "\t", "\n", "\v", "\f", "\r", "\u00a0", "\u2003", "\u3000", "\ufeff", "\u2028"],
+            ["a", "\x1c", "\u0085", "\u180e"],
+        ),
+        ("\\S", ["a", "\x1c", "\u0085", "\u180e"], [" ", "\u00a0", "\u1680", "\u202f", "\u205f"]),
         ("\\w+", ["a_Z9"], ["é", "a-b"]),
         ("\\W", ["é", "-"], ["a", "_"]),
         ("[^\\W\\d]", ["a", "_"], ["1", "é"]),
@@ -315,3 +336,19 @@ def test_same_language_as_xgrammar(pattern):
     for _ in range(200):
         s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
         assert ours.matches(s) == _is_grammar_accept_string(theirs, s), (pattern, s)
+
+
+def test_space_shorthands_match_xgrammar_on_every_bmp_code_point():
+    """``\\s`` / ``\\S`` are ECMAScript's, as in xgrammar 0.2.9: compared over the BMP."""
+    xgr = pytest.importorskip("xgrammar")
+    testing = pytest.importorskip("xgrammar.testing")
+    ours = Grammar.from_regex(r"[\s]")
+    theirs = xgr.Grammar.from_regex(r"[\s]")
+    # Every code point that is space in either, plus a sample of the rest of the BMP.
+    candidates = [cp for cp in range(0x3100) if not 0xD800 <= cp <= 0xDFFF] + [0xFEFF, 0xFFFD, 0x180E]
+    differ = [
+        hex(cp)
+        for cp in candidates
+        if ours.accepts(chr(cp)) != testing._is_grammar_accept_string(theirs, chr(cp))
+    ]
+    assert differ == []
