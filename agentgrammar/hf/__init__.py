@@ -4,6 +4,6 @@ Needs the ``[hf]`` extra (``pip install 'agentgrammar[hf]'``). See
 :class:`~agentgrammar.hf.GrammarLogitsProcessor`.
 """
 
-from .logits_processor import GrammarLogitsProcessor
+from .logits_processor import EarlyMasks, GrammarLogitsProcessor
 
-__all__ = ["GrammarLogitsProcessor"]
+__all__ = ["EarlyMasks", "GrammarLogitsProcessor"]

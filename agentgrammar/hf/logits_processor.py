@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import operator
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..engine.batch import BatchMatcher
@@ -28,7 +29,7 @@ from ..engine.compiler import CompiledGrammar
 from ..engine.matcher import Matcher
 from ..errors import AgentGrammarError, MatcherError
 
-__all__ = ["GrammarLogitsProcessor"]
+__all__ = ["EarlyMasks", "GrammarLogitsProcessor"]
 
 _BEAM_SEARCH_UNSUPPORTED = (
     "GrammarLogitsProcessor does not support beam search (beam search reorders rows, so a row's "
@@ -184,6 +185,8 @@ class GrammarLogitsProcessor:
         self._generated: Any = None  # input_ids[:, prompt_len:] as of the last call
         self._failed = False
         self.call_times_s: List[float] = []
+        self._worker: Optional[ThreadPoolExecutor] = None
+        self._pending: Optional[Tuple[Any, "Future[None]"]] = None
         if batch_size is not None:
             self._make_matchers(batch_size)
 
@@ -206,6 +209,12 @@ class GrammarLogitsProcessor:
 
     def reset(self) -> None:
         """Forget the current generation so the processor can serve another ``generate()``."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                pending[1].result()
+            except AgentGrammarError:
+                pass  # the failure belonged to the generation being forgotten
         for m in self._matchers:
             m.reset()
             self._accept_prefix(m)
@@ -225,6 +234,33 @@ class GrammarLogitsProcessor:
                 "input_ids must be (rows, length) and scores (rows, vocab) with the same rows, got "
                 f"{tuple(input_ids.shape)} and {tuple(scores.shape)}"
             )
+        if not self._take_prefetched(input_ids):
+            self._step(input_ids)
+        self._apply(scores)
+        self.call_times_s.append(time.perf_counter() - start)
+        return scores
+
+    @property
+    def early_masks(self) -> "EarlyMasks":
+        """A stopping criterion that computes the next step's masks while the model runs its
+        next forward pass: pass it to the same ``generate()`` (``stopping_criteria=[...]``) and
+        each step waits only for what is left of the mask's work. It never stops generation.
+
+        Example::
+
+            model.generate(**inputs, logits_processor=[processor],
+                           stopping_criteria=[processor.early_masks])
+        """
+        return EarlyMasks(self)
+
+    def __repr__(self) -> str:
+        kind = "shared grammar" if self._shared else f"{len(self._grammars)} grammars"
+        return f"<GrammarLogitsProcessor {kind} rows={len(self._matchers) or None} eos={self._eos}>"
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _step(self, input_ids: Any) -> None:
+        """Accept the new tokens of ``input_ids`` and fill every row's mask."""
         if self._failed:
             raise MatcherError(
                 "an earlier call failed, so the rows' grammar states are unknown; call reset()"
@@ -238,17 +274,33 @@ class GrammarLogitsProcessor:
             self._advance(input_ids, rows, length)
             self._failed = False
         self._generated = input_ids[:, self._prompt_len :].clone()
-
         self._fill_masks()
-        self._apply(scores)
-        self.call_times_s.append(time.perf_counter() - start)
-        return scores
 
-    def __repr__(self) -> str:
-        kind = "shared grammar" if self._shared else f"{len(self._grammars)} grammars"
-        return f"<GrammarLogitsProcessor {kind} rows={len(self._matchers) or None} eos={self._eos}>"
+    def _prefetch(self, input_ids: Any) -> None:
+        """Start ``_step`` for ``input_ids`` on the worker thread (``EarlyMasks``)."""
+        if self._prompt_len is None or self._failed or self._pending is not None:
+            return  # nothing begun yet, a failure to report, or one step already under way
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentgrammar-masks")
+        ids = input_ids.detach().clone()
+        self._pending = (ids, self._worker.submit(self._step, ids))
 
-    # ---- internals -----------------------------------------------------------------------------
+    def _take_prefetched(self, input_ids: Any) -> bool:
+        """Wait for a prefetched step; True when it served exactly these ``input_ids`` (its
+        masks are then filled), False when there was none. A step begun for other ids (another
+        ``generate()`` without ``reset``) is an error, as it would be without prefetching."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return False
+        ids, future = pending
+        future.result()  # re-raises the step's MatcherError here, on the caller's thread
+        if ids.shape != input_ids.shape or not self._torch.equal(ids, input_ids.to(ids.device)):
+            self._failed = True
+            raise MatcherError(
+                "input_ids changed between the end of a step and the next call: "
+                f"{_BEAM_SEARCH_UNSUPPORTED} (or a new generate() began without reset())"
+            )
+        return True
 
     def _fill_masks(self) -> None:
         """Fill every row's mask: terminated rows may only end, the others (several at once on
@@ -381,3 +433,32 @@ class GrammarLogitsProcessor:
     def _token_text(matcher: Matcher, token: int) -> str:
         token_bytes = matcher.compiled_grammar.vocabulary.token_bytes
         return repr(token_bytes[token]) if 0 <= token < len(token_bytes) else "no such token"
+
+
+class EarlyMasks:
+    """A ``generate()`` stopping criterion that never stops: called after each step's tokens
+    are sampled, before the next forward pass, it starts the processor's next masks on a worker
+    thread (the C engine releases the GIL), so the mask work overlaps the forward pass. Get one
+    from :attr:`GrammarLogitsProcessor.early_masks`.
+
+    Example:
+        >>> import torch
+        >>> from agentgrammar import Compiler, Grammar, Vocabulary
+        >>> from agentgrammar.hf import GrammarLogitsProcessor
+        >>> vocab = Vocabulary(["y", "es", "no", "</s>"], stop_token_ids=[3])
+        >>> processor = GrammarLogitsProcessor(Compiler(vocab).compile(Grammar.from_ebnf('root ::= "yes"')))
+        >>> _ = processor(torch.tensor([[2]]), torch.zeros(1, 4))       # first step
+        >>> processor.early_masks(torch.tensor([[2, 0]]), None).tolist()  # "y" sampled: never stops
+        [False]
+        >>> scores = processor(torch.tensor([[2, 0]]), torch.zeros(1, 4))  # the masks were ready
+        >>> torch.isfinite(scores[0]).nonzero().flatten().tolist()
+        [1]
+    """
+
+    def __init__(self, processor: GrammarLogitsProcessor) -> None:
+        self.processor = processor
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        self.processor._prefetch(input_ids)
+        torch = self.processor._torch
+        return torch.zeros(int(input_ids.shape[0]), dtype=torch.bool, device=input_ids.device)
