@@ -110,12 +110,13 @@ class _Builder(TagFormats):
         return EMPTY if inner is None else Repeat(inner, 0, None)
 
     def fmt_repeat(self, f: st.Repeat, path: str) -> Optional[Expr]:
-        if f.min > f.max:
+        upper = None if f.max == -1 else f.max  # xgrammar's "no upper bound"
+        if upper is not None and f.min > upper:
             raise StructuralTagError(f"min {f.min} is larger than max {f.max}", path=path)
         inner = self.convert(f.content, path + ".content")
         if inner is None:
             return EMPTY if f.min == 0 else None
-        return Repeat(inner, f.min, f.max)
+        return Repeat(inner, f.min, upper)
 
 
 def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:

@@ -152,11 +152,11 @@ class Star(_Format):
 
 
 class Repeat(_Format):
-    """``content`` ``min`` to ``max`` times."""
+    """``content`` ``min`` to ``max`` times; ``max=-1``: no upper bound."""
 
     type: Literal["repeat"] = "repeat"
     min: int = Field(ge=0)
-    max: int = Field(ge=0)
+    max: int = Field(ge=-1)
     content: "Format"
 
 

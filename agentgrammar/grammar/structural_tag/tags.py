@@ -18,6 +18,7 @@ from ..token_markers import MARKER_OPEN, encode_text
 from . import models as st
 from .base import BuilderBase
 from .calls import _TAG_IR, _call_shape, _first_start, _group, _in_begin_order, _share_tails, _Split
+from .end_clash import clashes, content_then_end
 from .schemas import _text_tag
 from .text import _check_any_text, _cut_at_marker, _cut_ends, _tag_text, _words
 
@@ -63,6 +64,9 @@ class TagFormats(BuilderBase):
                 excludes=self.words(f.content.excludes, ends),
             )
             rest = [Literal(encode_text(after))] if after else []
+            if any(clashes(x, e) for x in text.excludes for e in text.stop_str):
+                body = content_then_end(text.stop_str, text.excludes, self.rules, self.fresh)
+                return None if body is None else seq([begin, body, *rest])
             if not opened:  # a think block, say: the same in every request (_text_tag)
                 return seq([Embed(_text_tag(begin.value, text)), *rest])
             return seq([begin, self.dispatch("tag_text", text), *rest])
