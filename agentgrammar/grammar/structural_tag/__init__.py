@@ -10,6 +10,7 @@ Example:
     (True, False)
 """
 
+from .budgets import token_budgets
 from .builder import structural_tag_rules
 from .models import *  # noqa: F403 (the models are this package's public names)
 from .models import __all__ as _model_names
@@ -29,4 +30,5 @@ __all__ = [
     "compact_schema_grammar",
     "parse_structural_tag",
     "structural_tag_rules",
+    "token_budgets",
 ]

@@ -55,7 +55,7 @@ class TagFormats(BuilderBase):
             raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
         begin = Literal(encode_text(_tag_text(f.begin, path + ".begin")[len(opened) :]))
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
-            _check_any_text(f.content, path + ".content")
+            _check_any_text(f.content, path + ".content", in_tag=True)
             ends, after = _cut_ends(ends, path + ".end")
             text = TagDispatch(
                 stop_eos=False,

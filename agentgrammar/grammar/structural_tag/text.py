@@ -51,10 +51,15 @@ def _cut_ends(ends: List[str], path: str) -> Tuple[List[str], str]:
     return list(dict.fromkeys(cut)), afters.pop()
 
 
-def _check_any_text(f: st.AnyText, path: str) -> None:
-    for limit in ("max_tokens", "max_chars"):
-        if getattr(f, limit) is not None:
-            raise StructuralTagError(f"'{limit}' on any_text is not supported", path=f"{path}.{limit}")
+def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
+    """``StructuralTagError`` for what ``any_text`` here does not support: ``max_chars``, and
+    ``max_tokens`` outside a tag (a token budget runs from a tag's begin to its end)."""
+    if f.max_chars is not None:
+        raise StructuralTagError("'max_chars' on any_text is not supported", path=f"{path}.max_chars")
+    if f.max_tokens is not None and not in_tag:
+        raise StructuralTagError(
+            "'max_tokens' on any_text is supported only as a tag's content", path=f"{path}.max_tokens"
+        )
 
 
 # Formats whose strings cannot hold a token marker: their text is not grammar text.
