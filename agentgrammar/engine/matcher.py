@@ -20,6 +20,7 @@ from ..errors import MatcherError, TokenIdError
 from ._native import ffi, lib, new_error, raise_error
 from .bitmask import bitmask_row_pointer
 from .compiler import CompiledGrammar
+from .token_budget import BudgetTracker, TokenBudget
 
 __all__ = ["Matcher"]
 
@@ -100,6 +101,7 @@ class Matcher:
         terminate_without_stop_token: bool = False,
         mask_time_budget_s: Optional[float] = None,
         accept_time_budget_s: Optional[float] = None,
+        token_budgets: Sequence[TokenBudget] = (),
     ) -> None:
         if not isinstance(compiled, CompiledGrammar):
             raise TypeError(f"Matcher needs a CompiledGrammar, got {type(compiled).__name__}")
@@ -133,6 +135,8 @@ class Matcher:
         # try/finally, half the cost of a `with` block on a call of a microsecond or two).
         self._lock = threading.Lock()
         self._err = new_error()
+        # Token budgets (``token_budget``): kept beside the C matcher, None when there are none.
+        self._budget = BudgetTracker(compiled.vocabulary, token_budgets) if token_budgets else None
         self._flag = ffi.new("int *")
 
     @property
@@ -162,6 +166,8 @@ class Matcher:
                 raise TokenIdError(f"token id {token} is out of range [0, {self._vocab_size})") from None
             if status:
                 raise_error(status, self._err, MatcherError)
+            if self._budget is not None and self._flag[0]:
+                self._budget.accept(token)
             return self._flag[0] != 0
         finally:
             lock.release()
@@ -179,6 +185,8 @@ class Matcher:
         lock.acquire()
         try:
             self._check(lib.ag_matcher_accept_bytes(self._handle, data, len(data), self._flag, self._err))
+            if self._budget is not None and self._flag[0]:
+                self._budget.accept_bytes(data)
             return self._flag[0] != 0
         finally:
             lock.release()
@@ -195,6 +203,8 @@ class Matcher:
             status = _fill_mask(self._handle, mask, words, self._flag, self._err)
             if status:
                 raise_error(status, self._err, MatcherError)
+            if self._budget is not None and self._budget.restrict(bitmask[index]):
+                return True
             return self._flag[0] == 0
         finally:
             lock.release()
@@ -226,6 +236,8 @@ class Matcher:
             limit = int(lib.ag_matcher_num_steps(self._handle)) + 1
             steps = _int32(num_tokens, "rollback count", limit)
             self._check(lib.ag_matcher_rollback(self._handle, steps, self._err))
+            if self._budget is not None:
+                self._budget.rollback(steps)
 
     @property
     def num_accepted_steps(self) -> int:

@@ -17,9 +17,9 @@ import json
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from .. import structural_tag as st
 from ..errors import GrammarError, ToolError
 from ..grammar import Grammar
+from ..grammar import structural_tag as st
 from ..grammar.ir import CharClass, Choice, Embed, Literal, Repeat, Rule, Seq
 from ..grammar.memo import BoundedCache
 from ..grammar.structural_tag import compact_schema_grammar

@@ -73,10 +73,10 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .. import structural_tag as st
 from .._gc_pause import pauses_gc
 from ..errors import AgentGrammarError, ToolError
 from ..grammar import Grammar
+from ..grammar import structural_tag as st
 from ..registry import Tool, ToolCall, check_tool_name
 from ..registry.openai import tool_to_openai
 from .arguments import order_like

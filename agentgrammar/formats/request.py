@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from .. import structural_tag as st
 from ..grammar import Grammar
+from ..grammar import structural_tag as st
 from ..grammar.ir import CharClass, Choice, Literal, Rule, RuleRef, Seq, TagDispatch
 from ..grammar.memo import register_lru
 from ..grammar.token_markers import encode_text, markers_in_text, plain_text

@@ -29,9 +29,9 @@ import json
 import unicodedata
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .. import structural_tag as st
 from ..errors import GrammarError, SchemaError, ToolError
 from ..grammar import Grammar, json_values
+from ..grammar import structural_tag as st
 from ..grammar.char_dfa import CharDFA
 from ..grammar.ir import CharClass, Rule, fresh_name
 from ..grammar.memo import BoundedCache

@@ -172,7 +172,7 @@ def test_a_converters_helper_rules_keep_their_serialized_nodes_across_clear_cach
 def test_shared_tails_change_no_mask(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Calls whose shared tail (``", "arguments": ``) moved into a part per call accept the
     same texts with the same masks as the calls written out in the request."""
-    import agentgrammar.grammar.structural_tag as stc
+    import agentgrammar.grammar.structural_tag.tags as stc
 
     rng = random.Random(seed)
     tools = rng.sample(TOOLS, 5)

@@ -67,6 +67,11 @@ CASES: List[Any] = [
     ({"type": "regex", "pattern": "a+b"}, ["ab", "aab", "b"]),
     ({"type": "grammar", "grammar": 'root ::= "x" "y"*'}, ["x", "xyy", "y"]),
     ({"type": "repeat", "min": 1, "max": 2, "content": const("a")}, ["", "a", "aa", "aaa"]),
+    ({"type": "repeat", "min": 2, "max": -1, "content": const("a")}, ["", "a", "aa", "aaaaa"]),
+    (tag("<a>", {"type": "any_text", "excludes": ["</"]}, "</a>"), ["<a>x</a>", "<a>x</b</a>", "<a></a>", "<a><</a>", "<a>x</"]),
+    (tag("<a>", {"type": "any_text", "excludes": ["x<", "/a"]}, "</a>"), ["<a>x</a>", "<a>x<</a>", "<a>/a</a>", "<a>/</a>"]),
+    (tag("<a>", {"type": "any_text", "excludes": ["</"]}, ["</a>", "<end>"]), ["<a>q</a>", "<a>q<end>", "<a>q</b<end>"]),
+    (tag("<a>", {"type": "any_text", "excludes": ["ab"]}, "aab"), ["<a>aab", "<a>aaab", "<a>abaab", "<a>b"]),
     ({"type": "or", "elements": [const("a"), const("b")]}, ["a", "b", "ab", ""]),
     ({"type": "optional", "content": const("a")}, ["", "a", "aa"]),
     ({"type": "plus", "content": const("ab")}, ["", "ab", "abab", "aba"]),
@@ -248,6 +253,8 @@ MASK_TAGS = [
         {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": CALLS, "excludes": ["<think>"]}]}),
     ("separated", {"type": "tags_with_separator", "tags": CALLS, "separator": "\n", "at_least_one": True}),
     ("dispatch", {"type": "dispatch", "rules": [["<a>", ADD], ["<b>", const("done")]], "excludes": ["<c>"]}),
+    ("exclude_in_end", {"type": "sequence", "elements": [
+        tag("<think>", {"type": "any_text", "excludes": ["</", "<tool"]}, "</think>"), const("ok")]}),
     ("nested", tag("<x>", {"type": "or", "elements": [{"type": "repeat", "min": 0, "max": 3, "content": const("ab")},
                                                      {"type": "optional", "content": WEATHER}]}, "</x>")),
 ]  # fmt: skip

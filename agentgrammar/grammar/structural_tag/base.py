@@ -1,0 +1,59 @@
+"""The walk over a structural tag's formats: the rules it collects and the names it takes.
+
+Example:
+    >>> from agentgrammar.grammar.ir import Literal
+    >>> b = BuilderBase()
+    >>> b.rule("text", Literal(b"x")), b.rules
+    (RuleRef(name='text'), {'text': Literal(value=b'x')})
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Sequence, Set, Tuple
+
+from ..ir import Expr, RuleRef, TagDispatch, fresh_name
+from ..token_markers import token_marker
+from .text import _words
+
+__all__ = ["BuilderBase"]
+
+
+class BuilderBase:
+    """Collects rules while walking the format tree; each format's ``fmt_<type>`` method is
+    in a subclass."""
+
+    def __init__(self, markers: Sequence[str] = ()) -> None:
+        self.rules: Dict[str, Expr] = {}
+        self.taken: Set[str] = {"root"}
+        self.counters: Dict[str, int] = {}
+        # Free text never holds a token marker of the tag, as the token or as its text, but
+        # where the marker is a trigger or an end (which win over an exclude at the same byte).
+        self.marker_words = [w for m in markers for w in (token_marker(m), m)]
+
+    def words(self, excludes: Sequence[str], words: Sequence[str] = ()) -> Tuple[bytes, ...]:
+        """The exclude words of a piece of free text: ``excludes`` and the marker words but
+        its own ``words`` (triggers and ends)."""
+        if not self.marker_words:
+            return _words(excludes)
+        return _words([*excludes, *(w for w in self.marker_words if w not in words)])
+
+    def fresh(self, base: str) -> str:
+        return fresh_name(base, self.taken, self.counters)
+
+    def rule(self, base: str, body: Expr) -> RuleRef:
+        name = self.fresh(base)
+        self.rules[name] = body
+        return RuleRef(name)
+
+    def dispatch(self, base: str, d: TagDispatch) -> RuleRef:
+        """Free text as a rule of its own, so that the C core's mask cache recognises it and
+        accepts the tokens that cannot complete a word without simulating them. Free text is
+        bytes, as in xgrammar: a token may end inside a multi-byte character."""
+        return self.rule(base, d)
+
+    # ---- formats ----------------------------------------------------------------------------
+
+    def convert(self, f: Any, path: str) -> Optional[Expr]:
+        """IR for format ``f`` at JSON path ``path``; None when it accepts nothing."""
+        method = getattr(self, "fmt_" + f.type)
+        return method(f, path)

@@ -1,0 +1,81 @@
+"""Free text in a tag whose excludes reach into its end: the content and end as automata.
+
+A tag around ``any_text`` runs up to the first occurrence of its end, and its excludes apply to
+the content only (xgrammar's semantics: with exclude ``"</"`` and end ``"</a>"``, ``<a>x</a>`` is
+accepted). The C core's TagDispatch checks excludes on every byte, ends included, so an exclude
+that can end inside an end (``"</"``, ``"/a"``, ``"x<"`` for ``"</a>"``) would reject every
+end: such a tag is written here as a byte automaton instead (``CharDFA`` over ``BYTES``), the
+rare case (Kimi-K3's builtin tag has one) paying for a larger grammar.
+
+Example:
+    >>> clashes(b"</", b"</a>"), clashes(b"a>", b"</a>"), clashes(b"</a>x", b"</a>")
+    (True, False, False)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Sequence
+
+from ..char_dfa import BYTES, CharDFA
+from ..ir import ByteClass, Choice, Expr, Literal, Repeat, Seq, choice, seq
+
+__all__ = ["clashes", "content_then_end"]
+
+
+def clashes(exclude: bytes, end: bytes) -> bool:
+    """Whether an occurrence of ``exclude`` can end strictly inside ``end`` (before its last
+    byte), where a TagDispatch would see it before the end completes."""
+    for k in range(1, len(end)):
+        n = min(k, len(exclude))
+        if exclude[len(exclude) - n :] == end[k - n : k]:
+            return True
+    return False
+
+
+def _containing(words: Sequence[bytes]) -> CharDFA:
+    anything = Repeat(ByteClass(BYTES), 0, None)
+    return CharDFA.from_expr(Seq((anything, Choice(tuple(Literal(w) for w in words)), anything)), BYTES)
+
+
+def _run(dfa: CharDFA, state: int, data: bytes) -> Optional[int]:
+    """The state after ``data`` from ``state`` (None where a move is missing), stopping early
+    at an accepting state (returned)."""
+    for b in data:
+        if dfa.accepting[state]:
+            return state
+        nxt = next((t for lo, hi, t in dfa.edges[state] if lo <= b <= hi), None)
+        if nxt is None:
+            return None
+        state = nxt
+    return state
+
+
+def content_then_end(
+    ends: Sequence[bytes],
+    excludes: Sequence[bytes],
+    rules: Dict[str, Expr],
+    fresh: Callable[[str], str],
+) -> Optional[Expr]:
+    """IR for content then one of ``ends``, the end being the first occurrence of any end and
+    the content holding none of ``excludes`` (an occurrence running into the end is allowed);
+    the automaton's rules go to ``rules``. None when nothing is accepted."""
+    ends = [e for e in dict.fromkeys(ends) if e]
+    has_end = _containing(ends)
+    no_exclude = _containing(excludes).complement() if excludes else None
+    alts = []
+    for end in ends:
+        # content C such that C + end[:-1] holds no end: the first end is this one's last byte
+        ok = [
+            not has_end.accepting[s]
+            and (lambda q: q is not None and not has_end.accepting[q])(_run(has_end, s, end[:-1]))
+            for s in range(len(has_end.edges))
+        ]
+        content = CharDFA([list(r) for r in has_end.edges], ok, BYTES).minimized()
+        if no_exclude is not None:
+            content = content.intersect(no_exclude)
+        if content.is_empty():
+            continue
+        body = content.to_ir(lambda ranges: ByteClass(tuple(ranges)), rules, fresh, "tag_text")
+        if body is not None:
+            alts.append(seq([body, Literal(end)]))
+    return choice(alts)

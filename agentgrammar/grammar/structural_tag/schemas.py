@@ -1,0 +1,95 @@
+"""The grammars a structural tag embeds, converted once per process: JSON Schema arguments
+(per schema text and options), EBNF text, and text tags that no trigger opens.
+
+Example:
+    >>> g = compact_schema_grammar({"type": "integer"}, (", ", ": "))
+    >>> g.accepts("12")
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from functools import lru_cache
+from typing import Any, Tuple
+
+from .. import memo
+from ..grammar import Grammar
+from ..ir import Literal, Rule, RuleRef, TagDispatch, seq
+
+__all__ = ["compact_schema_grammar"]
+
+
+class _SchemaGrammars:
+    """``Grammar.from_json_schema`` once per schema text and options: the schema object given
+    is converted (not the text parsed back), and the oldest of ``limit`` entries goes first.
+    Requests reuse the same tools: each piece's grammar is built once, and the compiler links
+    the same Grammar object into every request (its automata and token masks are shared)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._entries: "OrderedDict[Tuple[str, Tuple[Tuple[str, Any], ...]], Grammar]" = OrderedDict()
+
+    def get(self, schema: Any, schema_json: str, options: Tuple[Tuple[str, Any], ...]) -> Grammar:
+        key = (schema_json, options)
+        found = self._entries.get(key)
+        if found is None:
+            found = Grammar.from_json_schema(schema, **dict(options))
+            if len(self._entries) >= self.limit:
+                self._entries.popitem(last=False)
+            self._entries[key] = found
+        else:
+            try:
+                self._entries.move_to_end(key)
+            except KeyError:  # dropped by another thread meanwhile: still a valid grammar
+                pass
+        return found
+
+    def cache_clear(self) -> None:
+        """Forget every grammar."""
+        self._entries.clear()
+
+
+_schema_grammars = _SchemaGrammars(limit=4096)
+# Counted with the memos (schema text and options -> Grammar; the key holds the schema's JSON
+# text), so that a compiler's cache_limit_bytes bounds it too.
+memo.register_mapping(
+    "schema grammars", lambda: _schema_grammars._entries, entry_size=lambda key, _: 256 + len(key[0])
+)
+
+
+def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
+    """The grammar of JSON valid against ``schema`` in the compact layout (``separators``,
+    strict), one per distinct schema: tools with equal schemas share it, and with it their
+    parts and token masks.
+
+    Example:
+        >>> g = compact_schema_grammar({"type": "integer"}, (", ", ": "))
+        >>> g is compact_schema_grammar({"type": "integer"}, (", ", ": ")), g.accepts("12")
+        (True, True)
+    """
+    options = (("whitespace", "compact"), ("separators", separators), ("strict", True))
+    try:
+        key = json.dumps(schema)  # key order is property order: not sorted
+    except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
+        return Grammar.from_json_schema(schema, **dict(options))
+    return _schema_grammars.get(schema, key, options)
+
+
+@lru_cache(maxsize=4096)
+def _ebnf_grammar(text: str) -> Grammar:
+    return Grammar.from_ebnf(text)
+
+
+@lru_cache(maxsize=256)
+def _text_tag(begin: bytes, text: TagDispatch) -> Grammar:
+    """A tag around free text that no trigger opens (a think block) as a grammar of its own,
+    which a request embeds: its begin, then ``text`` up to the first end. Every request of a
+    format has the same one, so the Compiler compiles it once (a part), and the token classes
+    of its states, the first masks of every output, are computed by the first request only:
+    in the request's own rules they were walked again each time, as a token from them may
+    reach rules (the tools) that differ between requests."""
+    return Grammar.from_rules(
+        [Rule("root", seq([Literal(begin), RuleRef("tag_text")])), Rule("tag_text", text)]
+    )

@@ -1,0 +1,96 @@
+"""The strings of a structural tag as grammar text: token items and token markers, the words
+of free text, the ends of a tag around free text.
+
+Example:
+    >>> _words(["a", "", "a", "b"])
+    (b'a', b'b')
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Sequence, Set, Tuple, Union
+
+from pydantic import BaseModel
+
+from ...errors import StructuralTagError
+from .. import memo
+from ..token_markers import MARKER_CLOSE, MARKER_OPEN, encode_text, markers_in_text, token_marker
+from . import models as st
+
+
+def _tag_text(item: Union[str, st.Token], path: str) -> str:
+    """A tag's begin or end as grammar text: a ``token`` item is its token marker
+    (``token_markers``); a token given by id needs the vocabulary, which a grammar has not."""
+    if isinstance(item, str):
+        return item
+    if isinstance(item.token, str) and item.token:
+        return token_marker(item.token)
+    raise StructuralTagError(
+        "a token given by id needs the vocabulary; give the token's text instead", path=path + ".token"
+    )
+
+
+def _cut_at_marker(word: str) -> str:
+    """``word`` up to the end of its first token marker: free text excludes each marker (its
+    own words aside), so a word of free text must end where its first marker does. A trigger
+    cut there still starts the same tags; what followed is in their begins."""
+    start = word.find(MARKER_OPEN)
+    end = word.find(MARKER_CLOSE, start + 1) if start >= 0 else -1
+    return word if end < 0 else word[: end + 1]
+
+
+def _cut_ends(ends: List[str], path: str) -> Tuple[List[str], str]:
+    """The ends of free text in a tag, each cut after its first token marker
+    (``_cut_at_marker``), and what every end then continues with (which must be the same)."""
+    cut = [_cut_at_marker(e) for e in ends]
+    afters = {e[len(c) :] for e, c in zip(ends, cut)}
+    if len(afters) > 1:
+        raise StructuralTagError(
+            "the ends of a tag around any_text go on differently after their first token marker", path=path
+        )
+    return list(dict.fromkeys(cut)), afters.pop()
+
+
+def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
+    """``StructuralTagError`` for what ``any_text`` here does not support: ``max_chars``, and
+    ``max_tokens`` outside a tag (a token budget runs from a tag's begin to its end)."""
+    if f.max_chars is not None:
+        raise StructuralTagError("'max_chars' on any_text is not supported", path=f"{path}.max_chars")
+    if f.max_tokens is not None and not in_tag:
+        raise StructuralTagError(
+            "'max_tokens' on any_text is supported only as a tag's content", path=f"{path}.max_tokens"
+        )
+
+
+# Formats whose strings cannot hold a token marker: their text is not grammar text.
+_NO_MARKERS = (st.JSONSchema, st.GrammarText, st.Regex)
+# Tag -> the token markers in it (tags are cached per tool: a request's hundreds are met again).
+_TAG_MARKERS: "memo.IdentityMemo[Set[str]]" = memo.IdentityMemo("tag markers", limit=16384)
+
+
+def _markers_of(item: Any) -> Set[str]:
+    """The texts of the token markers written anywhere in a format (``token`` items and
+    markers inside strings)."""
+    if isinstance(item, str):
+        return set(markers_in_text(item)) if MARKER_OPEN in item else set()
+    if isinstance(item, st.Token):
+        return {item.token} if isinstance(item.token, str) and item.token else set()
+    if isinstance(item, (list, tuple)):
+        out: Set[str] = set()
+        for x in item:
+            out |= _markers_of(x)
+        return out
+    if not isinstance(item, BaseModel) or isinstance(item, _NO_MARKERS):
+        return set()
+    if isinstance(item, st.Tag):
+        found = _TAG_MARKERS.get(item)
+        if found is None:
+            found = _TAG_MARKERS.put(item, _markers_of([item.begin, item.content, item.end]))
+        return found
+    return _markers_of([getattr(item, name) for name in type(item).model_fields])
+
+
+def _words(texts: Sequence[str]) -> Tuple[bytes, ...]:
+    """UTF-8 words for a TagDispatch, each once; an empty exclude can never occur as a word and
+    is dropped."""
+    return tuple(dict.fromkeys(encode_text(t) for t in texts if t))
