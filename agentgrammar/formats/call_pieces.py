@@ -25,6 +25,7 @@ from ..grammar.memo import BoundedCache
 from ..grammar.structural_tag import compact_schema_grammar
 from ..grammar.token_markers import encode_text
 from ..registry import Tool
+from .pythonic import arguments_grammar
 from .xml_params import params_content
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -173,6 +174,8 @@ def build_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> 
             any_order=any_order,
             markers=fmt.markers(),
         )
+    elif fmt.call_layout == "pythonic":  # keyword arguments in schema order (any_order: a subset)
+        content = st.GrammarText(grammar=arguments_grammar(tool))
     else:
         content = json_format(fmt, tool, tool.parameters, any_order)
     if fmt.id_key is not None:

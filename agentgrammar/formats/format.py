@@ -24,7 +24,10 @@ Layouts of the arguments of one call (``call_layout``):
   ``get_weather[CALL_ID]abc123XYZ[ARGS]``);
 * ``"xml"``: ``call_begin NAME name_end`` then per argument ``param_begin KEY param_name_end
   VALUE param_end``, then ``call_end``. String values (every string schema) are written raw,
-  everything else as JSON (see ``xml_params``).
+  everything else as JSON (see ``xml_params``);
+* ``"pythonic"``: ``call_begin NAME name_end`` then keyword arguments whose values are Python
+  literals, ``city="Oslo", days=3``, then ``call_end`` (Llama-4's ``[get_weather(city="Oslo")]``
+  with ``name_end="("`` and ``call_end=")"``; see ``pythonic``).
 
 A call may open in several ways (``call_begin_variants``, paired with ``name_end_variants``:
 gpt-oss puts the recipient in the role or the channel header; Llama-3 may write
@@ -82,6 +85,7 @@ from ..registry.openai import tool_to_openai
 from .arguments import order_like
 from .call_pieces import build_call_tags
 from .output import AgentOutput
+from .pythonic import render_arguments
 from .request import request_tag
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
 from .xml_params import check_param_name, fits_raw, is_raw_string
@@ -89,7 +93,7 @@ from .xml_params import check_param_name, fits_raw, is_raw_string
 __all__ = ["AgentFormat", "FormatParseError", "RenderError", "ToolsArg"]
 
 
-_LAYOUTS = ("json_object", "name_then_json", "xml")
+_LAYOUTS = ("json_object", "name_then_json", "xml", "pythonic")
 _WS = " \t\r\n"
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # new_call_id scrambles the index with this multiplier: odd and not a multiple of 31, so it is a
@@ -554,6 +558,8 @@ class AgentFormat:
             call = self.call_begin + body + key + "<arguments-json-object>}" + self.call_end
         elif self.call_layout == "name_then_json":
             call = self.call_begin + "<tool-name>" + self.name_end + "<arguments-json-object>" + self.call_end
+        elif self.call_layout == "pythonic":
+            call = self.call_begin + "<tool-name>" + self.name_end + "<name>=<value>, ..." + self.call_end
         else:
             param = self.param_begin + "<name>" + self.param_name_end + "<value>" + self.param_end
             call = self.call_begin + "<tool-name>" + self.name_end + param + self.call_end
@@ -638,6 +644,11 @@ class AgentFormat:
             self._check_id(call.id)
             head = self.call_begin + call.name + self.id_begin + call.id + self.name_end
             return head + self._dumps(args) + self._call_tail()
+        if self.call_layout == "pythonic":
+            try:
+                return self._call_head(call.name) + render_arguments(args) + self._call_tail()
+            except ValueError as e:
+                raise RenderError(f"cannot write the call to {call.name!r}: {e}") from None
         if self.call_layout != "xml":
             text = self._call_head(call.name) + self._dumps(args)
             if self.id_key is not None and call.id is not None:

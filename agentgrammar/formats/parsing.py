@@ -23,6 +23,7 @@ from ..errors import ToolError
 from ..registry import Tool, ToolCall
 from .arguments import MAX_JSON_DEPTH, DuplicateKeyError, JSONLimitError, decode_strict, loads_strict
 from .output import AgentOutput
+from .pythonic_parse import PythonLiteralError, read_arguments
 from .tools import ToolsArg, tool_list
 from .xml_params import PYTHON_LITERALS, is_raw_string
 
@@ -129,6 +130,20 @@ def _name_at(text: str, pos: int, ends: Sequence[str]) -> Tuple[str, int, str]:
     return text[pos:at].strip(), at + len(end), end
 
 
+def _json_value_end(text: str, pos: int, end: str) -> Optional[int]:
+    """Where the JSON value at ``pos`` ends when ``end`` follows it directly (whitespace around
+    the value allowed) and the value spans an ``end``; else None (the first ``end`` ends it)."""
+    first = text.find(end, pos)
+    if first < 0 or text[pos : pos + 1].strip(_WS) not in ('"', "[", "{"):
+        return None
+    try:
+        _, after = decode_strict(text, _skip_ws(text, pos))
+    except ValueError:  # not JSON, or past a limit: read as before, up to the first marker
+        return None
+    after = _skip_ws(text, after) if not end[:1].isspace() else after
+    return after if after > first and text.startswith(end, after) else None
+
+
 def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -> Tuple[Dict[str, Any], int]:
     props = tool.parameters.get("properties", {}) if tool is not None else {}
     args: Dict[str, Any] = {}
@@ -140,11 +155,16 @@ def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -
         if key in args:
             raise _error(f"the parameter {key!r} is given twice", pos)
         value_at = key_end + len(fmt.param_name_end)
-        value_end = text.find(fmt.param_end, value_at)
+        raw_string = tool is not None and is_raw_string(props.get(key))
+        # A JSON value may hold the end marker where it has no line break (MiMo's
+        # "</parameter>" inside a JSON string): a JSON value that ends right before the marker
+        # is read whole; else the value ends at the first marker.
+        json_end = None if raw_string else _json_value_end(text, value_at, fmt.param_end)
+        value_end = json_end if json_end is not None else text.find(fmt.param_end, value_at)
         if value_end < 0:
             raise _error(f"parameter {key!r} is not closed", pos)
         raw = text[value_at:value_end]
-        if tool is not None and is_raw_string(props.get(key)):
+        if raw_string:
             args[key] = raw
         else:
             try:
@@ -199,7 +219,12 @@ def _parse_call(
         name, pos, found = _name_at(text, pos, [*ends, *([fmt.id_begin] if fmt.id_begin else [])])
         if found == fmt.id_begin:  # the call's id, up to the name's end
             call_id, pos, _ = _name_at(text, pos, ends)
-        if fmt.call_layout == "name_then_json":
+        if fmt.call_layout == "pythonic":
+            try:
+                args, pos = read_arguments(text, pos)
+            except PythonLiteralError as e:
+                raise _error(f"the arguments of {name!r}: {e.problem}", e.offset) from None
+        elif fmt.call_layout == "name_then_json":
             args, pos = _json_at(text, pos, f"the arguments of {name!r}")
             if not isinstance(args, dict):
                 raise _error(f"the arguments of {name!r} are not a JSON object", start)
@@ -232,6 +257,11 @@ def _parse_calls(
         sep = fmt.call_separator
         after = pos + len(sep) if sep and text.startswith(sep, pos) else pos
         nxt = _skip_ws(text, after)
+        if fmt.call_layout == "pythonic" and not prefixes:  # a call opens with its name
+            if sep.strip(_WS) and _match(text, pos, sep) is not None:
+                pos = _match(text, pos, sep)  # type: ignore[assignment]
+                continue
+            break
         if any(text.startswith(p, nxt) for p in prefixes):
             pos = after
             continue

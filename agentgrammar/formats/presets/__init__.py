@@ -15,9 +15,18 @@ and parser also accept the other forms the family's models and servers write.
 ``"mistral"``             Mistral-Nemo (v3-tekken): ``[TOOL_CALLS][{"name": ..., "arguments": ..., "id": ...}]``
 ``"mistral_v7"``          Mistral-Small-3.1 (v7): the same after ``[TOOL_CALLS] `` (a space)
 ``"mistral_small_3_2"``   Mistral-Small-3.2: ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` per call
+``"mistral_v11"``         Mistral v11+ tokenizers (Magistral, Devstral): ``[TOOL_CALLS]NAME[ARGS]{...}`` per call
+``"llama4_pythonic"``     Llama-4 (alias ``"pythonic"``): ``[get_weather(city="Oslo"), now()]``, or text
+``"qwen3_5"``             Qwen3.5 (alias ``"qwen_3_5"``): ``<think>`` then the Qwen3-Coder XML calls
+``"mimo"``                MiMo: ``<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>``
+``"exaone"``              EXAONE-4.0: ``<think>...</think>\n\n``, ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
 ``"harmony"``             gpt-oss: analysis, a ``functions.NAME`` commentary call, or final
 ``"tags"``                plain ``<think>``, ``<tool_call>{...}</tool_call>``, ``<response>``
 ========================  =================================================================
+
+xgrammar's model keys name presets too (``get("qwen_3")`` is ``get("qwen3")``): ``llama``,
+``qwen_3``, ``qwen_3_coder`` and ``qwen_3_5`` are aliases (``aliases_b``); ``harmony``,
+``deepseek_r1``, ``deepseek_v3_1``, ``mimo`` and ``exaone`` are preset names.
 
 Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
 Harmony markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]``) are written as
@@ -38,7 +47,8 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from ..format import AgentFormat
-from . import deepseek, glm, harmony, llama, mistral, qwen, tags
+from . import deepseek, exaone, glm, harmony, llama, mimo, mistral, qwen, tags
+from .aliases_b import _ALIASES_B
 
 __all__ = ["get", "names"]
 
@@ -51,6 +61,8 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
     **mistral.PRESETS,
     **harmony.PRESETS,
     **tags.PRESETS,
+    **mimo.PRESETS,
+    **exaone.PRESETS,
 }
 
 _PRESETS: Dict[str, AgentFormat] = {}
@@ -68,12 +80,17 @@ def names() -> List[str]:
 
 def get(name: str) -> AgentFormat:
     """The preset format ``name`` (the same object on every call; formats are immutable, and
-    ``dataclasses.replace(get(name), ...)`` makes a variant). ``ValueError`` for an unknown name.
+    ``dataclasses.replace(get(name), ...)`` makes a variant), or the preset an alias names (an
+    xgrammar model key such as ``"qwen_3"``, or ``"pythonic"``). ``ValueError`` for an unknown
+    name.
 
     Example:
         >>> get("llama3").arguments_key
         'parameters'
+        >>> get("qwen_3") is get("qwen3")
+        True
     """
+    name = _ALIASES_B.get(name, name) if name not in _FACTORIES else name
     found = _PRESETS.get(name)
     if found is None:
         factory = _FACTORIES.get(name)

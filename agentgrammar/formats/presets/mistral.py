@@ -1,4 +1,5 @@
-"""Mistral presets: ``mistral`` (Nemo, v3-tekken), ``mistral_v7`` (Small-3.1) and ``mistral_small_3_2``."""
+"""Mistral presets: ``mistral`` (Nemo, v3-tekken), ``mistral_v7`` (Small-3.1),
+``mistral_small_3_2`` and ``mistral_v11`` (the v11+ tokenizers' ``[TOOL_CALLS]NAME[ARGS]{...}``)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,20 @@ _MISTRAL = dict(calls_begin_variants=("[TOOL_CALLS] [",), **_MISTRAL_COMMON)
 _MISTRAL_V7 = dict(calls_begin_variants=("[TOOL_CALLS][",), **_MISTRAL_COMMON)
 
 
+# Mistral's v11+ calls (mistral-common tokenizer v11 and later): each call is its own
+# [TOOL_CALLS]NAME[ARGS]{...}, the calls back to back, optional free text before them.
+_NAME_ARGS = dict(
+    call_layout="name_then_json",
+    call_begin="[TOOL_CALLS]",
+    name_end="[ARGS]",
+    call_end="",
+    call_separator="",
+    block_separator="",
+    stop=("</s>",),
+    tools_prompt=mistral_tools,
+)
+
+
 PRESETS: Dict[str, Callable[[], AgentFormat]] = {
     # Mistral-Nemo (v3-tekken): "[TOOL_CALLS][" then the calls, each with its 9-character id.
     "mistral": lambda: AgentFormat(name="mistral", calls_begin="[TOOL_CALLS][", **_MISTRAL),  # type: ignore[arg-type]
@@ -66,15 +81,14 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
     # back to back; the id (9 letters and digits) is optional to the grammar.
     "mistral_small_3_2": lambda: AgentFormat(
         name="mistral_small_3_2",
-        call_layout="name_then_json",
-        call_begin="[TOOL_CALLS]",
-        name_end="[ARGS]",
         id_begin="[CALL_ID]",
         call_id_length=9,
-        call_end="",
-        call_separator="",
-        block_separator="",
-        stop=("</s>",),
-        tools_prompt=mistral_tools,
+        **_NAME_ARGS,  # type: ignore[arg-type]
     ),
+    # What v11+ models write when they call (Magistral, Devstral, Ministral, Small-3.2):
+    # [TOOL_CALLS]NAME[ARGS]{...} per call, back to back, after optional text; no id (vLLM's
+    # parser makes one). mistral_small_3_2's grammar takes these and an optional [CALL_ID];
+    # this one writes and reads no id, and its ids for the history (new_call_id) are still
+    # Mistral's 9 letters and digits, which the templates check.
+    "mistral_v11": lambda: AgentFormat(name="mistral_v11", call_id_length=9, **_NAME_ARGS),  # type: ignore[arg-type]
 }

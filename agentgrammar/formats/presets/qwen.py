@@ -1,4 +1,4 @@
-"""Qwen and Hermes presets: ``hermes`` (Qwen-2.5), ``qwen3`` and ``qwen3_coder``."""
+"""Qwen and Hermes presets: ``hermes`` (Qwen-2.5), ``qwen3``, ``qwen3_coder`` and ``qwen3_5``."""
 
 from __future__ import annotations
 
@@ -72,6 +72,23 @@ _HERMES = dict(
 )
 
 
+# Qwen3-Coder's XML calls (also Qwen3.5's).
+_QWEN_XML = dict(
+    call_layout="xml",
+    call_begin="<tool_call>\n<function=",
+    name_end=">\n",
+    param_begin="<parameter=",
+    param_name_end=">\n",
+    param_end="\n</parameter>\n",
+    call_end="</function>\n</tool_call>",
+    trigger="<tool_call>",
+    call_separator="\n",
+    block_separator="\n",
+    stop=("<|im_end|>",),
+    tools_prompt=qwen3_coder_tools,
+)
+
+
 PRESETS: Dict[str, Callable[[], AgentFormat]] = {
     "hermes": lambda: AgentFormat(name="hermes", **_HERMES),  # type: ignore[arg-type]
     "qwen3": lambda: AgentFormat(
@@ -82,19 +99,15 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         block_pad="\n",
         **_HERMES,  # type: ignore[arg-type]
     ),
-    "qwen3_coder": lambda: AgentFormat(
-        name="qwen3_coder",
-        call_layout="xml",
-        call_begin="<tool_call>\n<function=",
-        name_end=">\n",
-        param_begin="<parameter=",
-        param_name_end=">\n",
-        param_end="\n</parameter>\n",
-        call_end="</function>\n</tool_call>",
-        trigger="<tool_call>",
-        call_separator="\n",
-        block_separator="\n",
-        stop=("<|im_end|>",),
-        tools_prompt=qwen3_coder_tools,
+    "qwen3_coder": lambda: AgentFormat(name="qwen3_coder", **_QWEN_XML),  # type: ignore[arg-type]
+    # Qwen3.5 / 3.6 (xgrammar's qwen_3_5 tag; the kit has no Qwen3.5 template): Qwen3-Coder's
+    # XML calls after Qwen3's think block, <think>\n...\n</think>\n\n.
+    "qwen3_5": lambda: AgentFormat(
+        name="qwen3_5",
+        think_begin="<think>",
+        think_end="</think>",
+        think_suffix="\n\n",
+        block_pad="\n",
+        **_QWEN_XML,  # type: ignore[arg-type]
     ),
 }
