@@ -463,6 +463,8 @@ class Agent:
             step.grammar_build_s = time.perf_counter() - start
             processor = GrammarLogitsProcessor(compiled, prefix_token_ids=prefix)
             kwargs["logits_processor"] = [processor]
+            # the next step's masks are computed while the model runs its forward pass
+            kwargs["stopping_criteria"] = [*kwargs.get("stopping_criteria", ()), processor.early_masks]
         if request.on_event is not None:
             kwargs["streamer"] = make_streamer(
                 self.tokenizer,
