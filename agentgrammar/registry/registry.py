@@ -82,7 +82,12 @@ class ToolRegistry:
 
     @overload
     def tool(
-        self, *, name: Optional[str] = None, description: Optional[str] = None, strict: bool = True
+        self,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -92,9 +97,11 @@ class ToolRegistry:
         name: Optional[str] = None,
         description: Optional[str] = None,
         strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Union[F, Callable[[F], F]]:
-        """Register a function as a tool (see ``Tool.from_function``); use as ``@registry.tool``
-        or ``@registry.tool(name=..., description=..., strict=...)``. The function is returned
+        """Register a function (sync or ``async def``) as a tool (see ``Tool.from_function``);
+        use as ``@registry.tool`` or ``@registry.tool(name=..., description=..., strict=...,
+        timeout_s=...)``. The function is returned
         unchanged; its ``Tool`` is ``registry[name]``. (On a Pydantic model class it registers
         the model, without handler, as ``add`` does.)
 
@@ -108,7 +115,7 @@ class ToolRegistry:
         """
 
         def register(f: F) -> F:
-            self.add(f, name=name, description=description, strict=strict)
+            self.add(f, name=name, description=description, strict=strict, timeout_s=timeout_s)
             return f
 
         return register if func is None else register(func)
@@ -121,14 +128,17 @@ class ToolRegistry:
         description: Optional[str] = None,
         handler: Optional[Callable[..., Any]] = None,
         strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Tool:
         """Register and return a tool made from ``obj``:
 
         - a Pydantic model class: ``Tool.from_model(obj, name=..., description=...,
           handler=..., strict=...)`` (the handler gets the validated model instance);
         - a function: ``Tool.from_function`` (the function is the handler);
-        - a ``Tool``: registered as it is (``name`` / ``description`` / ``handler`` replace its
-          own when given).
+        - a ``Tool``: registered as it is (``name`` / ``description`` / ``handler`` /
+          ``timeout_s`` replace its own when given).
+
+        ``timeout_s`` limits each call an agent makes (``Tool.timeout_s``).
 
         ``ToolError`` if the name is taken.
 
@@ -144,7 +154,7 @@ class ToolRegistry:
         """
         if isinstance(obj, Tool):
             tool = obj
-            if name is not None or description is not None or handler is not None:
+            if any(x is not None for x in (name, description, handler, timeout_s)):
                 tool = Tool(
                     obj.name if name is None else name,
                     obj.description if description is None else description,
@@ -153,13 +163,18 @@ class ToolRegistry:
                     handler=obj.handler if handler is None else handler,
                     strict=obj.strict,
                     signature=obj.signature,
+                    timeout_s=obj.timeout_s if timeout_s is None else timeout_s,
                 )
         elif isinstance(obj, type) and issubclass(obj, BaseModel):
-            tool = Tool.from_model(obj, name=name, description=description, handler=handler, strict=strict)
+            tool = Tool.from_model(
+                obj, name=name, description=description, handler=handler, strict=strict, timeout_s=timeout_s
+            )
         elif callable(obj):
             if handler is not None:
                 raise ToolError(f"{obj!r} is a function: it is its own handler, so pass no handler=")
-            tool = Tool.from_function(obj, name=name, description=description, strict=strict)
+            tool = Tool.from_function(
+                obj, name=name, description=description, strict=strict, timeout_s=timeout_s
+            )
         else:
             raise ToolError(
                 f"cannot make a tool from {obj!r}: expected a Pydantic model class, a function or a Tool"
