@@ -118,8 +118,9 @@ class ToolRunner:
             return []
         if not _loop_running():
             return asyncio.run(self.arun(calls))
+        context = contextvars.copy_context()  # the helper thread's tasks see the caller's
         with ThreadPoolExecutor(1, thread_name_prefix="agentgrammar-tool-loop") as helper:
-            return helper.submit(asyncio.run, self.arun(calls)).result()
+            return helper.submit(context.run, asyncio.run, self.arun(calls)).result()
 
     async def arun(self, calls: Sequence[ToolCall]) -> List[ToolResult]:
         """The results of ``calls``, run concurrently on the running event loop. Cancelling
