@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -30,6 +31,7 @@ from typing import (
     List,
     Mapping,
     Optional,
+    Sequence,
     Type,
     TypeVar,
     Union,
@@ -41,6 +43,9 @@ from pydantic import BaseModel
 from ..errors import ToolError
 from .openai import tool_from_openai, tool_to_openai
 from .tool import Tool, ToolCall
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .mcp import MCPConnection
 
 __all__ = ["ToolRegistry"]
 
@@ -201,6 +206,53 @@ class ToolRegistry:
         if isinstance(tools, Mapping):
             raise ToolError("from_openai takes a list of tool dicts, not one dict")
         return cls(tool_from_openai(definition) for definition in tools)
+
+    @classmethod
+    async def from_mcp(
+        cls, session: Any, *, prefix: str = "", timeout_s: Optional[float] = None
+    ) -> ToolRegistry:
+        """A registry of the tools of an initialized MCP ``ClientSession`` (see
+        :mod:`~agentgrammar.registry.mcp`): each tool's ``inputSchema`` is its argument schema,
+        its description the tool's, and its handler calls it on the server. ``prefix`` goes
+        before each name; ``timeout_s`` becomes each tool's ``timeout_s``.
+
+        Example (in async code, with the ``mcp`` SDK)::
+
+            async with stdio_client(StdioServerParameters(command="python", args=["server.py"])) as (r, w):
+                async with ClientSession(r, w) as session:
+                    await session.initialize()
+                    registry = await ToolRegistry.from_mcp(session)
+                    run = await agent.arun("...", tools=registry)
+        """
+        from .mcp import mcp_tools
+
+        return cls(await mcp_tools(session, prefix=prefix, timeout_s=timeout_s))
+
+    @classmethod
+    def from_mcp_stdio(cls, command: Sequence[str], **options: Any) -> MCPConnection:
+        """Start the MCP server ``command`` (``["python", "server.py"]``) and connect to it over
+        stdio, for sync code: an ``MCPConnection`` holding the session on a background event
+        loop, whose context gives the registry of the server's tools and whose exit stops the
+        server. ``options``: ``env``, ``cwd``, ``stderr`` (where the server's stderr goes),
+        ``prefix``, ``timeout_s``, ``connect_timeout_s``.
+
+        Example (with the ``mcp`` SDK)::
+
+            with ToolRegistry.from_mcp_stdio(["python", "server.py"]) as registry:
+                run = Agent(model, tokenizer, registry).run("What is 2 + 3?")
+        """
+        from .mcp import connect_stdio
+
+        return connect_stdio(command, **options)
+
+    @classmethod
+    def from_mcp_http(cls, url: str, **options: Any) -> MCPConnection:
+        """``from_mcp_stdio`` for a server already running at ``url`` (streamable HTTP, e.g.
+        ``"http://127.0.0.1:8000/mcp"``). ``options``: ``prefix``, ``timeout_s``,
+        ``connect_timeout_s``."""
+        from .mcp import connect_http
+
+        return connect_http(url, **options)
 
     # -- reading ----------------------------------------------------------------------------------
 
