@@ -55,7 +55,7 @@ def registry(connection: MCPConnection) -> ToolRegistry:
 
 
 def test_the_servers_tools_become_tools(registry: ToolRegistry) -> None:
-    assert registry.names == ["get_weather", "add", "shout"]
+    assert registry.names == ["get_weather", "add", "shout", "wait"]
     weather = registry["get_weather"]
     assert weather.description == "Get the current weather in a city."
     assert weather.parameters["required"] == ["city"]
@@ -100,6 +100,13 @@ def test_a_server_error_comes_back_as_an_error_result(registry: ToolRegistry) ->
     assert result.invalid and "invalid arguments for tool 'add': a:" in (result.error or "")
 
 
+def test_a_call_past_its_timeout_is_cancelled_and_the_session_goes_on(registry: ToolRegistry) -> None:
+    calls = [ToolCall("wait", {"seconds": 600}), ToolCall("wait", {"seconds": 0})]
+    late, quick = ToolRunner(registry, timeout_s=2.0).run(calls)
+    assert late.error == "tool 'wait' timed out after 2 s" and quick.value == "waited 0.0"
+    assert registry.call(ToolCall("add", {"a": 1, "b": 1})) == {"result": 2}
+
+
 def test_from_mcp_on_a_session_in_async_code(devnull: Any) -> None:
     mcp = pytest.importorskip("mcp")
     from mcp.client.stdio import stdio_client
@@ -110,7 +117,7 @@ def test_from_mcp_on_a_session_in_async_code(devnull: Any) -> None:
             async with mcp.ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
                 registry = await ToolRegistry.from_mcp(session, prefix="srv.", timeout_s=30)
-                assert registry.names == ["srv.get_weather", "srv.add", "srv.shout"]
+                assert registry.names == ["srv.get_weather", "srv.add", "srv.shout", "srv.wait"]
                 assert registry["srv.add"].timeout_s == 30.0
                 direct = await registry.acall(ToolCall("srv.shout", {"text": "a"}))
                 ran = await ToolRunner(registry).arun(
@@ -154,7 +161,7 @@ def test_a_server_over_streamable_http(devnull: Any) -> None:
                 assert server.poll() is None and time.monotonic() < deadline, "the HTTP server did not start"
                 time.sleep(0.05)
         with ToolRegistry.from_mcp_http(f"http://127.0.0.1:{port}/mcp") as registry:
-            assert registry.names == ["get_weather", "add", "shout"]
+            assert registry.names == ["get_weather", "add", "shout", "wait"]
             assert registry.call(ToolCall("add", {"a": 20, "b": 22})) == {"result": 42}
             (result,) = ToolRunner(registry).run([ToolCall("get_weather", {"city": "Atlantis"})])
             assert "no weather station in Atlantis" in (result.error or "")
