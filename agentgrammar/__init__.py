@@ -32,6 +32,7 @@ from .errors import (
     StructuralTagError,
     TokenIdError,
     ToolError,
+    ToolTimeoutError,
     VocabularyError,
 )
 from .formats import AgentFormat, AgentOutput, FormatDetectError, FormatParseError, RenderError
@@ -67,6 +68,7 @@ __all__ = [
     "ToolCall",
     "ToolError",
     "ToolRegistry",
+    "ToolTimeoutError",
     "Vocabulary",
     "VocabularyError",
     "__version__",

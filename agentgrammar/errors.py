@@ -92,6 +92,24 @@ class ToolError(AgentGrammarError):
         self.field = field
 
 
+class ToolTimeoutError(ToolError):
+    """A tool call ran past its timeout (``Tool.timeout_s``, else the runner's default) and was
+    stopped (an async tool is cancelled; a sync tool's thread cannot be interrupted, so it runs
+    on and its result is dropped). ``timeout_s`` is the limit it ran past.
+
+    Example:
+        >>> err = ToolTimeoutError("tool 'slow' timed out after 2 s", tool="slow", timeout_s=2.0)
+        >>> (isinstance(err, ToolError), err.tool, err.timeout_s)
+        (True, 'slow', 2.0)
+    """
+
+    def __init__(
+        self, message: str, *, tool: Optional[str] = None, timeout_s: Optional[float] = None
+    ) -> None:
+        super().__init__(message, tool=tool)
+        self.timeout_s = timeout_s
+
+
 class StructuralTagError(AgentGrammarError, ValueError):
     """A structural tag is malformed: an unknown ``type``, a missing or ill-typed field, a
     trigger that begins no tag, a tag that two triggers open, ...

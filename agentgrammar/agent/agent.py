@@ -37,11 +37,13 @@ from ..formats import get as get_format
 from ..formats.detect import FormatDetectError, detect
 from ..formats.token_markers import marker_tokens, with_token_markers
 from ..registry import Tool, ToolCall, ToolRegistry
-from .events import AgentEvent, ResponseEvent, ToolCallFinished, ToolCallStarted, TurnFinished
+from .events import AgentEvent, ResponseEvent, ToolCallFinished, TurnFinished
 from .messages import assistant_message
 from .prompt import Prompt, PromptBuilder, has_chat_template
 from .run import AgentRun, AgentStep, ToolResult
 from .streaming import make_streamer
+from .tool_runner import ToolRunner, checked_timeout_s
+from .tool_runner import unicode_safe as _unicode_safe
 
 __all__ = ["Agent", "AgentError"]
 
@@ -106,48 +108,6 @@ def _messages_of(prompt: PromptArg, system_prompt: Optional[str]) -> List[Dict[s
     return messages
 
 
-def _error_text(error: Exception) -> str:
-    """What a failed call feeds back: a ``ToolError``'s message, else the exception's type too."""
-    return str(error) if isinstance(error, ToolError) else f"{type(error).__name__}: {error}"
-
-
-def _unicode_safe(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (a surrogate pair, which a str may
-    hold as two code points, becomes its character): text that encodes as UTF-8."""
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def _safe_result(result: ToolResult) -> ToolResult:
-    """``result`` made safe to put into the conversation: its message must render (a value
-    that ``json.dumps`` cannot write, such as a cyclic list, becomes an error result) and
-    encode as UTF-8 (a lone surrogate that a tool returned would make the next turn's
-    tokenizer raise): a str value or an error with lone surrogates has them replaced, and any
-    other value whose JSON text has some is replaced by that text, made safe.
-
-    Example:
-        >>> from agentgrammar import ToolCall
-        >>> _safe_result(ToolResult(ToolCall("echo", {}), "a\\ud800b")).value == "a\\ufffdb"
-        True
-    """
-    try:
-        content = result.content
-    except Exception as e:  # json.dumps refused the value (a cycle, a failing __str__, ...)
-        return ToolResult(
-            result.call,
-            error=_unicode_safe(
-                f"the result of tool {result.call.name!r} cannot be written as text: {type(e).__name__}: {e}"
-            ),
-            invalid=result.invalid,
-        )
-    if _SURROGATE.search(content) is None:
-        return result
-    if result.error is not None:
-        return ToolResult(result.call, error=_unicode_safe(result.error), invalid=result.invalid)
-    return ToolResult(
-        result.call, _unicode_safe(content if not isinstance(result.value, str) else result.value)
-    )
-
-
 @dataclass
 class _Request:
     """One run's settings and conversation."""
@@ -194,6 +154,8 @@ class Agent:
         system_prompt: a system message put first when the conversation has none.
         template_kwargs: variables for the chat template (``apply_chat_template(**kwargs)``),
             over the reasoning switch that ``run(reasoning=...)`` sets.
+        tool_timeout_s: how long one tool call may run when its tool sets no ``timeout_s``
+            (``None``: no limit); see :mod:`~agentgrammar.agent.tool_runner`.
 
     The vocabulary is built once per agent and one compiler serves every turn, so the grammar
     of a tool set is compiled once and its mask cache stays warm.
@@ -206,6 +168,8 @@ class Agent:
     start of the turn: its grammar goes on from there and the stored reasoning is the whole block.
     """
 
+    tool_timeout_s: Optional[float] = None
+
     def __init__(
         self,
         model: Any,
@@ -217,6 +181,7 @@ class Agent:
         vocabulary: Optional[Vocabulary] = None,
         system_prompt: Optional[str] = None,
         template_kwargs: Optional[Mapping[str, Any]] = None,
+        tool_timeout_s: Optional[float] = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise AgentError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -227,6 +192,7 @@ class Agent:
         self.model = model
         self.tokenizer = tokenizer
         self.registry = registry
+        self.tool_timeout_s = checked_timeout_s(tool_timeout_s, "tool_timeout_s")
         self.format = (
             resolve_format(format) if format is not None else _detected_format(tokenizer, template_kwargs)
         )
@@ -293,9 +259,11 @@ class Agent:
         ``seed`` control sampling (greedy by default). ``on_event`` receives the
         :mod:`~agentgrammar.agent.events` as they happen.
 
-        A tool that raises or is called with invalid arguments gives an error result that is
-        fed back to the model (``{"error": "..."}``); async handlers run in ``asyncio.run``
-        (use :meth:`arun` inside an event loop).
+        The calls of a turn run concurrently (:class:`~agentgrammar.agent.tool_runner.ToolRunner`:
+        async tools on an event loop, sync tools in a thread pool, each under its timeout); a
+        tool that raises, times out or is called with invalid arguments gives an error result
+        that is fed back to the model (``{"error": "..."}``). Prefer :meth:`arun` inside an
+        event loop.
         """
         request = self._request(prompt_or_messages, locals())
         self._seed(seed)
@@ -303,9 +271,7 @@ class Agent:
         for turn in range(request.max_turns):
             step = self._generate_turn(request, turn)
             if step.error is None:
-                for call in step.tool_calls:
-                    request.emit(ToolCallStarted(call))
-                    step.results.append(self._finish_call(request, call, self._execute(request, call)))
+                step.results = self._tool_runner(request).run(step.tool_calls)
             if self._end_turn(request, run, step):
                 return run
         run.stopped_reason = "max_turns"
@@ -328,9 +294,9 @@ class Agent:
         seed: Optional[int] = None,
         on_event: Optional[EventHandler] = None,
     ) -> AgentRun:
-        """:meth:`run` for async code: tool handlers are awaited on the running loop (async ones
-        natively) and ``generate()`` runs in the loop's default executor, so ``on_event``
-        gets the token events from that worker thread."""
+        """:meth:`run` for async code: the tool calls run on the running loop (async tools as its
+        tasks; cancelling this run cancels them) and ``generate()`` runs in the loop's default
+        executor, so ``on_event`` gets the token events from that worker thread."""
         request = self._request(prompt_or_messages, locals())
         self._seed(seed)
         loop = asyncio.get_running_loop()
@@ -338,10 +304,7 @@ class Agent:
         for turn in range(request.max_turns):
             step = await loop.run_in_executor(None, self._generate_turn, request, turn)
             if step.error is None:
-                for call in step.tool_calls:
-                    request.emit(ToolCallStarted(call))
-                    result = await self._aexecute(request, call)
-                    step.results.append(self._finish_call(request, call, result))
+                step.results = await self._tool_runner(request).arun(step.tool_calls)
             if self._end_turn(request, run, step):
                 return run
         run.stopped_reason = "max_turns"
@@ -543,35 +506,18 @@ class Agent:
 
     # ---- internals: tools ------------------------------------------------------------------
 
-    @staticmethod
-    def _precheck(request: _Request, call: ToolCall) -> Optional[ToolResult]:
-        """An error result for a call to an unknown tool or with invalid arguments (whatever
-        validation raises: a model's own validator may raise anything)."""
-        try:
-            request.registry[call.name].validate(call.arguments)
-        except Exception as e:
-            return _safe_result(ToolResult(call, error=_error_text(e), invalid=True))
-        return None
+    def _tool_runner(self, request: _Request, *, events: bool = True) -> ToolRunner:
+        """The runner of a turn's calls (``events``: report them to ``on_event``)."""
+        on_event = request.on_event if events else None
+        return ToolRunner(request.registry, timeout_s=self.tool_timeout_s, on_event=on_event)
 
     def _execute(self, request: _Request, call: ToolCall) -> ToolResult:
-        rejected = self._precheck(request, call)
-        if rejected is not None:
-            return rejected
-        try:
-            result = ToolResult(call, request.registry.call(call))
-        except Exception as e:  # ToolError for a handler that raised; anything else the same way
-            result = ToolResult(call, error=_error_text(e))
-        return _safe_result(result)
+        """One call's result, without events (the turn's calls go through ``_tool_runner``)."""
+        return self._tool_runner(request, events=False).run([call])[0]
 
     async def _aexecute(self, request: _Request, call: ToolCall) -> ToolResult:
-        rejected = self._precheck(request, call)
-        if rejected is not None:
-            return rejected
-        try:
-            result = ToolResult(call, await request.registry.acall(call))
-        except Exception as e:
-            result = ToolResult(call, error=_error_text(e))
-        return _safe_result(result)
+        """``_execute`` on the running loop."""
+        return (await self._tool_runner(request, events=False).arun([call]))[0]
 
     @staticmethod
     def _finish_call(request: _Request, call: ToolCall, result: ToolResult) -> ToolResult:

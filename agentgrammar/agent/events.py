@@ -2,8 +2,9 @@
 
 Per turn, in order: ``TokenEvent`` s as text is generated (with the region of the output each
 piece belongs to), a ``ThinkEvent`` when the think block closes (or at the end of the turn if
-it never did), then for each tool call ``ToolCallStarted`` and ``ToolCallFinished``, a
-``ResponseEvent`` when the turn has a response, and ``TurnFinished``.
+it never did), then ``ToolCallStarted`` for each tool call (in call order, as they all start)
+and ``ToolCallFinished`` for each as it finishes (they run concurrently), a ``ResponseEvent``
+when the turn has a response, and ``TurnFinished``.
 
 Example:
     >>> from agentgrammar import ToolCall

@@ -37,12 +37,15 @@ STOPPED_REASONS = ("response", "max_turns", "error")
 class ToolResult:
     """The outcome of one tool call: ``value`` (what the handler returned) or ``error`` (the
     message fed back to the model). ``invalid`` is true when the call was rejected before
-    running (an unknown tool or arguments that fail validation)."""
+    running (an unknown tool or arguments that fail validation). ``exception`` is what made
+    the error, when an exception did (a ``ToolError``, whose ``__cause__`` is the handler's own
+    exception; a ``ToolTimeoutError`` for a call that ran past its timeout)."""
 
     call: ToolCall
     value: Any = None
     error: Optional[str] = None
     invalid: bool = False
+    exception: Optional[BaseException] = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -1,4 +1,4 @@
-"""The tool registry: tools from functions, Pydantic models or OpenAI tool dicts; their argument
+"""The tool registry: tools from functions, Pydantic models, OpenAI tool dicts or MCP servers; their argument
 schemas; validating and running tool calls.
 
 Example:
@@ -13,6 +13,7 @@ Example:
 """
 
 from .docstrings import Docstring, parse_docstring
+from .mcp import MCPConnection, MCPToolError, MCPUnavailableError
 from .openai import (
     openai_strict_compatible,
     tool_call_from_openai,
@@ -27,6 +28,9 @@ from .tool import TOOL_NAME_PATTERN, Tool, ToolCall, check_tool_name
 __all__ = [
     "TOOL_NAME_PATTERN",
     "Docstring",
+    "MCPConnection",
+    "MCPToolError",
+    "MCPUnavailableError",
     "SignatureModel",
     "Tool",
     "ToolCall",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import difflib
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -30,6 +31,7 @@ from typing import (
     List,
     Mapping,
     Optional,
+    Sequence,
     Type,
     TypeVar,
     Union,
@@ -41,6 +43,9 @@ from pydantic import BaseModel
 from ..errors import ToolError
 from .openai import tool_from_openai, tool_to_openai
 from .tool import Tool, ToolCall
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .mcp import MCPConnection
 
 __all__ = ["ToolRegistry"]
 
@@ -82,7 +87,12 @@ class ToolRegistry:
 
     @overload
     def tool(
-        self, *, name: Optional[str] = None, description: Optional[str] = None, strict: bool = True
+        self,
+        *,
+        name: Optional[str] = None,
+        description: Optional[str] = None,
+        strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -92,9 +102,11 @@ class ToolRegistry:
         name: Optional[str] = None,
         description: Optional[str] = None,
         strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Union[F, Callable[[F], F]]:
-        """Register a function as a tool (see ``Tool.from_function``); use as ``@registry.tool``
-        or ``@registry.tool(name=..., description=..., strict=...)``. The function is returned
+        """Register a function (sync or ``async def``) as a tool (see ``Tool.from_function``);
+        use as ``@registry.tool`` or ``@registry.tool(name=..., description=..., strict=...,
+        timeout_s=...)``. The function is returned
         unchanged; its ``Tool`` is ``registry[name]``. (On a Pydantic model class it registers
         the model, without handler, as ``add`` does.)
 
@@ -108,7 +120,7 @@ class ToolRegistry:
         """
 
         def register(f: F) -> F:
-            self.add(f, name=name, description=description, strict=strict)
+            self.add(f, name=name, description=description, strict=strict, timeout_s=timeout_s)
             return f
 
         return register if func is None else register(func)
@@ -121,14 +133,17 @@ class ToolRegistry:
         description: Optional[str] = None,
         handler: Optional[Callable[..., Any]] = None,
         strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Tool:
         """Register and return a tool made from ``obj``:
 
         - a Pydantic model class: ``Tool.from_model(obj, name=..., description=...,
           handler=..., strict=...)`` (the handler gets the validated model instance);
         - a function: ``Tool.from_function`` (the function is the handler);
-        - a ``Tool``: registered as it is (``name`` / ``description`` / ``handler`` replace its
-          own when given).
+        - a ``Tool``: registered as it is (``name`` / ``description`` / ``handler`` /
+          ``timeout_s`` replace its own when given).
+
+        ``timeout_s`` limits each call an agent makes (``Tool.timeout_s``).
 
         ``ToolError`` if the name is taken.
 
@@ -144,7 +159,7 @@ class ToolRegistry:
         """
         if isinstance(obj, Tool):
             tool = obj
-            if name is not None or description is not None or handler is not None:
+            if any(x is not None for x in (name, description, handler, timeout_s)):
                 tool = Tool(
                     obj.name if name is None else name,
                     obj.description if description is None else description,
@@ -153,13 +168,18 @@ class ToolRegistry:
                     handler=obj.handler if handler is None else handler,
                     strict=obj.strict,
                     signature=obj.signature,
+                    timeout_s=obj.timeout_s if timeout_s is None else timeout_s,
                 )
         elif isinstance(obj, type) and issubclass(obj, BaseModel):
-            tool = Tool.from_model(obj, name=name, description=description, handler=handler, strict=strict)
+            tool = Tool.from_model(
+                obj, name=name, description=description, handler=handler, strict=strict, timeout_s=timeout_s
+            )
         elif callable(obj):
             if handler is not None:
                 raise ToolError(f"{obj!r} is a function: it is its own handler, so pass no handler=")
-            tool = Tool.from_function(obj, name=name, description=description, strict=strict)
+            tool = Tool.from_function(
+                obj, name=name, description=description, strict=strict, timeout_s=timeout_s
+            )
         else:
             raise ToolError(
                 f"cannot make a tool from {obj!r}: expected a Pydantic model class, a function or a Tool"
@@ -186,6 +206,53 @@ class ToolRegistry:
         if isinstance(tools, Mapping):
             raise ToolError("from_openai takes a list of tool dicts, not one dict")
         return cls(tool_from_openai(definition) for definition in tools)
+
+    @classmethod
+    async def from_mcp(
+        cls, session: Any, *, prefix: str = "", timeout_s: Optional[float] = None
+    ) -> ToolRegistry:
+        """A registry of the tools of an initialized MCP ``ClientSession`` (see
+        :mod:`~agentgrammar.registry.mcp`): each tool's ``inputSchema`` is its argument schema,
+        its description the tool's, and its handler calls it on the server. ``prefix`` goes
+        before each name; ``timeout_s`` becomes each tool's ``timeout_s``.
+
+        Example (in async code, with the ``mcp`` SDK)::
+
+            async with stdio_client(StdioServerParameters(command="python", args=["server.py"])) as (r, w):
+                async with ClientSession(r, w) as session:
+                    await session.initialize()
+                    registry = await ToolRegistry.from_mcp(session)
+                    run = await agent.arun("...", tools=registry)
+        """
+        from .mcp import mcp_tools
+
+        return cls(await mcp_tools(session, prefix=prefix, timeout_s=timeout_s))
+
+    @classmethod
+    def from_mcp_stdio(cls, command: Sequence[str], **options: Any) -> MCPConnection:
+        """Start the MCP server ``command`` (``["python", "server.py"]``) and connect to it over
+        stdio, for sync code: an ``MCPConnection`` holding the session on a background event
+        loop, whose context gives the registry of the server's tools and whose exit stops the
+        server. ``options``: ``env``, ``cwd``, ``stderr`` (where the server's stderr goes),
+        ``prefix``, ``timeout_s``, ``connect_timeout_s``.
+
+        Example (with the ``mcp`` SDK)::
+
+            with ToolRegistry.from_mcp_stdio(["python", "server.py"]) as registry:
+                run = Agent(model, tokenizer, registry).run("What is 2 + 3?")
+        """
+        from .mcp import connect_stdio
+
+        return connect_stdio(command, **options)
+
+    @classmethod
+    def from_mcp_http(cls, url: str, **options: Any) -> MCPConnection:
+        """``from_mcp_stdio`` for a server already running at ``url`` (streamable HTTP, e.g.
+        ``"http://127.0.0.1:8000/mcp"``). ``options``: ``prefix``, ``timeout_s``,
+        ``connect_timeout_s``."""
+        from .mcp import connect_http
+
+        return connect_http(url, **options)
 
     # -- reading ----------------------------------------------------------------------------------
 

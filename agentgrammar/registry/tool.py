@@ -31,7 +31,7 @@ from ..errors import ToolError
 from .docstrings import parse_docstring
 from .signature import SignatureModel, signature_model, tool_json_schema
 
-__all__ = ["TOOL_NAME_PATTERN", "Tool", "ToolCall", "check_tool_name"]
+__all__ = ["TOOL_NAME_PATTERN", "Tool", "ToolCall", "check_timeout_s", "check_tool_name"]
 
 # \A ... \Z, matched with fullmatch: "$" also matches before a final newline, and a name
 # "tool_a\n" written raw (qwen3_coder, harmony, deepseek_r1) parses back as "tool_a".
@@ -60,6 +60,25 @@ def check_tool_name(name: Any) -> str:
             tool=name if isinstance(name, str) else None,
         )
     return name
+
+
+def check_timeout_s(value: Any, where: str) -> Optional[float]:
+    """``value`` as a float if it is a positive number of seconds, ``None`` if it is ``None``;
+    else ``ToolError`` naming ``where``.
+
+    Example:
+        >>> check_timeout_s(2, "tool 'f'"), check_timeout_s(None, "tool 'f'")
+        (2.0, None)
+        >>> check_timeout_s(0, "tool 'f'")
+        Traceback (most recent call last):
+        ...
+        agentgrammar.errors.ToolError: tool 'f': timeout_s must be a positive number of seconds or None, got 0
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ToolError(f"{where}: timeout_s must be a positive number of seconds or None, got {value!r}")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -101,7 +120,8 @@ class Tool:
     ``strict`` says that the schema allows no arguments besides its properties. ``signature`` is
     set for tools made from functions: the handler is called with one keyword argument per
     parameter; otherwise a tool with a model passes the validated model instance and a tool
-    without one passes the arguments as keywords.
+    without one passes the arguments as keywords. ``timeout_s`` is how long an agent lets one
+    call of the tool run (``None``: the agent's default, see ``agent.tool_runner``).
 
     Tools compare and hash by identity. Make them with ``Tool.from_function``,
     ``Tool.from_model``, ``openai.tool_from_openai`` or directly from a schema.
@@ -121,6 +141,7 @@ class Tool:
     handler: Optional[Callable[..., Any]] = None
     strict: bool = True
     signature: Optional[SignatureModel] = None
+    timeout_s: Optional[float] = None
     _validator: Any = field(default=None, init=False, repr=False)  # jsonschema's, for tools without model
 
     def __post_init__(self) -> None:
@@ -137,6 +158,7 @@ class Tool:
             raise ToolError(
                 f"tool {self.name!r}: the handler {self.handler!r} is not callable", tool=self.name
             )
+        object.__setattr__(self, "timeout_s", check_timeout_s(self.timeout_s, f"tool {self.name!r}"))
         validator = None
         if self.model is None:
             cls = jsonschema.validators.validator_for(
@@ -161,10 +183,12 @@ class Tool:
         name: Optional[str] = None,
         description: Optional[str] = None,
         strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Tool:
         """The tool that runs ``func``: named after it, described by its docstring (the text
         before the first section; parameter descriptions from Google, NumPy or reST sections),
-        with arguments from its type hints and defaults. ``strict`` forbids other arguments.
+        with arguments from its type hints and defaults. ``strict`` forbids other arguments;
+        ``timeout_s`` limits each call an agent makes.
 
         Example:
             >>> async def fetch(url: str, timeout: float = 10.0) -> str:
@@ -194,6 +218,7 @@ class Tool:
             handler=func,
             strict=strict,
             signature=sig,
+            timeout_s=timeout_s,
         )
 
     @classmethod
@@ -205,12 +230,13 @@ class Tool:
         description: Optional[str] = None,
         handler: Optional[Callable[..., Any]] = None,
         strict: bool = True,
+        timeout_s: Optional[float] = None,
     ) -> Tool:
         """The tool whose arguments are the fields of ``model``: named ``name``, else the
         model's ``model_config["title"]``, else its class name in snake_case; described by
         ``description``, else the model's docstring. ``handler`` is called with the validated
         model instance. ``strict`` closes the objects of the schema (validation follows the
-        model's own ``extra`` setting).
+        model's own ``extra`` setting). ``timeout_s`` limits each call an agent makes.
 
         Example:
             >>> from pydantic import BaseModel
@@ -238,7 +264,9 @@ class Tool:
             raise ToolError(
                 f"tool {name!r}: cannot make the JSON Schema of {model.__name__}: {e}", tool=name
             ) from e
-        return cls(name, description, parameters, model=model, handler=handler, strict=strict)
+        return cls(
+            name, description, parameters, model=model, handler=handler, strict=strict, timeout_s=timeout_s
+        )
 
     @property
     def is_async(self) -> bool:
