@@ -43,8 +43,6 @@ from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
 from ..errors import AgentError, AgentGrammarError, ToolError
 from ..formats import AgentFormat, AgentOutput, FormatParseError
 from ..formats.token_markers import marker_tokens, with_token_markers
-from ..formats.tools import resolve_choice
-from ..grammar import Grammar
 from ..registry import Tool, ToolCall, ToolRegistry
 from .deltas import call_arguments_texts
 from .events import (
@@ -438,19 +436,12 @@ class Agent:
         if prompt.opened:  # the think block is already open (or written): the grammar has it
             reasoning = "enabled"
         fmt, choice = self._grammar_format, request.tool_choice if turn == 0 else "auto"
-        options = dict(parallel_tool_calls=request.parallel_tool_calls, reasoning=reasoning)
-        if request.output is None:
-            return fmt.grammar(request.tools, tool_choice=choice, **options)
-        tag = fmt.structural_tag(request.tools, tool_choice=choice, **options)
-        selected, mode = resolve_choice(request.tools, choice)
-        if mode in ("required", "named") and not fmt.has_response:
-            return Grammar.from_structural_tag(tag)  # this turn calls: no answer in it
-        calls = None
-        if mode == "auto" and not fmt.has_response:
-            calls = fmt.structural_tag(selected, tool_choice="required", **options)
-        return Grammar.from_structural_tag(
-            request.output.constrain(tag, fmt, reasoning=reasoning, calls=calls)
+        options = dict(
+            tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, reasoning=reasoning
         )
+        if request.output is None:
+            return fmt.grammar(request.tools, **options)
+        return request.output.grammar(fmt, request.tools, **options)
 
     def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
         import torch

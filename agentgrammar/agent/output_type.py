@@ -25,12 +25,15 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Sequence
 
 from .. import structural_tag as st
 from ..errors import AgentError
 from ..formats import AgentFormat
+from ..formats.tools import resolve_choice
+from ..grammar import Grammar
 from ..grammar.structural_tag import compact_schema_grammar
+from ..registry import Tool
 
 __all__ = ["OutputSpec", "OutputValidationError"]
 
@@ -70,6 +73,35 @@ class OutputSpec:
         except Exception as e:  # pydantic's errors for types it cannot describe
             raise AgentError(f"output_type {output_type!r} has no JSON Schema: {e}") from None
         self.output_type = output_type
+
+    def grammar(
+        self,
+        fmt: AgentFormat,
+        tools: Sequence[Tool],
+        *,
+        tool_choice: Any = "auto",
+        parallel_tool_calls: bool = True,
+        reasoning: str = "enabled",
+    ) -> Grammar:
+        """``fmt.grammar(tools, ...)`` with the answer made the schema's JSON (see the module
+        docstring): in a free-text format, a turn that must call keeps its grammar, and an
+        ``"auto"`` turn is the calls or the JSON.
+
+        Example:
+            >>> from agentgrammar.formats import get
+            >>> g = OutputSpec(int).grammar(get("hermes"), [])
+            >>> g.accepts("42"), g.accepts("Forty-two")
+            (True, False)
+        """
+        options = dict(parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
+        tag = fmt.structural_tag(tools, tool_choice=tool_choice, **options)
+        selected, mode = resolve_choice(list(tools), tool_choice)
+        if mode in ("required", "named") and not fmt.has_response:
+            return Grammar.from_structural_tag(tag)  # this turn calls: no answer in it
+        calls = None
+        if mode == "auto" and not fmt.has_response:
+            calls = fmt.structural_tag(selected, tool_choice="required", **options)
+        return Grammar.from_structural_tag(self.constrain(tag, fmt, reasoning=reasoning, calls=calls))
 
     def json_format(self, fmt: AgentFormat) -> st.Format:
         """The answer's grammar: the schema's JSON in the format's compact layout."""
