@@ -247,8 +247,9 @@ class Agent:
         """The run's events as they happen (:mod:`~agentgrammar.agent.events`), from a worker
         thread that runs the agent; the arguments are :meth:`run`'s. Fold them with
         ``AgentRun.from_events`` for the run. Stopping early (``close()`` the iterator, or
-        leave a ``with contextlib.closing(...)`` block) stops generation at the next token and
-        runs no further tool call.
+        leave a ``with contextlib.closing(...)`` block) stops generation at the next token; the
+        cut turn's tool calls do not run, nor does a later turn (a tool already running
+        finishes first).
 
         Example (with a model)::
 

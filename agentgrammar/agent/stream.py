@@ -5,8 +5,8 @@ on the caller's loop, with ``generate()`` in the loop's executor, and hands the 
 
 Both are cancellation-safe: when the consumer stops early (it closes the iterator, breaks out of
 a ``with``-closed loop, or its task is cancelled), the run's cancel flag is set, ``generate()``
-stops at its next token (``cancel_criteria``), no further turn or tool call starts, and the
-worker is waited for, so the model is free again when the iterator is closed.
+stops at its next token (``cancel_criteria``), the cut turn's tool calls and any later turn do
+not run, and the worker is waited for, so the model is free again when the iterator is closed.
 
 Example:
     >>> import threading
