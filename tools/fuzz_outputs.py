@@ -370,9 +370,11 @@ def run(inp: Input) -> None:
 
 def run_agent(inp: Input) -> None:
     """The agent's path after generation, then the next prompt: nothing may escape."""
-    from agentgrammar.agent.agent import Agent, _Request
+    from agentgrammar.agent.agent import Agent
     from agentgrammar.agent.prompt import PromptBuilder
-    from agentgrammar.agent.run import AgentRun, AgentStep
+    from agentgrammar.agent.request import RunRequest
+    from agentgrammar.agent.run import AgentStep
+    from agentgrammar.agent.tool_runner import ToolRunner
     from agentgrammar.formats import get
 
     _, read, text, _with_tools = inp
@@ -386,7 +388,7 @@ def run_agent(inp: Input) -> None:
     agent.format = fmt
     agent.registry = registry
     agent._prompts = PromptBuilder(NoTemplate(), fmt)
-    request = _Request(
+    request = RunRequest(
         messages=[{"role": "user", "content": "Go."}],
         registry=registry,
         tool_choice="auto",
@@ -404,10 +406,8 @@ def run_agent(inp: Input) -> None:
         step = AgentStep(text=text)
         agent._parse(step, request.tools, request)
         if step.error is None:
-            for call in step.tool_calls:
-                step.results.append(agent._execute(request, call))
-        run_ = AgentRun(messages=request.messages)
-        agent._end_turn(request, run_, step)
+            step.results = ToolRunner(request.registry).run(step.tool_calls)
+        agent._end_turn(request, step)
         for result in step.results:
             _check_safe(result.content, f"{read}: the result of {result.call.name!r}")
         prompt = agent._prompts.build(request.messages, request.tools, request.reasoning)

@@ -23,116 +23,48 @@ Example (with a local chat model; see ``tests/agent`` for a run on a tiny random
 
 from __future__ import annotations
 
-import asyncio
-import re
+import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    AsyncIterator,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    Union,
+)
 
 from ..engine import Compiler, Vocabulary
 from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
 from ..errors import AgentError, AgentGrammarError, ToolError
 from ..formats import AgentFormat, AgentOutput, FormatParseError
-from ..formats import get as get_format
-from ..formats.detect import FormatDetectError, detect
 from ..formats.token_markers import marker_tokens, with_token_markers
 from ..registry import Tool, ToolCall, ToolRegistry
-from .events import AgentEvent, ResponseEvent, ToolCallFinished, TurnFinished
+from .deltas import call_arguments_texts
+from .events import (
+    AgentEvent,
+    ResponseEvent,
+    RunFinished,
+    RunStarted,
+    TurnFinished,
+    TurnStarted,
+)
 from .messages import assistant_message
-from .prompt import Prompt, PromptBuilder, has_chat_template
-from .run import AgentRun, AgentStep, ToolResult
+from .output_type import OutputSpec
+from .prompt import Prompt, PromptBuilder
+from .request import EventHandler, PromptArg, RunRequest, detected_format, messages_of, resolve_format
+from .run import AgentRun, AgentStep
+from .stream import cancel_criteria, events_from_task, events_from_thread, in_executor
 from .streaming import make_streamer
-from .tool_runner import ToolRunner, checked_timeout_s
-from .tool_runner import unicode_safe as _unicode_safe
+from .tool_runner import SURROGATE, ToolRunner, checked_timeout_s, unicode_safe
 
 __all__ = ["Agent", "AgentError"]
 
-PromptArg = Union[str, Sequence[Mapping[str, Any]]]
 ToolsSelection = Union[None, str, ToolRegistry, Iterable[Union[str, Tool]]]
-EventHandler = Callable[[AgentEvent], None]
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def resolve_format(format: Union[str, AgentFormat]) -> AgentFormat:
-    """An ``AgentFormat`` from a preset name (``agentgrammar.formats.names()``) or a format.
-
-    Example:
-        >>> resolve_format("tags").name
-        'tags'
-        >>> resolve_format("nope")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        agentgrammar.errors.AgentError: unknown format 'nope'; the presets are 'hermes', ...
-    """
-    if isinstance(format, AgentFormat):
-        return format
-    if isinstance(format, str):
-        try:
-            return get_format(format)
-        except ValueError as e:
-            raise AgentError(str(e)) from None
-    raise AgentError(f"format must be a preset name or an AgentFormat, got {type(format).__name__}")
-
-
-def _detected_format(tokenizer: Any, template_kwargs: Optional[Mapping[str, Any]]) -> AgentFormat:
-    """The preset the tokenizer's chat template writes (``formats.detect``); ``"tags"`` for a
-    tokenizer without one (the plain layout, as the demo model is trained)."""
-    if not has_chat_template(tokenizer):
-        return get_format("tags")
-    try:
-        return detect(tokenizer, template_kwargs=template_kwargs)
-    except FormatDetectError as e:
-        raise AgentError(f"cannot tell the model's format: {e}") from e
-
-
-def _messages_of(prompt: PromptArg, system_prompt: Optional[str]) -> List[Dict[str, Any]]:
-    if isinstance(prompt, str):
-        messages: List[Dict[str, Any]] = [{"role": "user", "content": prompt}]
-    elif isinstance(prompt, Sequence) and not isinstance(prompt, (bytes, bytearray)):
-        messages = []
-        for k, m in enumerate(prompt):
-            if isinstance(m, (str, bytes)) or (isinstance(m, Sequence) and not isinstance(m, Mapping)):
-                raise AgentError(
-                    "a batch of prompts is not supported: an Agent runs one conversation at a time "
-                    f"(give a str or a list of message dicts; item {k} is a {type(m).__name__})"
-                )
-            if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
-                raise AgentError(f"message {k} must be a dict with a 'role' string, got {m!r}")
-            messages.append(dict(m))
-        if not messages:
-            raise AgentError("the conversation is empty: give a prompt or at least one message")
-    else:
-        raise AgentError(f"expected a prompt str or a list of message dicts, got {type(prompt).__name__}")
-    if system_prompt is not None and messages[0].get("role") != "system":
-        messages.insert(0, {"role": "system", "content": system_prompt})
-    return messages
-
-
-@dataclass
-class _Request:
-    """One run's settings and conversation."""
-
-    messages: List[Dict[str, Any]]
-    registry: ToolRegistry
-    tool_choice: Any
-    reasoning: str
-    parallel_tool_calls: bool
-    max_turns: int
-    max_new_tokens: int
-    constrained: bool
-    do_sample: bool
-    temperature: float
-    top_p: float
-    on_event: Optional[EventHandler]
-    n_calls: int = 0  # calls made so far in the conversation (call ids count them)
-
-    @property
-    def tools(self) -> List[Tool]:
-        return list(self.registry)
-
-    def emit(self, event: AgentEvent) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
 
 
 class Agent:
@@ -194,7 +126,7 @@ class Agent:
         self.registry = registry
         self.tool_timeout_s = checked_timeout_s(tool_timeout_s, "tool_timeout_s")
         self.format = (
-            resolve_format(format) if format is not None else _detected_format(tokenizer, template_kwargs)
+            resolve_format(format) if format is not None else detected_format(tokenizer, template_kwargs)
         )
         self.system_prompt = system_prompt
         if compiler is not None:
@@ -245,6 +177,7 @@ class Agent:
         temperature: float = 1.0,
         top_p: float = 1.0,
         seed: Optional[int] = None,
+        output_type: Any = None,
         on_event: Optional[EventHandler] = None,
     ) -> AgentRun:
         """Run the conversation to a response (or ``max_turns`` turns) and return the ``AgentRun``.
@@ -256,26 +189,21 @@ class Agent:
         ``"required"`` run can answer once it has the results). ``constrained=False``
         generates without the grammar: a turn that does not parse is recorded in
         ``step.error`` and ends the run. ``do_sample`` / ``temperature`` / ``top_p`` /
-        ``seed`` control sampling (greedy by default). ``on_event`` receives the
-        :mod:`~agentgrammar.agent.events` as they happen.
+        ``seed`` control sampling (greedy by default). ``output_type``: a Pydantic model (or
+        any type Pydantic's ``TypeAdapter`` takes) whose JSON the final response must be
+        (:mod:`~agentgrammar.agent.output_type`); the validated value is ``run.output``, and
+        ``OutputValidationError`` is raised when it does not validate. ``on_event`` receives
+        the :mod:`~agentgrammar.agent.events` as they happen; the run is their fold
+        (``AgentRun.from_events``).
 
-        The calls of a turn run concurrently (:class:`~agentgrammar.agent.tool_runner.ToolRunner`:
-        async tools on an event loop, sync tools in a thread pool, each under its timeout); a
-        tool that raises, times out or is called with invalid arguments gives an error result
-        that is fed back to the model (``{"error": "..."}``). Prefer :meth:`arun` inside an
-        event loop.
+        A tool that raises or is called with invalid arguments gives an error result that is
+        fed back to the model (``{"error": "..."}``); async handlers run in ``asyncio.run``
+        (use :meth:`arun` inside an event loop).
         """
         request = self._request(prompt_or_messages, locals())
         self._seed(seed)
-        run = AgentRun(messages=request.messages)
-        for turn in range(request.max_turns):
-            step = self._generate_turn(request, turn)
-            if step.error is None:
-                step.results = self._tool_runner(request).run(step.tool_calls)
-            if self._end_turn(request, run, step):
-                return run
-        run.stopped_reason = "max_turns"
-        return run
+        self._drive(request)
+        return AgentRun.from_events(request.folded)
 
     async def arun(
         self,
@@ -292,27 +220,151 @@ class Agent:
         temperature: float = 1.0,
         top_p: float = 1.0,
         seed: Optional[int] = None,
+        output_type: Any = None,
         on_event: Optional[EventHandler] = None,
     ) -> AgentRun:
-        """:meth:`run` for async code: the tool calls run on the running loop (async tools as its
-        tasks; cancelling this run cancels them) and ``generate()`` runs in the loop's default
-        executor, so ``on_event`` gets the token events from that worker thread."""
+        """:meth:`run` for async code: tool handlers are awaited on the running loop (async ones
+        natively) and ``generate()`` runs in the loop's default executor, so ``on_event``
+        gets the token events from that worker thread."""
         request = self._request(prompt_or_messages, locals())
         self._seed(seed)
-        loop = asyncio.get_running_loop()
-        run = AgentRun(messages=request.messages)
+        await self._adrive(request)
+        return AgentRun.from_events(request.folded)
+
+    def stream(
+        self,
+        prompt_or_messages: PromptArg,
+        *,
+        tools: ToolsSelection = None,
+        tool_choice: Any = "auto",
+        reasoning: str = "enabled",
+        parallel_tool_calls: bool = True,
+        max_turns: int = 8,
+        max_new_tokens: int = 256,
+        constrained: bool = True,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: Optional[int] = None,
+        output_type: Any = None,
+    ) -> Iterator[AgentEvent]:
+        """The run's events as they happen (:mod:`~agentgrammar.agent.events`), from a worker
+        thread that runs the agent; the arguments are :meth:`run`'s. Fold them with
+        ``AgentRun.from_events`` for the run. Stopping early (``close()`` the iterator, or
+        leave a ``with contextlib.closing(...)`` block) stops generation at the next token; the
+        cut turn's tool calls do not run, nor does a later turn (a tool already running
+        finishes first).
+
+        Example (with a model)::
+
+            for event in agent.stream("Weather in Oslo?"):
+                if isinstance(event, TextDelta):
+                    print(event.text, end="", flush=True)
+        """
+        request = self._request(prompt_or_messages, {**locals(), "on_event": None})
+        self._seed(seed)
+
+        def drive(emit: EventHandler, cancel: threading.Event) -> None:
+            request.on_event, request.cancel = emit, cancel
+            self._drive(request)
+
+        return events_from_thread(drive)
+
+    def astream(
+        self,
+        prompt_or_messages: PromptArg,
+        *,
+        tools: ToolsSelection = None,
+        tool_choice: Any = "auto",
+        reasoning: str = "enabled",
+        parallel_tool_calls: bool = True,
+        max_turns: int = 8,
+        max_new_tokens: int = 256,
+        constrained: bool = True,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: Optional[int] = None,
+        output_type: Any = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """:meth:`stream` for async code: the agent runs as a task on the running loop (tool
+        handlers awaited there, ``generate()`` in the loop's executor) and its events come
+        through an ``asyncio.Queue``. Close it early with ``aclose()`` (``contextlib.aclosing``)
+        or by cancelling the consumer: generation stops at the next token, the task is
+        cancelled and waited for.
+
+        Example (with a model)::
+
+            async with contextlib.aclosing(agent.astream("Weather in Oslo?")) as events:
+                async for event in events:
+                    ...
+        """
+        request = self._request(prompt_or_messages, {**locals(), "on_event": None})
+        self._seed(seed)
+
+        async def drive(emit: EventHandler, cancel: threading.Event) -> None:
+            request.on_event, request.cancel = emit, cancel
+            await self._adrive(request)
+
+        return events_from_task(drive)
+
+    # ---- internals: the loop -------------------------------------------------------------------
+
+    def _drive(self, request: RunRequest) -> None:
+        """The run, told as events (``request.emit``): the turns, each generated, parsed and
+        its calls run, until a turn without calls, an error, ``max_turns`` or a cancel."""
+        request.emit(RunStarted(tuple(dict(m) for m in request.messages)))
         for turn in range(request.max_turns):
-            step = await loop.run_in_executor(None, self._generate_turn, request, turn)
+            request.emit(TurnStarted(turn))
+            step = self._generate_turn(request, turn)
+            if request.cancelled:
+                return
             if step.error is None:
-                step.results = await self._tool_runner(request).arun(step.tool_calls)
-            if self._end_turn(request, run, step):
-                return run
-        run.stopped_reason = "max_turns"
-        return run
+                texts = call_arguments_texts(self.format, step.text, step.tool_calls)
+                step.results = self._tool_runner(request).run(step.tool_calls, texts)
+            if self._end_turn(request, step):
+                break
+        self._finish(request)
+
+    async def _adrive(self, request: RunRequest) -> None:
+        request.emit(RunStarted(tuple(dict(m) for m in request.messages)))
+        for turn in range(request.max_turns):
+            request.emit(TurnStarted(turn))
+            step = await self._agenerate_turn(request, turn)
+            if request.cancelled:
+                return
+            if step.error is None:
+                texts = call_arguments_texts(self.format, step.text, step.tool_calls)
+                step.results = await self._tool_runner(request).arun(step.tool_calls, texts)
+            if self._end_turn(request, step):
+                break
+        self._finish(request)
+
+    async def _agenerate_turn(self, request: RunRequest, turn: int) -> AgentStep:
+        if request.cancel is None:
+            request.cancel = threading.Event()
+        return await in_executor(request.cancel, self._generate_turn, request, turn)
+
+    def _tool_runner(self, request: RunRequest) -> ToolRunner:
+        """The runner of a turn's calls: concurrent, each under its timeout, events to the run."""
+        return ToolRunner(request.registry, timeout_s=self.tool_timeout_s, on_event=request.emit)
+
+    def _finish(self, request: RunRequest) -> None:
+        """The run's end: its typed output (with ``output_type``), then ``RunFinished``."""
+        output = None
+        steps = [e.step for e in request.folded if isinstance(e, TurnFinished)]
+        if request.output is not None and request.stopped_reason == "response" and steps:
+            text = steps[-1].response or ""
+            try:
+                output = request.output.validate(text)
+            except AgentError as e:
+                e.run = AgentRun.from_events([*request.folded, RunFinished(request.stopped_reason)])
+                raise
+        request.emit(RunFinished(request.stopped_reason, output))
 
     # ---- internals: setup ------------------------------------------------------------------
 
-    def _request(self, prompt: PromptArg, options: Mapping[str, Any]) -> _Request:
+    def _request(self, prompt: PromptArg, options: Mapping[str, Any]) -> RunRequest:
         for name in ("max_turns", "max_new_tokens"):
             value = options[name]
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -320,8 +372,8 @@ class Agent:
         on_event = options["on_event"]
         if on_event is not None and not callable(on_event):
             raise AgentError(f"on_event must be callable, got {type(on_event).__name__}")
-        return _Request(
-            messages=_messages_of(prompt, self.system_prompt),
+        return RunRequest(
+            messages=messages_of(prompt, self.system_prompt),
             registry=self._select(options["tools"]),
             tool_choice=options["tool_choice"],
             reasoning=options["reasoning"],
@@ -333,6 +385,7 @@ class Agent:
             temperature=float(options["temperature"]),
             top_p=float(options["top_p"]),
             on_event=on_event,
+            output=OutputSpec(options["output_type"]) if options["output_type"] is not None else None,
         )
 
     def _select(self, tools: ToolsSelection) -> ToolRegistry:
@@ -374,18 +427,19 @@ class Agent:
             )
         return input_ids[k:]
 
-    def _turn_grammar(self, request: _Request, turn: int, prompt: Prompt) -> Any:
+    def _turn_grammar(self, request: RunRequest, turn: int, prompt: Prompt) -> Any:
         reasoning = request.reasoning
         if prompt.opened:  # the think block is already open (or written): the grammar has it
             reasoning = "enabled"
-        return self._grammar_format.grammar(
-            request.tools,
-            tool_choice=request.tool_choice if turn == 0 else "auto",
-            parallel_tool_calls=request.parallel_tool_calls,
-            reasoning=reasoning,
+        fmt, choice = self._grammar_format, request.tool_choice if turn == 0 else "auto"
+        options = dict(
+            tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, reasoning=reasoning
         )
+        if request.output is None:
+            return fmt.grammar(request.tools, **options)
+        return request.output.grammar(fmt, request.tools, **options)
 
-    def _generate_turn(self, request: _Request, turn: int) -> AgentStep:
+    def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
         import torch
 
         from ..hf import GrammarLogitsProcessor
@@ -428,19 +482,31 @@ class Agent:
             kwargs["logits_processor"] = [processor]
             # the next step's masks are computed while the model runs its forward pass
             kwargs["stopping_criteria"] = [*kwargs.get("stopping_criteria", ()), processor.early_masks]
+        streamer = None
         if request.on_event is not None:
-            kwargs["streamer"] = make_streamer(
+            first = request.n_calls
+            kwargs["streamer"] = streamer = make_streamer(
                 self.tokenizer,
                 self.format,
                 request.on_event,
                 stop_token_ids=self._stop_ids,
                 kept_stop_ids=self._marker_ids,
                 opened=prompt.opened,
+                call_id=lambda index: self._call_id(first + index),
             )
+        if request.cancel is not None:
+            kwargs["stopping_criteria"] = [
+                *kwargs.get("stopping_criteria", ()),
+                cancel_criteria(request.cancel),
+            ]
 
         start = time.perf_counter()
-        with torch.no_grad():
-            out = self.model.generate(**kwargs)
+        try:
+            with torch.no_grad():
+                out = self.model.generate(**kwargs)
+        finally:
+            if streamer is not None:  # generate() ends it, unless generate() raised
+                streamer.end()
         step.generate_s = time.perf_counter() - start
         if processor is not None:
             step.mask_times_s = list(processor.call_times_s)
@@ -462,11 +528,11 @@ class Agent:
         self._parse(step, tools, request)
         return step
 
-    def _parse(self, step: AgentStep, tools: List[Tool], request: _Request) -> None:
+    def _parse(self, step: AgentStep, tools: List[Tool], request: RunRequest) -> None:
         fmt = self.format
         text = step.text
-        if _SURROGATE.search(text) is not None:  # parse refuses it; the conversation keeps it
-            step.text = _unicode_safe(text)
+        if SURROGATE.search(text) is not None:  # parse refuses it; the conversation keeps it
+            step.text = unicode_safe(text)
         try:
             try:
                 out = fmt.parse(text, tools=tools)
@@ -504,45 +570,22 @@ class Agent:
         make = getattr(self.format, "new_call_id", None)
         return make(index) if callable(make) else f"call_{index + 1}"
 
-    # ---- internals: tools ------------------------------------------------------------------
-
-    def _tool_runner(self, request: _Request, *, events: bool = True) -> ToolRunner:
-        """The runner of a turn's calls (``events``: report them to ``on_event``)."""
-        on_event = request.on_event if events else None
-        return ToolRunner(request.registry, timeout_s=self.tool_timeout_s, on_event=on_event)
-
-    def _execute(self, request: _Request, call: ToolCall) -> ToolResult:
-        """One call's result, without events (the turn's calls go through ``_tool_runner``)."""
-        return self._tool_runner(request, events=False).run([call])[0]
-
-    async def _aexecute(self, request: _Request, call: ToolCall) -> ToolResult:
-        """``_execute`` on the running loop."""
-        return (await self._tool_runner(request, events=False).arun([call]))[0]
-
-    @staticmethod
-    def _finish_call(request: _Request, call: ToolCall, result: ToolResult) -> ToolResult:
-        request.emit(ToolCallFinished(call, result.value, result.error))
-        return result
-
     # ---- internals: after a turn -------------------------------------------------------------
 
-    def _end_turn(self, request: _Request, run: AgentRun, step: AgentStep) -> bool:
-        """Record the turn; whether the run is over."""
+    def _end_turn(self, request: RunRequest, step: AgentStep) -> bool:
+        """Record the turn in the conversation and report it; whether the run is over."""
         if step.error is None:
             output = AgentOutput(think=step.think, tool_calls=step.tool_calls, text=step.content)
             message = assistant_message(output, arguments=self._prompts.argument_shape)
         else:  # what was written, so that the conversation shows it
             message = {"role": "assistant", "content": step.text}
-        request.messages.append(message)
-        request.messages.extend(r.to_message() for r in step.results)
-        run.steps.append(step)
+        added = [message, *(r.to_message() for r in step.results)]
+        request.messages.extend(added)
         if step.response is not None:
             request.emit(ResponseEvent(step.response))
-        request.emit(TurnFinished(step))
+        request.emit(TurnFinished(step, tuple(dict(m) for m in added)))
         if step.error is not None:
-            run.stopped_reason = "error"
-            return True
-        if not step.tool_calls:
-            run.stopped_reason = "response"
-            return True
-        return False
+            request.stopped_reason = "error"
+        elif not step.tool_calls:
+            request.stopped_reason = "response"
+        return request.stopped_reason != "max_turns"

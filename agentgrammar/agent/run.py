@@ -24,9 +24,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from ..registry import ToolCall
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .events import AgentEvent
 
 __all__ = ["AgentRun", "AgentStep", "ToolResult"]
 
@@ -112,11 +115,47 @@ class AgentRun:
     """A whole run: the conversation (``messages``, tool messages included), one ``AgentStep``
     per turn and why it stopped (``"response"``: a turn without tool calls; ``"max_turns"``;
     ``"error"``: a turn whose text does not follow the format: unconstrained output, or a turn
-    cut off by ``max_new_tokens``)."""
+    cut off by ``max_new_tokens``). ``output``: with ``output_type``, the final response as
+    a validated value of that type (``None`` when the run stopped otherwise).
+
+    A run is the fold of its events (``from_events``): ``Agent.run`` builds it that way.
+    """
 
     messages: List[Dict[str, Any]] = field(default_factory=list)
     steps: List[AgentStep] = field(default_factory=list)
     stopped_reason: str = "response"
+    output: Any = None
+
+    @classmethod
+    def from_events(cls, events: Iterable["AgentEvent"]) -> "AgentRun":
+        """The run that ``events`` (an agent's, in order) describe: ``RunStarted`` gives the
+        conversation, each ``TurnFinished`` a step and the messages it added, ``RunFinished``
+        how it stopped and the output; the other events are the same story told as it
+        happened, and add nothing.
+
+        Example:
+            >>> from agentgrammar.agent.events import RunFinished, RunStarted, TurnFinished
+            >>> step = AgentStep(text="Hi", content="Hi", response="Hi")
+            >>> events = [RunStarted(({"role": "user", "content": "Hey"},)),
+            ...           TurnFinished(step, ({"role": "assistant", "content": "Hi"},)),
+            ...           RunFinished("response")]
+            >>> run = AgentRun.from_events(events)
+            >>> run.response, [m["role"] for m in run.messages]
+            ('Hi', ['user', 'assistant'])
+        """
+        from .events import RunFinished, RunStarted, TurnFinished
+
+        run = cls()
+        for event in events:
+            if isinstance(event, RunStarted):
+                run.messages = [dict(m) for m in event.messages]
+            elif isinstance(event, TurnFinished):
+                run.steps.append(event.step)
+                run.messages.extend(dict(m) for m in event.messages)
+            elif isinstance(event, RunFinished):
+                run.stopped_reason = event.stopped_reason
+                run.output = event.output
+        return run
 
     @property
     def response(self) -> Optional[str]:

@@ -35,7 +35,7 @@ from typing import Any, Callable, Collection, List, Optional, Tuple
 
 from ..errors import AgentGrammarError
 from ..formats import AgentFormat
-from .events import AgentEvent, ThinkEvent, TokenEvent
+from .events import AgentEvent, ThinkEvent
 
 __all__ = ["RegionTracker", "make_streamer"]
 
@@ -286,10 +286,12 @@ def make_streamer(
     stop_token_ids: Collection[int] = (),
     kept_stop_ids: Collection[int] = (),
     opened: str = "",
+    call_id: Optional[Callable[[int], Optional[str]]] = None,
 ) -> Any:
     """A ``transformers`` streamer (``generate(streamer=...)``, batch size 1) that reports
-    ``TokenEvent`` s with their region and a ``ThinkEvent`` when the think block closes (or,
-    from ``end()``, when the turn ends with it open).
+    ``TokenEvent`` s with their region, the turn's structured deltas (``agent.deltas``:
+    reasoning and text deltas, tool-call names and argument deltas) and a ``ThinkEvent`` when
+    the think block closes (or, from ``end()``, when the turn ends with it open).
 
     The first ``put`` (the prompt) is skipped. The generated ids are decoded as a whole each
     time and only the new suffix is reported, so a character split over tokens comes out whole
@@ -297,18 +299,21 @@ def make_streamer(
     stop token on are ignored, but for ``kept_stop_ids`` (stop tokens that are markers of the
     format, such as ``<|call|>``), which are reported before the stream stops. ``opened``: the
     start of the turn that the prompt already wrote (an opened think block); it sets the regions
-    and is not reported.
+    and is not reported. ``call_id``: as for ``TurnDeltas``.
     """
+    from .deltas import TurnDeltas  # deltas builds on RegionTracker, above
+
     base = _streamer_base()
 
     class AgentStreamer(base):  # type: ignore[valid-type, misc]
         def __init__(self) -> None:
-            self.tracker = RegionTracker(fmt)
-            self.tracker.feed(opened)  # in the prompt: not reported
+            self.deltas = TurnDeltas(fmt, call_id=call_id, opened=opened, token_events=True)
+            self.tracker = self.deltas.tracker
             self.ids: List[int] = []
             self.emitted = ""
             self.prompt_seen = False
             self.stopped = False
+            self.ended = False
             self.think_reported = False
             self.stop_ids = frozenset(stop_token_ids)
             self.kept_ids = frozenset(kept_stop_ids)
@@ -334,18 +339,21 @@ def make_streamer(
             if text.endswith("\ufffd") or not text.startswith(self.emitted):
                 return
             new, self.emitted = text[len(self.emitted) :], text
-            self._report(self.tracker.feed(new))
+            self._report(self.deltas.feed(new))
 
         def end(self) -> None:
-            self._report(self.tracker.flush())
+            if self.ended:  # generate() ends it; the agent ends it too when generate() raised
+                return
+            self.ended = True
+            self._report(self.deltas.finish())
             tracker = self.tracker
             if not self.think_reported and tracker.think is not None:
                 self.think_reported = True
                 on_event(ThinkEvent(tracker.think))
 
-        def _report(self, pieces: List[Piece]) -> None:
-            for text, region in pieces:
-                on_event(TokenEvent(text, region))
+        def _report(self, events: List[AgentEvent]) -> None:
+            for event in events:
+                on_event(event)
             if self.tracker.think_closed and not self.think_reported:
                 self.think_reported = True
                 on_event(ThinkEvent(self.tracker.think or ""))

@@ -15,8 +15,8 @@ call order.
 - **Errors.** An unknown tool or invalid arguments give an ``invalid`` error result (the tool
   does not run); a handler that raises, or a value that cannot be written as text, an error
   result with the message; ``ToolResult.exception`` keeps the exception.
-- **Events.** ``ToolCallStarted`` for every call (in call order) as they start, then
-  ``ToolCallFinished`` for each as it finishes (in the order they finish).
+- **Events.** ``ToolCallStarted`` for every call (in call order, with its index in the turn) as
+  they start, then ``ToolCallFinished`` for each as it finishes (in the order they finish).
 
 Example:
     >>> import asyncio
@@ -53,13 +53,13 @@ from ..registry.tool import check_timeout_s
 from .events import AgentEvent, ToolCallFinished, ToolCallStarted
 from .run import ToolResult
 
-__all__ = ["MAX_TOOL_THREADS", "ToolRunner", "checked_timeout_s", "safe_result", "unicode_safe"]
+__all__ = ["MAX_TOOL_THREADS", "SURROGATE", "ToolRunner", "checked_timeout_s", "safe_result", "unicode_safe"]
 
 MAX_TOOL_THREADS = 32
 """Worker threads of the shared pool that runs sync tools (started as needed). A sync tool
 that runs past its timeout keeps its thread until it returns."""
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
 
@@ -110,25 +110,31 @@ class ToolRunner:
         self.on_event = on_event
         self.executor = executor
 
-    def run(self, calls: Sequence[ToolCall]) -> List[ToolResult]:
+    def run(
+        self, calls: Sequence[ToolCall], arguments_texts: Optional[Sequence[str]] = None
+    ) -> List[ToolResult]:
         """The results of ``calls``, run concurrently on an event loop of their own (in a helper
-        thread when this thread already runs one, as in a notebook; prefer ``arun`` there)."""
+        thread when this thread already runs one, as in a notebook; prefer ``arun`` there).
+        ``arguments_texts``: each call's arguments as written, for its ``ToolCallStarted``."""
         calls = list(calls)
         if not calls:
             return []
         if not _loop_running():
-            return asyncio.run(self.arun(calls))
+            return asyncio.run(self.arun(calls, arguments_texts))
         context = contextvars.copy_context()  # the helper thread's tasks see the caller's
         with ThreadPoolExecutor(1, thread_name_prefix="agentgrammar-tool-loop") as helper:
-            return helper.submit(context.run, asyncio.run, self.arun(calls)).result()
+            return helper.submit(context.run, asyncio.run, self.arun(calls, arguments_texts)).result()
 
-    async def arun(self, calls: Sequence[ToolCall]) -> List[ToolResult]:
+    async def arun(
+        self, calls: Sequence[ToolCall], arguments_texts: Optional[Sequence[str]] = None
+    ) -> List[ToolResult]:
         """The results of ``calls``, run concurrently on the running event loop. Cancelling
         this coroutine cancels the async tools still running."""
         calls = list(calls)
-        for call in calls:
-            self._emit(ToolCallStarted(call))
-        tasks = [asyncio.ensure_future(self._run_one(call)) for call in calls]
+        texts = list(arguments_texts) if arguments_texts is not None else [""] * len(calls)
+        for index, call in enumerate(calls):
+            self._emit(ToolCallStarted(call, index, texts[index]))
+        tasks = [asyncio.ensure_future(self._run_one(index, call)) for index, call in enumerate(calls)]
         try:
             return list(await asyncio.gather(*tasks))
         finally:  # cancelled, or on_event raised: stop the calls still running
@@ -141,9 +147,9 @@ class ToolRunner:
         if self.on_event is not None:
             self.on_event(event)
 
-    async def _run_one(self, call: ToolCall) -> ToolResult:
+    async def _run_one(self, index: int, call: ToolCall) -> ToolResult:
         result = await self._result_of(call)
-        self._emit(ToolCallFinished(call, result.value, result.error))
+        self._emit(ToolCallFinished(call, result.value, result.error, index))
         return result
 
     async def _result_of(self, call: ToolCall) -> ToolResult:
@@ -227,7 +233,7 @@ def safe_result(result: ToolResult) -> ToolResult:
             invalid=result.invalid,
             exception=e,
         )
-    if _SURROGATE.search(content) is None:
+    if SURROGATE.search(content) is None:
         return result
     if result.error is not None:
         return ToolResult(

@@ -13,11 +13,14 @@ from agentgrammar import Agent, AgentGrammarError, AgentRun, ToolError
 from agentgrammar.agent import (
     AgentError,
     ResponseEvent,
+    RunFinished,
+    RunStarted,
     ThinkEvent,
     TokenEvent,
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
+    TurnStarted,
 )
 
 # Short scripts: with a 128k vocabulary every generated token costs a full-vocabulary mask.
@@ -139,7 +142,7 @@ def test_async_tool_in_run_and_arun(scripted, tok, registry, compiler) -> None:
     events: List[Any] = []
     run = asyncio.run(agent.arun("Echo.", max_new_tokens=60, on_event=events.append))
     assert run.steps[0].results[0].value == "HI" and run.stopped_reason == "response"
-    assert ToolCallFinished(run.steps[0].tool_calls[0], "HI", None) in events
+    assert ToolCallFinished(run.steps[0].tool_calls[0], "HI", None, 0) in events
 
 
 def _check_events(events: List[Any], run: AgentRun) -> None:
@@ -149,8 +152,12 @@ def _check_events(events: List[Any], run: AgentRun) -> None:
         turns[-1].append(e)
         if isinstance(e, TurnFinished):
             turns.append([])
-    assert turns[-1] == [] and len(turns) == 3
+    assert turns[-1] == [RunFinished("response")] and len(turns) == 3
+    assert turns[0][:2] == [RunStarted(tuple(run.messages[:1])), TurnStarted(0)]
+    assert turns[1][0] == TurnStarted(1)
     first, second = turns[0], turns[1]
+    # the events of earlier versions, in their order; the deltas are tested in test_streaming
+    older = (TokenEvent, ThinkEvent, ToolCallStarted, ToolCallFinished, ResponseEvent, TurnFinished)
 
     def regions(evs: List[Any]) -> List[Any]:
         merged: List[Any] = []
@@ -169,7 +176,7 @@ def _check_events(events: List[Any], run: AgentRun) -> None:
         ("\n", "text"),
         ("<response>Sunny.</response>", "response"),
     ]
-    kinds = [type(e).__name__ for e in first if not isinstance(e, TokenEvent)]
+    kinds = [type(e).__name__ for e in first if isinstance(e, older) and not isinstance(e, TokenEvent)]
     assert kinds == ["ThinkEvent", "ToolCallStarted", "ToolCallFinished", "TurnFinished"]
     think_at = next(k for k, e in enumerate(first) if isinstance(e, ThinkEvent))
     assert first[think_at] == ThinkEvent("ok")
@@ -179,8 +186,8 @@ def _check_events(events: List[Any], run: AgentRun) -> None:
     finished = next(e for e in first if isinstance(e, ToolCallFinished))
     assert started.call == finished.call == run.steps[0].tool_calls[0]
     assert finished.result == "18 C and sunny in Oslo" and finished.error is None
-    assert first[-1] == TurnFinished(run.steps[0])
-    kinds = [type(e).__name__ for e in second if not isinstance(e, TokenEvent)]
+    assert first[-1] == TurnFinished(run.steps[0], tuple(run.messages[1:3]))
+    kinds = [type(e).__name__ for e in second if isinstance(e, older) and not isinstance(e, TokenEvent)]
     assert kinds == ["ThinkEvent", "ResponseEvent", "TurnFinished"]
     assert ResponseEvent("Sunny.") in second
     # The streamed text is the step's text.

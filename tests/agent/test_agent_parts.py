@@ -11,7 +11,9 @@ from agentgrammar import ToolCall
 from agentgrammar.agent import (
     AgentRun,
     AgentStep,
+    ReasoningDelta,
     RegionTracker,
+    TextDelta,
     ThinkEvent,
     TokenEvent,
     ToolResult,
@@ -134,9 +136,13 @@ def test_streamer_decodes_whole_characters_and_skips_the_prompt() -> None:
     assert not any("\ufffd" in e.text for e in tokens)
     assert [e for e in events if isinstance(e, ThinkEvent)] == [ThinkEvent("雨が降る 🌧️ ok")]
     think_at = events.index(ThinkEvent("雨が降る 🌧️ ok"))
+    before = [e for e in events[:think_at] if isinstance(e, TokenEvent)]
     # Reported with the token that closes the block (which may carry the "\n" after it too).
-    assert {e.region for e in events[:think_at]} == {"think", "text"}
-    assert all(e.region == "think" for e in events[: think_at - 1])
+    assert {e.region for e in before} == {"think", "text"}
+    assert all(e.region == "think" for e in before[:-1])
+    # The structured deltas come with the tokens: the block's text and the response's.
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "雨が降る 🌧️ ok"
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Ça va 🙂"
     assert {e.region for e in tokens} == {"think", "text", "response"}
 
 

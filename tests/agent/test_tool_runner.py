@@ -108,7 +108,7 @@ def test_results_keep_call_order_and_events_follow_completion() -> None:
     results = ToolRunner(registry, on_event=events.append).run(calls)
     assert [r.call for r in results] == calls
     assert [r.value for r in results] == ["first", 8, "last"]
-    assert events[:3] == [ToolCallStarted(c) for c in calls]
+    assert events[:3] == [ToolCallStarted(c, k) for k, c in enumerate(calls)]
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert len(events) == 6 and len(finished) == 3
     assert finished[-1] == ToolCallFinished(calls[0], "first", None)  # the first call finished last
