@@ -29,6 +29,7 @@ from agentgrammar.agent import (
     to_openai_chunks,
 )
 from agentgrammar.formats import AgentOutput, get, names
+from agentgrammar.formats.pythonic import python_literal
 from agentgrammar.registry import ToolCall
 from tests.scripted_model import scripted_model
 
@@ -105,21 +106,24 @@ def _check_turn(fmt: Any, events: List[Any], step: Any) -> None:
             (k, x) for k, x in enumerate(events) if isinstance(x, ToolCallArgumentsDelta) and x.index == i
         ]
         assert len(named) == 1 and events[named[0]].name == e.call.name
-        assert pieces or (fmt.call_layout == "xml" and not e.call.arguments)
+        assert pieces or (fmt.call_layout in ("xml", "pythonic") and not e.call.arguments)
         assert all(k > named[0] for k, _ in pieces), "an argument delta before the name"
         if events[named[0]].id is not None:
             assert events[named[0]].id == e.call.id
         assert json.loads(e.arguments_text) == e.call.arguments
-        if fmt.call_layout == "xml":
+        if fmt.call_layout in ("xml", "pythonic"):
             values: Dict[str, str] = {}
             for _, x in pieces:
                 values[x.parameter] = values.get(x.parameter, "") + x.text
-            assert values == {
-                k: v if isinstance(v, str) else json.dumps(v) for k, v in e.call.arguments.items()
-            }
+            written = python_literal if fmt.call_layout == "pythonic" else _xml_value
+            assert values == {k: written(v) for k, v in e.call.arguments.items()}
         else:
             assert "".join(x.text for _, x in pieces) == e.arguments_text
             assert e.arguments_text in step.text
+
+
+def _xml_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _reassemble(chunks: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
