@@ -3,12 +3,7 @@ format rules, ...), made once per layout and kept across conversions."""
 
 from __future__ import annotations
 
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    Tuple,
-)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Tuple
 
 from .. import json_values, pieces
 from ..ir import (
@@ -65,76 +60,82 @@ def _to_cache(conv: Converter, name: str, body: Expr) -> None:
 def base(conv: Converter, name: str) -> RuleRef:
     """Shared helper rules (created on first use)."""
     if name not in conv.base_rules and not _from_cache(conv, name):
-        lay = conv.layout
-        if name == "ws":
-            body = lay.ws
-        elif name == "json_any_char":
-            # any JSON string character; a surrogate escape only as a high-low pair (a lone
-            # one is no character: docs/limits.md): exact for unconstrained strings
-            body = json_values.JSON_STRING_CHAR
-        elif name == "json_plain_escape":
-            # an escape spelling one character that is not printable ASCII (a short escape,
-            # a control character, or anything from U+0080 on, surrogate pairs included)
-            body = seq(
-                [
-                    Literal(b"\\"),
-                    choice(
-                        [
-                            CharClass(_SHORT_ESCAPE_CLASS),
-                            seq([Literal(b"u"), _hex4_in([(0, 0x1F), (0x80, 0xD7FF), (0xE000, 0xFFFF)])]),
-                            _SURROGATE_PAIR_TAIL,
-                        ]
-                    ),
-                ]
-            )
-        elif name == "json_string":
-            body = seq([_DQ, Repeat(base(conv, "json_any_char"), 0, None), _DQ])
-        elif name == "json_integer":  # as xgrammar's: no "-0"
-            body = Choice(
-                (
-                    Literal(b"0"),
-                    seq(
-                        [
-                            _opt(Literal(b"-")),
-                            CharClass(((0x31, 0x39),)),
-                            Repeat(CharClass(((0x30, 0x39),)), 0, None),
-                        ]
-                    ),
-                )
-            )
-        elif name == "json_number":
-            digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
-            body = seq(
-                [
-                    _opt(Literal(b"-")),  # "-0" and "-0.5" are numbers (not integers)
-                    Choice(
-                        (
-                            Literal(b"0"),
-                            seq([CharClass(((0x31, 0x39),)), Repeat(CharClass(((0x30, 0x39),)), 0, None)]),
-                        )
-                    ),
-                    _opt(seq([Literal(b"."), digits])),
-                    _opt(
-                        seq(
-                            [
-                                CharClass(((0x45, 0x45), (0x65, 0x65))),
-                                _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))),
-                                digits,
-                            ]
-                        )
-                    ),
-                ]
-            )
-        elif name.startswith("json_format_"):
-            body = _format_rule_body(name)
-            for dep in referenced_rules(body):  # the rules its counted repeats use
-                base(conv, dep)
-        else:  # pragma: no cover
-            raise AssertionError(name)
+        if name.startswith("json_format_"):
+            body = _format_body(conv, name)
+        else:
+            body = _BODIES[name](conv)
         conv.taken.add(name)
         conv.base_rules[name] = body
         _to_cache(conv, name, body)
     return RuleRef(name)
+
+
+def _ws(conv: Converter) -> Expr:
+    return conv.layout.ws
+
+
+def _any_char(conv: Converter) -> Expr:
+    # any JSON string character; a surrogate escape only as a high-low pair (a lone one is no
+    # character: docs/limits.md): exact for unconstrained strings
+    return json_values.JSON_STRING_CHAR
+
+
+def _plain_escape(conv: Converter) -> Expr:
+    # an escape spelling one character that is not printable ASCII (a short escape, a control
+    # character, or anything from U+0080 on, surrogate pairs included)
+    escaped = choice(
+        [
+            CharClass(_SHORT_ESCAPE_CLASS),
+            seq([Literal(b"u"), _hex4_in([(0, 0x1F), (0x80, 0xD7FF), (0xE000, 0xFFFF)])]),
+            _SURROGATE_PAIR_TAIL,
+        ]
+    )
+    return seq([Literal(b"\\"), escaped])
+
+
+def _string(conv: Converter) -> Expr:
+    return seq([_DQ, Repeat(base(conv, "json_any_char"), 0, None), _DQ])
+
+
+def _integer(conv: Converter) -> Expr:  # as xgrammar's: no "-0"
+    nonzero = seq(
+        [_opt(Literal(b"-")), CharClass(((0x31, 0x39),)), Repeat(CharClass(((0x30, 0x39),)), 0, None)]
+    )
+    return Choice((Literal(b"0"), nonzero))
+
+
+def _number(conv: Converter) -> Expr:
+    digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
+    nonzero = seq([CharClass(((0x31, 0x39),)), Repeat(CharClass(((0x30, 0x39),)), 0, None)])
+    exponent = seq(
+        [CharClass(((0x45, 0x45), (0x65, 0x65))), _opt(CharClass(((0x2B, 0x2B), (0x2D, 0x2D)))), digits]
+    )
+    return seq(
+        [
+            _opt(Literal(b"-")),  # "-0" and "-0.5" are numbers (not integers)
+            Choice((Literal(b"0"), nonzero)),
+            _opt(seq([Literal(b"."), digits])),
+            _opt(exponent),
+        ]
+    )
+
+
+def _format_body(conv: Converter, name: str) -> Expr:
+    body = _format_rule_body(name)
+    for dep in referenced_rules(body):  # the rules its counted repeats use
+        base(conv, dep)
+    return body
+
+
+#: The body of each helper rule but the format rules (``_format_body``).
+_BODIES: Dict[str, Callable[[Converter], Expr]] = {
+    "ws": _ws,
+    "json_any_char": _any_char,
+    "json_plain_escape": _plain_escape,
+    "json_string": _string,
+    "json_integer": _integer,
+    "json_number": _number,
+}
 
 
 def value_rule(conv: Converter, depth: int) -> RuleRef:

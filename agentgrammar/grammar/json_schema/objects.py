@@ -50,6 +50,43 @@ def object_schema(
     conv: Converter, schema: Dict[str, Any], path: str, depth: int, hint: str
 ) -> Optional[Expr]:
     lay = conv.layout
+    found = declared_members(conv, schema, path, depth, hint)
+    if found is None:
+        return None
+    members, add = found
+    n_req = sum(r for _, r in members)
+    mnp, mxp = (_count(schema, k, conv, path) for k in ("minProperties", "maxProperties"))
+    mnp = mnp or 0
+    if mxp is not None and (mxp < n_req or mxp < mnp):
+        return None
+    allow_empty = n_req == 0 and mnp == 0
+    counted = mnp > max(n_req, 1) or (mxp is not None and (add is not None or mxp < len(members)))
+    if counted and (len(members) + 2) * ((mxp if mxp is not None else mnp) + 1) > _MAX_COUNTED_RULES:
+        conv.unsupported(
+            "maxProperties" if mxp is not None else "minProperties",
+            path,
+            f"needs more than {_MAX_COUNTED_RULES} rules to count the members",
+        )
+        counted, allow_empty = False, n_req == 0  # lenient: the count is not enforced
+    sep = lay.sep(depth)
+    if counted:
+        nonempty = members_counted(conv, members, add, sep, mnp, mxp, hint)
+    else:
+        nonempty = members_in_order(conv, members, add, sep, hint)
+        if conv.any_order and 2 <= len(members) <= ANY_ORDER_LIMIT:
+            nonempty = members_any_order(conv, members, add, sep, hint)
+    alts: List[Optional[Expr]] = [lay.empty(depth, b"{}") if allow_empty else None]
+    if nonempty is not None:
+        alts.append(lay.container(depth, b"{}", nonempty))
+    return choice(alts)
+
+
+def declared_members(
+    conv: Converter, schema: Dict[str, Any], path: str, depth: int, hint: str
+) -> Optional[Tuple[List[Tuple[Expr, bool]], Optional[Expr]]]:
+    """The declared members of an object schema (each a member expression and whether it is
+    required), in schema order, and one extra member (None: none allowed); None when no object
+    can satisfy the schema (a required member that cannot be written)."""
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         raise conv.fail("'properties' must be an object", path, "properties")
@@ -79,39 +116,26 @@ def object_schema(
         for p, ps in patterns.items():
             if key_pattern_dfa(conv, p, path).matches(k):
                 props[k] = merge(conv, props[k], ps, _ptr(path, "patternProperties", p))
-    members: List[Tuple[Optional[Expr], bool]] = []
+    members: List[Tuple[Expr, bool]] = []
     for k, s in props.items():
         v = conv.sub(s, _ptr(path, "properties", k), depth + 1, f"{hint}_prop_{_sanitize(k)}")
         if v is None:
             if k in req:
                 return None
             continue
-        members.append((seq([_string_literal(k), lay.colon(depth), v]), k in req))
+        members.append((seq([_string_literal(k), conv.layout.colon(depth), v]), k in req))
     if patterns or names_dfa is not None:
         add = extra_members(conv, props, patterns, addl, names_dfa, path, depth, hint)
     else:
         add = additional_members(conv, props, addl, path, depth, hint)
-    n_req = len(req)
-    mnp, mxp = (_count(schema, k, conv, path) for k in ("minProperties", "maxProperties"))
-    mnp = mnp or 0
-    if mxp is not None and (mxp < n_req or mxp < mnp):
-        return None
-    allow_empty = n_req == 0 and mnp == 0
-    counted = mnp > max(n_req, 1) or (mxp is not None and (add is not None or mxp < len(members)))
-    if counted and (len(members) + 2) * ((mxp if mxp is not None else mnp) + 1) > _MAX_COUNTED_RULES:
-        conv.unsupported(
-            "maxProperties" if mxp is not None else "minProperties",
-            path,
-            f"needs more than {_MAX_COUNTED_RULES} rules to count the members",
-        )
-        counted, allow_empty = False, n_req == 0  # lenient: the count is not enforced
-    if counted:
-        nonempty = members_counted(conv, members, add, lay.sep(depth), mnp, mxp, hint)
-        alts = [lay.empty(depth, b"{}") if allow_empty else None]
-        if nonempty is not None:
-            alts.append(lay.container(depth, b"{}", nonempty))
-        return choice(alts)
-    sep = lay.sep(depth)
+    return members, add
+
+
+def members_in_order(
+    conv: Converter, members: List[Tuple[Expr, bool]], add: Optional[Expr], sep: Expr, hint: str
+) -> Optional[Expr]:
+    """Object content (at least one member): the declared members in schema order, each
+    optional unless required, then extra members."""
     # after[i]: the members from i on, when one was already written (each preceded by sep).
     # first(i - 1) and after[i - 1] both use after[i] for i <= first_req + 1 (the members up
     # to the first required one). Up to there, after[i] is sep and then pick[i], the next
@@ -155,15 +179,7 @@ def object_schema(
         if r:
             firsts.clear()
         firsts.append(here)
-    nonempty = choice(firsts[::-1])
-    if conv.any_order and 2 <= n <= ANY_ORDER_LIMIT:
-        nonempty = members_any_order(conv, members, add, sep, hint)
-    alts: List[Optional[Expr]] = []
-    if allow_empty:
-        alts.append(lay.empty(depth, b"{}"))
-    if nonempty is not None:
-        alts.append(lay.container(depth, b"{}", nonempty))
-    return choice(alts)
+    return choice(firsts[::-1])
 
 
 def members_counted(
