@@ -310,12 +310,12 @@ def _process_tables() -> Tuple[Any, ...]:
     (found once per process by running ``re`` over every code point, about 25 ms a letter)
     and the automata of canonical numbers and fractions."""
     import agentgrammar.grammar.json_schema.numbers as js_numbers
-    import agentgrammar.grammar.json_values as jv
+    import agentgrammar.grammar.json_values.patterns as jv_patterns
 
     return (
-        jv._python_shorthand_ranges,
-        jv._wide_ranges,
-        jv._not_wide_ranges,
+        jv_patterns._python_shorthand_ranges,
+        jv_patterns._wide_ranges,
+        jv_patterns._not_wide_ranges,
         js_numbers._canonical_number_dfa,
         js_numbers._fraction_dfa,
     )

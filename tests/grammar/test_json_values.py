@@ -1,4 +1,4 @@
-"""Behaviour tests for agentgrammar/grammar/json_values.py, run through the real engine.
+"""Behaviour tests for agentgrammar/grammar/json_values/, run through the real engine.
 
 Each expression is compiled as the root of a grammar over a byte vocabulary and whole JSON
 texts are fed with ``accept_string``; acceptance is compared with Python's own notion of the
