@@ -37,12 +37,13 @@ def array_schema(conv: Converter, schema: Dict[str, Any], path: str, depth: int,
         prefix = schema["prefixItems"]
         if not isinstance(prefix, list):
             raise conv.fail("'prefixItems' must be an array", path, "prefixItems")
-        rest = items if items is not None else True
+        # strict: no items past the declared positions unless items allows them (as xgrammar)
+        rest = items if items is not None else not conv.strict
         rest_path = _ptr(path, "items")
         prefix_kw = "prefixItems"
     elif isinstance(items, list):
         prefix = items
-        rest = schema.get("additionalItems", True)
+        rest = schema.get("additionalItems", not conv.strict)
         rest_path = _ptr(path, "additionalItems")
         prefix_kw = "items"
     else:

@@ -69,11 +69,18 @@ def object_schema(
         )
         counted, allow_empty = False, n_req == 0  # lenient: the count is not enforced
     sep = lay.sep(depth)
-    if counted:
+    any_order = conv.any_order and 2 <= len(members) <= ANY_ORDER_LIMIT
+    if (
+        counted
+        and any_order
+        and (1 << len(members)) * ((mxp if mxp is not None else mnp) + 1) <= _MAX_COUNTED_RULES
+    ):
+        nonempty = members_any_order_counted(conv, members, add, sep, mnp, mxp, hint)
+    elif counted:  # (in any order, too many rules: schema order, a sound subset)
         nonempty = members_counted(conv, members, add, sep, mnp, mxp, hint)
     else:
         nonempty = members_in_order(conv, members, add, sep, hint)
-        if conv.any_order and 2 <= len(members) <= ANY_ORDER_LIMIT:
+        if any_order:
             nonempty = members_any_order(conv, members, add, sep, hint)
     alts: List[Optional[Expr]] = [lay.empty(depth, b"{}") if allow_empty else None]
     if nonempty is not None:
@@ -256,6 +263,61 @@ def members_any_order(
     firsts: List[Optional[Expr]] = [seq([m, rest(1 << i)]) for i, (m, _) in enumerate(members)]
     if add is not None:
         firsts.append(seq([add, rest(0)]))
+    return choice(firsts)
+
+
+def members_any_order_counted(
+    conv: Converter,
+    members: List[Tuple[Expr, bool]],
+    add: Optional[Expr],
+    sep: Expr,
+    lo: int,
+    hi: Optional[int],
+    hint: str,
+) -> Optional[Expr]:
+    """Object content (at least one member) with the declared members in any order, each at
+    most once and every required one present, extra members anywhere, and ``lo..hi`` members
+    in all: one rule per (set of members written, count written). Counts past ``lo`` are all
+    alike when there is no ``hi``."""
+    n = len(members)
+    need = sum(1 << i for i, (_, r) in enumerate(members) if r)
+    cap = hi if hi is not None else max(lo, 1)
+    names: Dict[Tuple[int, int], Optional[str]] = {}
+
+    def rest(done: int, c: int) -> Optional[Expr]:
+        """What may follow once the members in ``done`` and ``c`` members in all are written;
+        None when nothing can complete the object."""
+        key = (done, c)
+        if key not in names:
+            names[key] = name = conv.fresh(f"{hint}_any_{done}_{c}")
+            more = c + 1 if hi is not None else min(c + 1, cap)
+            alts: List[Optional[Expr]] = []
+            if hi is None or c < hi:
+                for i in range(n):
+                    if not done >> i & 1:
+                        nxt = rest(done | 1 << i, more)
+                        alts.append(None if nxt is None else seq([sep, members[i][0], nxt]))
+                if add is not None:
+                    nxt = RuleRef(name) if more == c else rest(done, more)
+                    alts.append(None if nxt is None else seq([sep, add, nxt]))
+            if done & need == need and c >= lo:
+                alts.append(EMPTY)
+            body = choice(alts)
+            if body is None:
+                names[key] = None
+                return None
+            conv.rules[name] = body
+        found = names[key]
+        return None if found is None else RuleRef(found)
+
+    first = 1 if hi is not None else min(1, cap)
+    firsts: List[Optional[Expr]] = []
+    for i, (m, _) in enumerate(members):
+        nxt = rest(1 << i, first)
+        firsts.append(None if nxt is None else seq([m, nxt]))
+    if add is not None:
+        nxt = rest(0, first)
+        firsts.append(None if nxt is None else seq([add, nxt]))
     return choice(firsts)
 
 

@@ -148,6 +148,18 @@ _RELATIVE_REF = rf"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSC
 
 _JSON_POINTER = r"(?:/(?:[^/~]|~[01])*)*"
 
+# RFC 6570 URI templates (all levels): literals (ASCII, the apostrophe included as the
+# JSON-Schema-Test-Suite reads it; ucschar, iprivate, %-escapes) and expressions "{" [operator] varspec *("," varspec) "}".
+_UCSCHAR = (
+    "\u00a0-\ud7ff\uf900-\ufdcf\ufdf0-\uffef"
+    + "".join(f"{chr(plane << 16)}-{chr((plane << 16) | 0xFFFD)}" for plane in range(1, 14))
+    + f"{chr(0xE1000)}-{chr(0xEFFFD)}"
+)
+_IPRIVATE = f"\ue000-\uf8ff{chr(0xF0000)}-{chr(0xFFFFD)}{chr(0x100000)}-{chr(0x10FFFD)}"
+_TEMPLATE_LITERAL = rf"(?:[!#$&-;=?-\[\]_a-z~{_UCSCHAR}{_IPRIVATE}]|{_PCT})"
+_VARCHAR = rf"(?:[A-Za-z0-9_]|{_PCT})"
+_VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
+_URI_TEMPLATE = rf"(?:{_TEMPLATE_LITERAL}|\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}})*"
 
 _FORMAT_REGEX: Dict[str, str] = {
     "date": _DATE,
@@ -162,6 +174,7 @@ _FORMAT_REGEX: Dict[str, str] = {
     "uri": _URI,
     "uri-reference": f"(?:{_URI}|{_RELATIVE_REF})",
     "json-pointer": _JSON_POINTER,
+    "uri-template": _URI_TEMPLATE,
     "relative-json-pointer": rf"(?:0|[1-9]\d*)(?:#|{_JSON_POINTER})",
     # Every URI is an IRI: ASCII-only IRIs are a sound subset.
     "iri": _URI,
@@ -172,7 +185,7 @@ _FORMAT_REGEX: Dict[str, str] = {
 #: Formats the JSON Schema specification defines that :func:`format_string` does not support:
 #: asserting them is beyond a regular grammar (``regex``) or not done yet. Other unknown
 #: formats are annotations and constrain nothing.
-UNSUPPORTED_SPEC_FORMATS = ("idn-email", "idn-hostname", "regex", "uri-template")
+UNSUPPORTED_SPEC_FORMATS = ("idn-email", "idn-hostname", "regex")
 
 
 _format_cache: Dict[str, Expr] = {}
@@ -207,7 +220,8 @@ def format_string(name: str) -> Optional[Expr]:
       compression and embedded IPv4; no zone id), ``uuid`` (8-4-4-4-12 hex, either case): exact;
     * ``uri``, ``uri-reference``: the RFC 3986 grammar (ASCII only); ``iri``, ``iri-reference``:
       the same (ASCII IRIs only, a sound subset);
-    * ``json-pointer`` (RFC 6901), ``relative-json-pointer``: exact.
+    * ``json-pointer`` (RFC 6901), ``relative-json-pointer``: exact;
+    * ``uri-template``: the RFC 6570 grammar (all four levels): exact.
 
     Example:
         >>> format_string("regex") is None
