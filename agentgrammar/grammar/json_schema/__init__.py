@@ -7,7 +7,7 @@ One concern per module: ``schema_rules`` (the entry points), ``convert`` (the co
 and its dispatch), ``resolve`` (``$ref``), ``merge`` (``allOf``), ``negate`` (``not``),
 ``combinators`` (``anyOf`` / ``oneOf`` / ``if``), ``enums``, ``strings``, ``numbers``,
 ``objects``, ``arrays``, ``formats``, ``base_rules`` (the helper rules all conversions share),
-``layout``, ``lexical`` (string spellings), ``key_trie``, ``keywords`` and ``instances``.
+``unevaluated``, ``layout``, ``lexical`` (string spellings), ``key_trie``, ``keywords`` and ``instances``.
 
 Semantics follow draft 2020-12 (with the older spellings ``definitions``, ``items`` as an array +
 ``additionalItems`` and draft-4 boolean ``exclusiveMinimum`` / ``exclusiveMaximum``).
@@ -31,7 +31,9 @@ be negated (each branch and not the others); ``allOf`` (merged into one schema, 
 ``$ref`` / ``anyOf`` / ``oneOf`` too); ``not`` of the common forms (``type``, ``enum`` / ``const`` of scalars, ``required``, ``properties``,
 length / item / property / numeric bounds, ``pattern``, ``anyOf``, nested ``not``);
 ``if`` / ``then`` / ``else`` when ``if`` can be negated; ``dependentRequired``,
-``dependentSchemas`` and draft-7 ``dependencies``; ``$ref`` to ``#``, ``#/$defs/..``,
+``dependentSchemas`` and draft-7 ``dependencies``; ``unevaluatedProperties`` /
+``unevaluatedItems`` rewritten into ``additionalProperties`` / ``items`` where what the other
+keywords evaluate is known from the schema (``unevaluated.py``); ``$ref`` to ``#``, ``#/$defs/..``,
 ``#/definitions/..`` and any JSON pointer (``~0`` ``~1`` and %-escapes), recursion included
 (each referenced schema becomes one shared rule); ``nullable``.
 
@@ -39,9 +41,9 @@ Keywords outside every draft's vocabulary (``x-...``, draft-4 ``id``, tool exten
 formats the specification does not define are annotations: they constrain nothing. Anything
 else raises ``SchemaError`` naming the keyword and its JSON pointer (member counts needing more
 than 4,096 rules, ``uniqueItems: true``,
-fractional ``multipleOf``, ``unevaluated*``, ``$dynamicRef``, the ``regex`` / ``idn-*`` /
-``uri-template`` formats, external or anchor ``$ref``s, negations and ``oneOf``s beyond the forms
-above, ...); with ``lenient=True`` a warning is issued instead and the constraint is
+fractional ``multipleOf``, ``unevaluated*`` whose evaluated members depend on the instance,
+``$dynamicRef``, the ``regex`` / ``idn-*`` formats, external or anchor ``$ref``s, negations and
+``oneOf``s beyond the forms above, ...); with ``lenient=True`` a warning is issued instead and the constraint is
 over-approximated (ignored, or for ``oneOf`` treated as ``anyOf``) so that no valid instance is
 lost. Unsatisfiable schemas raise ``SchemaError``.
 

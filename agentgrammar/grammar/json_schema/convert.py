@@ -40,6 +40,7 @@ from .keywords import (
     _OBJECT_KW,
     _REWRITTEN_KW,
     _TYPES,
+    _UNEVALUATED_KW,
     _UNSUPPORTED,
     _is_annotation,
     _ptr,
@@ -53,6 +54,7 @@ from .numbers import number_schema
 from .objects import object_schema
 from .resolve import ref_rule
 from .strings import string_schema
+from .unevaluated import without_unevaluated
 
 #: A function that makes a grammar to embed from its rules and root (``Grammar._shared_part``):
 #: given by the caller, so that the converter does not import the ``Grammar`` facade.
@@ -241,9 +243,18 @@ class Converter:
             self.unsupported(k, path)
         return {k: v for k, v in schema.items() if k not in _UNSUPPORTED} if unknown else schema
 
+    def without_unevaluated(self, schema: Any, path: str) -> Any:
+        """``schema`` with ``unevaluated*`` rewritten away (``unevaluated.py``), for the merges."""
+        if isinstance(schema, dict) and not _UNEVALUATED_KW.isdisjoint(schema):
+            return without_unevaluated(self, schema, path)
+        return schema
+
     def rewritten(self, schema: Dict[str, Any], path: str) -> Any:
         """A schema of the same instances without a ``$ref`` with siblings, ``allOf``, ``if``
-        and the dependency keywords, or ``not``; ``_UNCHANGED`` when ``schema`` has none."""
+        and the dependency keywords, or ``not``, or ``unevaluated*`` (first: the others keep
+        what it needs to see); ``_UNCHANGED`` when ``schema`` has none."""
+        if not _UNEVALUATED_KW.isdisjoint(schema):
+            return without_unevaluated(self, schema, path)
         if "$ref" in schema:
             return deref(self, schema, path)
         if "allOf" in schema:

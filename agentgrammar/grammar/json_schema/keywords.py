@@ -127,7 +127,18 @@ _GENERIC_KW = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$r
 _REWRITTEN_KW = frozenset({"if", "then", "else", "dependencies", "dependentRequired", "dependentSchemas"})
 
 
-_KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENERIC_KW | _REWRITTEN_KW
+# Rewritten into additionalProperties / items where exact (unevaluated.py).
+_UNEVALUATED_KW = frozenset({"unevaluatedProperties", "unevaluatedItems"})
+_KNOWN = (
+    _UNEVALUATED_KW
+    | _ANNOTATIONS
+    | _OBJECT_KW
+    | _ARRAY_KW
+    | _STRING_KW
+    | _NUMBER_KW
+    | _GENERIC_KW
+    | _REWRITTEN_KW
+)
 
 
 # Validation keywords of some draft that are not (or not yet) converted here: a schema that
@@ -137,8 +148,6 @@ _KNOWN = _ANNOTATIONS | _OBJECT_KW | _ARRAY_KW | _STRING_KW | _NUMBER_KW | _GENE
 _UNSUPPORTED = frozenset(
     {
         "divisibleBy",
-        "unevaluatedProperties",
-        "unevaluatedItems",
         "$dynamicRef",
         "$recursiveRef",
         "disallow",

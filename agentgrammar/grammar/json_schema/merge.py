@@ -67,6 +67,9 @@ def merge(conv: Converter, a: Any, b: Any, path: str) -> Any:
 
 
 def _merge(conv: Converter, a: Dict[str, Any], b: Dict[str, Any], path: str) -> Any:
+    # unevaluated* first: it sees only its own schema's evaluation, not the merged one's
+    a = conv.without_unevaluated(a, path)
+    b = conv.without_unevaluated(b, path)
     a = deref(conv, a, path)
     b = deref(conv, b, path)
     if a is False or b is False:

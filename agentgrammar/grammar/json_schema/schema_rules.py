@@ -87,9 +87,11 @@ def schema_rules_and_parts(
     Raises ``SchemaError`` for what cannot be expressed exactly (``lenient=True``: a warning and
     an over-approximation instead) and for malformed schemas. ``any_order=True`` accepts the
     declared properties of an object in any order (objects of up to ``ANY_ORDER_LIMIT`` declared
-    properties; larger ones keep schema order, a sound subset), extra members anywhere.
-    ``strict=True`` forbids undeclared members in objects that declare ``properties``,
-    ``required`` or ``patternProperties`` (a bare ``{"type": "object"}`` is any object).
+    properties, member counts held; larger ones keep schema order, a sound subset), extra
+    members anywhere. ``strict=True`` forbids undeclared members in objects that declare
+    ``properties``, ``required`` or ``patternProperties`` (a bare ``{"type": "object"}`` is any
+    object) and items past ``prefixItems`` (or an ``items`` array) unless ``items`` (or
+    ``additionalItems``) allows them, as xgrammar's ``strict_mode``.
     ``xgrammar_types=True`` reads a schema without ``type`` but with object (or array) keywords
     as an object (or array) schema, as xgrammar does inside structural tags.
 
