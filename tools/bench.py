@@ -309,15 +309,15 @@ def _process_tables() -> Tuple[Any, ...]:
     process after its first schema: the Unicode ranges of Python's ``\\d``, ``\\w`` and ``\\s``
     (found once per process by running ``re`` over every code point, about 25 ms a letter)
     and the automata of canonical numbers and fractions."""
-    import agentgrammar.grammar.json_schema as js
-    import agentgrammar.grammar.json_values as jv
+    import agentgrammar.grammar.json_schema.numbers as js_numbers
+    import agentgrammar.grammar.json_values.patterns as jv_patterns
 
     return (
-        jv._python_shorthand_ranges,
-        jv._wide_ranges,
-        jv._not_wide_ranges,
-        js._canonical_number_dfa,
-        js._fraction_dfa,
+        jv_patterns._python_shorthand_ranges,
+        jv_patterns._wide_ranges,
+        jv_patterns._not_wide_ranges,
+        js_numbers._canonical_number_dfa,
+        js_numbers._fraction_dfa,
     )
 
 
@@ -327,20 +327,26 @@ def clear_ours() -> None:
     them, and ``_process_tables``) stays, as it does in a process that has converted any
     schema before."""
     import agentgrammar.formats.tools as ftools
-    import agentgrammar.grammar.json_schema as js
-    import agentgrammar.grammar.json_values as jv
-    import agentgrammar.grammar.structural_tag as stc
+    import agentgrammar.grammar.json_schema.key_trie as js_key_trie
+    import agentgrammar.grammar.structural_tag  # noqa: F401  (its caches are cleared below)
     from agentgrammar.grammar.memo import clear_memos
 
     kept = _process_tables()
     clear_memos()  # per-tool pieces, converted tags, serialized chunks
     ftools._PIECES.cache_clear()
-    for module in (stc, jv, js):
+    converters = (
+        "agentgrammar.grammar.structural_tag",
+        "agentgrammar.grammar.json_values",
+        "agentgrammar.grammar.json_schema",
+    )
+    for name, module in sorted(sys.modules.items()):  # the converters' modules, and their packages' modules
+        if not name.startswith(converters):
+            continue
         for value in vars(module).values():
             # caches, not classes, nor the process-wide tables
             if hasattr(value, "cache_clear") and not isinstance(value, type) and value not in kept:
                 value.cache_clear()
-    js._TRIE_EXPRS.clear()  # subtries of the key names that other keys must not spell
+    js_key_trie._TRIE_EXPRS.clear()  # subtries of the key names that other keys must not spell
 
 
 class Agentic:

@@ -147,7 +147,7 @@ class Grammar:
             >>> g.root
             'root'
         """
-        rules, root, parts = schema_rules_and_parts(schema, **options)
+        rules, root, parts = schema_rules_and_parts(schema, make_part=Grammar._shared_part, **options)
         try:
             return cls(rules, root, _converted=True, _parts=parts)
         except SchemaError:

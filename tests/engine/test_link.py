@@ -156,7 +156,7 @@ JSON_TOKENS[JSON_TOKENS.index("SP")] = " "
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_schemas_embedded_value_grammar_masks_as_its_own_rules(seed: int) -> None:
-    """Any JSON value is embedded from one shared grammar (``json_schema._value_embed``): the
+    """Any JSON value is embedded from one shared grammar (``json_schema.convert._value_embed``): the
     masks along random paths are those of the same rules flattened into the schema's own."""
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "array"}}}
     grammar = Grammar.from_json_schema(schema)

@@ -355,7 +355,7 @@ def test_python_shorthand_ranges_match_per_code_point_tests() -> None:
     tests = {"d": str.isdecimal, "w": lambda c: c.isalnum() or c == "_", "s": str.isspace}
     for letter, test in tests.items():
         inside = set()
-        for lo, hi in json_values._python_shorthand_ranges(letter):
+        for lo, hi in json_values.patterns._python_shorthand_ranges(letter):
             inside.update(range(lo, hi + 1))
         rng = random.Random(letter)
         probes = set(rng.sample(range(0x110000), 20000)) | set(range(0x3000)) | inside

@@ -1194,9 +1194,9 @@ def _strings_for_allany(seed: int, count: int) -> List[str]:
 def test_string_branches_become_one_automaton(monkeypatch: pytest.MonkeyPatch) -> None:
     united = Checker(ALLANY)
     assert len(united.grammar.rules) < 2_000
-    from agentgrammar.grammar.json_schema import _Converter
+    from agentgrammar.grammar.json_schema import combinators
 
-    monkeypatch.setattr(_Converter, "string_union", lambda self, branches, path, hint: (False, None))
+    monkeypatch.setattr(combinators, "string_union", lambda conv, branches, path, hint: (False, None))
     apart = Checker(ALLANY)
     assert len(apart.grammar.rules) > 5 * len(united.grammar.rules)  # the branches converted one by one
     validator = jsonschema.Draft7Validator(ALLANY)
@@ -1263,7 +1263,7 @@ def test_string_unions_agree_with_jsonschema(schema: Dict[str, Any], instances: 
 def test_key_tries_share_subtrees_across_sets_of_names() -> None:
     from agentgrammar.grammar.ir import Choice as IRChoice
     from agentgrammar.grammar.ir import Literal, RuleRef, Seq
-    from agentgrammar.grammar.json_schema import _key_not_in
+    from agentgrammar.grammar.json_schema.key_trie import _key_not_in
 
     def nodes(e: Any) -> Dict[int, Any]:
         out, stack = {}, [e]
@@ -1335,7 +1335,7 @@ def test_after_a_member_the_next_optional_members_are_one_choice() -> None:
     st.lists(st.integers(0, 310), max_size=8),
 )
 def test_minus_removes_exactly_the_points(ranges: List[Any], points: List[int]) -> None:
-    from agentgrammar.grammar.json_schema import _minus
+    from agentgrammar.grammar.json_schema.lexical import _minus
 
     got = _minus(ranges, points)
     want = {c for lo, hi in ranges for c in range(lo, hi + 1)} - set(points)
@@ -1352,13 +1352,13 @@ _JSON_DATA = st.recursive(
 
 @given(_JSON_DATA)
 def test_sub_schema_keys_are_json_dumps_compact(value: Any) -> None:
-    from agentgrammar.grammar.json_schema import _compact_json
+    from agentgrammar.grammar.json_schema.instances import _compact_json
 
     assert _compact_json(value) == json.dumps(value, separators=(",", ":"))
 
 
 def test_json_pointer_segments_escape_only_tilde_and_slash() -> None:
-    from agentgrammar.grammar.json_schema import _ptr
+    from agentgrammar.grammar.json_schema.keywords import _ptr
 
     assert _ptr("/properties", "a/b", "~c", 3, "plain") == "/properties/a~1b/~0c/3/plain"
     assert _ptr("", "~1") == "/~01"
@@ -1417,3 +1417,27 @@ def test_strict_allows_a_required_member_the_schema_does_not_list() -> None:
         Grammar.from_json_schema(
             {"type": "object", "required": ["a"], "additionalProperties": False}, strict=True
         )
+
+
+@pytest.mark.parametrize("package", ["agentgrammar.grammar.json_schema", "agentgrammar.grammar.json_values"])
+def test_every_bounded_cache_of_a_converter_is_counted_with_the_memos(package: str) -> None:
+    # the compiler counts the bounded lru_caches it finds in the package's namespace
+    import importlib
+    import pkgutil
+
+    import agentgrammar.engine.compiler  # noqa: F401  (registers them)
+    from agentgrammar.grammar.memo import memo_bytes
+
+    top = importlib.import_module(package)
+    modules = [top] + [
+        importlib.import_module(f"{package}.{m.name}")
+        for m in pkgutil.iter_modules(getattr(top, "__path__", []))
+    ]
+    counted = set(memo_bytes())
+    bounded = {
+        f"{package.rsplit('.', 1)[-1]}.{name}"
+        for module in modules
+        for name, value in vars(module).items()
+        if callable(getattr(value, "cache_info", None)) and (value.cache_info().maxsize or 0) >= 256
+    }
+    assert bounded and bounded <= counted, bounded - counted

@@ -1,4 +1,4 @@
-"""Behaviour tests for agentgrammar/grammar/json_values.py, run through the real engine.
+"""Behaviour tests for agentgrammar/grammar/json_values/, run through the real engine.
 
 Each expression is compiled as the root of a grammar over a byte vocabulary and whole JSON
 texts are fed with ``accept_string``; acceptance is compared with Python's own notion of the
@@ -365,11 +365,11 @@ def test_pattern_errors(bad):
 
 
 def test_unsupported_formats_are_none():
-    for name in ("regex", "idn-hostname", "uri-template", "nonsense"):
+    for name in ("regex", "idn-hostname", "nonsense"):
         assert format_string(name) is None
-    assert set(UNSUPPORTED_SPEC_FORMATS) >= {"regex", "idn-hostname", "uri-template"}
+    assert set(UNSUPPORTED_SPEC_FORMATS) >= {"regex", "idn-hostname"}
     assert set(SUPPORTED_FORMATS) >= {"date-time", "date", "time", "duration", "email", "hostname", "ipv4",
-                                      "ipv6", "uuid", "uri", "uri-reference", "json-pointer"}  # fmt: skip
+                                      "ipv6", "uuid", "uri", "uri-reference", "json-pointer", "uri-template"}  # fmt: skip
 
 
 @FAST
@@ -512,3 +512,50 @@ def test_formats_are_cached_and_compile():
         assert expr is not None and format_string(name) is expr  # cached
         compiled = COMPILER.compile(Grammar.from_rules([Rule("root", expr)], "root"))
         assert compiled.memory_size_bytes > 0, name
+
+
+URI_TEMPLATES = [
+    ("http://example.com/dictionary/{term:1}/{term}", True),
+    ("http://example.com/dictionary/{term:1}/{term", False),
+    ("dictionary/{term:1}/{term}", True),
+    ("http://example.com/dictionary", True),
+    ("{+path}/here{?q,lang}{#frag}", True),
+    ("{var:3}{list*}{.dom}{/seg}{;p}{&x}", True),
+    ("{a.b}{%41b}", True),
+    ("{}", False),
+    ("{var:0}", False),
+    ("{var:10000}", False),
+    ("{a..b}", False),
+    ("a b", False),
+    ("a{b}c}", False),
+    ("caf\u00e9/{x}", True),
+    ("100%25/{x}", True),
+    ("100%/{x}", False),
+    ("a'b", True),
+    ("x\U0001f600{y}", True),
+]
+
+
+@pytest.mark.parametrize("text, valid", URI_TEMPLATES)
+def test_uri_template_follows_rfc_6570(text: str, valid: bool) -> None:
+    expr = format_string("uri-template")
+    assert expr is not None
+    assert accepts(expr, json.dumps(text)) == valid
+    assert accepts(expr, json.dumps(text, ensure_ascii=False)) == valid
+
+
+def test_uri_template_agrees_with_xgrammar() -> None:
+    xgr = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string
+
+    theirs = xgr.Grammar.from_json_schema(json.dumps({"type": "string", "format": "uri-template"}))
+    ours = format_string("uri-template")
+    assert ours is not None
+    compared = 0
+    for text, _ in URI_TEMPLATES:
+        if not text.isascii() or "'" in text:
+            continue  # non-ASCII and apostrophe literals: xgrammar refuses them (docs/limits.md)
+        quoted = json.dumps(text)
+        assert accepts(ours, quoted) == _is_grammar_accept_string(theirs, quoted), text
+        compared += 1
+    assert compared >= 10

@@ -1,5 +1,5 @@
 """``ir.KeyTrie``: an object's other keys as one node. Its ``items`` are the trie that
-``json_schema._key_not_in`` builds as IR; the serializer writes one KEYTRIE node of the
+``json_schema.key_trie._key_not_in`` builds as IR; the serializer writes one KEYTRIE node of the
 names, whose automaton the C core builds with the same language; the stages that walk a converted grammar never make its items; and what
 walks IR by other means (printing, renaming, references) sees the same trie."""
 
@@ -13,7 +13,6 @@ import pytest
 
 from agentgrammar import Grammar
 from agentgrammar.errors import GrammarError
-from agentgrammar.grammar import json_schema
 from agentgrammar.grammar.ir import (
     CharClass,
     Choice,
@@ -27,9 +26,10 @@ from agentgrammar.grammar.ir import (
     referenced_rules,
     rename,
 )
+from agentgrammar.grammar.json_schema import key_trie, lexical
 
 TAIL = Seq((Repeat(RuleRef("char"), 0, None), Literal(b'"')))
-RAW = json_schema._RAW_RANGES
+RAW = lexical._RAW_RANGES
 # A small string language: any raw character, or the escapes \n and \" (the escape that
 # spells no printable ASCII is \n alone).
 HELPERS = [
@@ -62,7 +62,7 @@ def keys(rng: random.Random, n: int) -> List[str]:
 
 @pytest.mark.parametrize("names", name_sets(0, 40))
 def test_its_items_are_the_trie_key_not_in_builds(names: Tuple[str, ...]) -> None:
-    built = json_schema._key_not_in(names, TAIL, RuleRef("esc"), RuleRef("char"))
+    built = key_trie._key_not_in(names, TAIL, RuleRef("esc"), RuleRef("char"))
     assert Seq((Literal(b'"'), Choice(trie(names).items))) == built
 
 

@@ -127,7 +127,7 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
 
 
 def test_clear_ours_keeps_process_tables_only() -> None:
-    import agentgrammar.grammar.json_values as jv
+    import agentgrammar.grammar.json_values.patterns as jv
     from agentgrammar import Grammar
 
     # a negated shorthand takes in the characters of Python's Unicode-wide \s

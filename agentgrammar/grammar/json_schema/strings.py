@@ -1,0 +1,243 @@
+"""String schemas: lengths, ``pattern``, ``format`` and negated patterns or values, alone or
+intersected as automata; unions of string branches as one automaton."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    List,
+    Optional,
+    Tuple,
+)
+
+from ...errors import GrammarError, SchemaError
+from .. import json_values
+from ..char_dfa import PRODUCT_LIMIT, CharDFA
+from ..ir import (
+    Expr,
+    seq,
+)
+from .base_rules import base
+from .formats import _FORMAT_RULES, _format_dfa
+from .keywords import (
+    _AND_PATTERNS,
+    _INTERNAL_KW,
+    _MAX_LEVEL,
+    _NOT_PATTERNS,
+    _NOT_STRINGS,
+    _REWRITTEN_KW,
+    _STRING_KW,
+    MAX_COUNT,
+    _is_annotation,
+    _ptr,
+)
+from .lexical import _DQ
+from .merge import deref, flatten_all_of, merge
+from .negate import negate
+
+if TYPE_CHECKING:
+    from .convert import Converter
+
+
+_MAX_UNION_LEAVES = 256  # string schemas united into one automaton (string_union)
+
+
+def _bounds(schema: Dict[str, Any]) -> Optional[Tuple[int, Optional[int]]]:
+    """A string schema's ``minLength`` and ``maxLength``; None when either is malformed."""
+    lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+    for x in (lo, hi):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or not 0 <= x <= MAX_COUNT):
+            return None
+    return (lo, hi) if lo is not None else None
+
+
+@lru_cache(maxsize=512)
+def _pattern_dfa(pattern: str) -> CharDFA:
+    return CharDFA.from_expr(json_values.pattern_chars(pattern))
+
+
+def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str) -> Optional[Expr]:
+    lo = schema.get("minLength", 0)
+    hi = schema.get("maxLength")
+    for k, x in (("minLength", lo), ("maxLength", hi)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+            raise conv.fail(f"'{k}' must be a non-negative integer", path, k)
+        if x is not None and x > MAX_COUNT:
+            raise conv.fail(f"'{k}' is {x}; the largest supported is {MAX_COUNT}", path, k)
+    if hi is not None and lo > hi:
+        return None
+    pattern, fmt = schema.get("pattern"), schema.get("format")
+    if pattern is not None and not isinstance(pattern, str):
+        raise conv.fail("'pattern' must be a string", path, "pattern")
+    if fmt is not None and not isinstance(fmt, str):
+        raise conv.fail("'format' must be a string", path, "format")
+    if fmt in json_values.UNSUPPORTED_SPEC_FORMATS:
+        conv.unsupported("format", path, f"{fmt!r} is not a supported format")
+        fmt = None
+    elif fmt is not None and fmt not in json_values.SUPPORTED_FORMATS:
+        # A format the specification does not define is an annotation: it constrains nothing.
+        fmt = None
+    internal = any(schema.get(k) for k in _INTERNAL_KW)
+    constraints = [c for c in (pattern, fmt) if c is not None]
+    if internal or len(constraints) > 1 or (constraints and (lo or hi is not None)):
+        return string_by_automaton(conv, schema, path, hint)
+    if pattern is not None:
+        try:
+            return json_values.pattern_string(pattern)
+        except SchemaError:
+            raise
+        except Exception as e:
+            conv.unsupported("pattern", path, f"({pattern!r}) cannot be converted: {e}")
+            return base(conv, "json_string")
+    if fmt is not None:
+        return base(conv, _FORMAT_RULES[fmt])
+    if lo == 0 and hi is None:
+        return base(conv, "json_string")
+    # Code points counted exactly; large bounds are nested rather than unrolled.
+    return json_values.string_expr(lo, hi)
+
+
+def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint: str) -> Optional[Expr]:
+    """A string under several character-level constraints at once (pattern, format,
+    length, excluded patterns and values): the intersection of their automata."""
+    lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+    keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
+    try:
+        dfa = string_dfa(conv, schema)
+        return automaton_string(conv, dfa, lo, hi, hint)
+    except GrammarError as e:
+        conv.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
+        return base(conv, "json_string")
+
+
+def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> Tuple[bool, Optional[Expr]]:
+    """anyOf / oneOf branches that are all strings under automaton constraints (nested
+    anyOfs, ``not`` and ``$ref`` included) as one automaton, the union of theirs: it is
+    (True, the expression). Converted apart, each branch's automaton becomes its own rules,
+    although most of their states are alike (the same pattern, the same length bounds
+    merged into every branch): ``anyOf`` of 16 patterns under ``minLength``/``maxLength``
+    makes 13,000 rules apart and 1,500 united. (False, None) when some branch is not such
+    a string, or the union would have more states than the branches' automata together:
+    the caller converts the branches one by one then, exactly as without this."""
+    leaves: List[Dict[str, Any]] = []
+    lenient, conv.lenient = conv.lenient, False  # anything over-approximated: not here
+    try:
+        if not all(string_leaves(conv, b, path, leaves, 0) for b in branches) or len(leaves) < 2:
+            return False, None
+        bounds = {(s.get("minLength", 0), s.get("maxLength")) for s in leaves}
+        if len(bounds) == 1:  # the usual case: the bounds were merged into every branch
+            (lo, hi), dfas = bounds.pop(), [string_dfa(conv, s) for s in leaves]
+        else:
+            lo, hi = 0, None
+            dfas = [string_dfa(conv, s).intersect(CharDFA.length(*_bounds(s))) for s in leaves]
+        apart = sum(d.num_states for d in dfas)
+        united = dfas[0]
+        for d in dfas[1:]:
+            united = united.union(d, max(PRODUCT_LIMIT, apart))
+            if united.num_states > apart:
+                return False, None
+        return True, automaton_string(conv, united, lo, hi, hint)
+    except (GrammarError, RecursionError):
+        return False, None
+    finally:
+        conv.lenient = lenient
+
+
+def string_leaves(conv: Converter, schema: Any, path: str, out: List[Dict[str, Any]], level: int) -> bool:
+    """Collect in ``out`` the string schemas whose union ``schema`` is, each one that
+    ``string`` builds an automaton for; False when ``schema`` is anything else (another
+    type, an enum, ...). Schemas that admit nothing add nothing."""
+    if level > _MAX_LEVEL or len(out) > _MAX_UNION_LEAVES:
+        return False
+    if schema is False:
+        return True
+    if not isinstance(schema, dict):
+        return False
+    schema = deref(conv, schema, path)
+    if isinstance(schema, dict) and "allOf" in schema:
+        schema = flatten_all_of(conv, schema, path)
+    if schema is False:
+        return True
+    if not isinstance(schema, dict) or _REWRITTEN_KW & set(schema) or "enum" in schema or "const" in schema:
+        return False
+    if "not" in schema:
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        positive = negate(conv, schema["not"], _ptr(path, "not"))
+        return string_leaves(conv, merge(conv, rest, positive, path), path, out, level + 1)
+    if "oneOf" in schema:
+        return False
+    if "anyOf" in schema:
+        branches = schema["anyOf"]
+        if not isinstance(branches, list) or not branches:
+            return False
+        rest = {k: v for k, v in schema.items() if k != "anyOf" and not _is_annotation(k)}
+        if rest:
+            branches = [merge(conv, rest, b, path) for b in branches]
+        return all(string_leaves(conv, b, path, out, level + 1) for b in branches)
+    if any(k not in _STRING_KW and k != "type" and not _is_annotation(k) for k in schema):
+        return False
+    if conv.types(schema, path) != ["string"]:
+        return False
+    bounds = _bounds(schema)
+    if bounds is None:
+        return False  # malformed: the usual conversion says why
+    lo, hi = bounds
+    if hi is not None and lo > hi:
+        return True
+    pattern, fmt = schema.get("pattern"), schema.get("format")
+    if (pattern is not None and not isinstance(pattern, str)) or (
+        fmt is not None and (not isinstance(fmt, str) or fmt in json_values.UNSUPPORTED_SPEC_FORMATS)
+    ):
+        return False
+    if fmt not in json_values.SUPPORTED_FORMATS:
+        fmt = None
+    constraints = [c for c in (pattern, fmt) if c is not None]
+    if not (
+        any(schema.get(k) for k in _INTERNAL_KW)
+        or len(constraints) > 1
+        or (constraints and (lo or hi is not None))
+    ):
+        return False  # built without an automaton (a pattern alone, a length alone)
+    out.append(schema)
+    return True
+
+
+def string_dfa(conv: Converter, schema: Dict[str, Any]) -> CharDFA:
+    """The automaton of a string schema's character constraints, its length bounds apart
+    (GrammarError past the automata's limits)."""
+    parts = [
+        _pattern_dfa(p)
+        for p in [
+            *([schema["pattern"]] if "pattern" in schema else []),
+            *schema.get(_AND_PATTERNS, []),
+        ]
+    ]
+    if schema.get("format") in json_values.SUPPORTED_FORMATS:
+        parts.append(_format_dfa(schema["format"]))
+    dfa = parts[0] if parts else CharDFA.length(0, None)  # (no product with "any string")
+    for part in parts[1:]:
+        dfa = dfa.intersect(part)
+    for p in schema.get(_NOT_PATTERNS, []):
+        dfa = dfa.minus(_pattern_dfa(p))
+    if schema.get(_NOT_STRINGS):
+        dfa = dfa.minus(CharDFA.literal_set(schema[_NOT_STRINGS]))
+    return dfa
+
+
+def automaton_string(conv: Converter, dfa: CharDFA, lo: int, hi: Optional[int], hint: str) -> Optional[Expr]:
+    """A JSON string whose content ``dfa`` accepts, of ``lo..hi`` characters (GrammarError
+    past the automata's limits)."""
+    loop = dfa.single_loop()
+    if loop is not None and (lo or hi is not None):
+        # C* under a length bound is C{lo,hi}: counted, not a product automaton
+        ch = json_values.json_char_of(loop)
+        if ch is None:  # no character can be spelled: only the empty string
+            return None if lo else seq([_DQ, _DQ])
+        return seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
+    if lo or hi is not None:
+        dfa = dfa.intersect(CharDFA.length(lo, hi))
+    content = dfa.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
+    return None if content is None else seq([_DQ, content, _DQ])

@@ -1,0 +1,307 @@
+"""ECMA-262 ``pattern`` s: search semantics, the dialects' differences with Python's ``re``
+narrowed to what both match, and the match spelled as JSON string content."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy
+
+from ...errors import GrammarError
+from ..ir import (
+    EMPTY,
+    MAX_CODE_POINT,
+    ByteClass,
+    CharClass,
+    Choice,
+    Expr,
+    Literal,
+    Repeat,
+    RuleRef,
+    Seq,
+    choice,
+    seq,
+)
+from ..regex import parse_regex
+from ..utf8 import complement_ranges, normalize_ranges
+from .escapes import _json_char_of
+from .repeats import _QUOTE, Ranges, _cache, _repeat
+
+
+def _to_json_content(e: Expr) -> Optional[Expr]:
+    """Rewrite a regex IR over decoded characters into IR over JSON string content (every
+    spelling of each character). None when e matches nothing encodable."""
+    if isinstance(e, CharClass):
+        ranges = complement_ranges(e.ranges) if e.negated else list(e.ranges)
+        return _json_char_of(ranges)
+    if isinstance(e, Literal):
+        text = e.value.decode("utf-8", "surrogatepass")
+        items: List[Expr] = []
+        for ch in text:
+            spelled = _json_char_of([(ord(ch), ord(ch))])
+            if spelled is None:
+                return None
+            items.append(spelled)
+        return seq(items)
+    if isinstance(e, Seq):
+        parts = []
+        for item in e.items:
+            p = _to_json_content(item)
+            if p is None:
+                return None
+            parts.append(p)
+        return seq(parts)
+    if isinstance(e, Choice):
+        return choice([_to_json_content(x) for x in e.items])
+    if isinstance(e, Repeat):
+        body = _to_json_content(e.item)
+        if body is None:
+            return EMPTY if e.min == 0 else None
+        return _repeat(body, e.min, e.max)
+    if isinstance(e, (ByteClass, RuleRef)):  # pragma: no cover - parse_regex produces neither
+        raise GrammarError(f"cannot encode {type(e).__name__} as JSON string content")
+    raise TypeError(f"not an IR expression: {e!r}")
+
+
+def _split_alternatives(pattern: str) -> Optional[List[str]]:
+    """The top-level ``|`` alternatives of pattern; None when its structure is malformed."""
+    out: List[str] = []
+    depth, start, i, n = 0, 0, 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            if j >= n:
+                return None
+            i = j + 1
+            continue
+        if c == "(":
+            if pattern.startswith("(?#", i):
+                j = pattern.find(")", i)
+                if j < 0:
+                    return None
+                i = j + 1
+                continue
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    if depth != 0:
+        return None
+    out.append(pattern[start:])
+    return out
+
+
+_ANY_TEXT = r"[\s\S]*"
+
+
+# ECMA-262's "." (no dotAll flag): anything but line terminators.
+_ECMA_DOT = r"[^\n\r\u2028\u2029]"
+
+
+_ECMA_SPACE: Ranges = [(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                       (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                       (0xFEFF, 0xFEFF)]  # fmt: skip
+
+
+#: White space for both ECMA-262 and Python (U+FEFF is not white space to Python).
+_NARROW_SPACE: Ranges = _ECMA_SPACE[:-1]
+
+
+@functools.lru_cache(maxsize=None)
+def _wide_ranges(letter: str) -> Tuple[Tuple[int, int], ...]:
+    """The union of ECMA-262's and Python's ``\\d`` / ``\\w`` / ``\\s`` (Python's are Unicode-wide)."""
+    ranges: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)] if letter == "w" else []
+    if letter == "s":
+        ranges += _ECMA_SPACE
+    ranges += _python_shorthand_ranges(letter)
+    return tuple(normalize_ranges(ranges))
+
+
+@functools.lru_cache(maxsize=3)
+def _python_shorthand_ranges(letter: str) -> Ranges:
+    """The code point ranges Python's ``re`` puts in ``\\d``, ``\\w`` or ``\\s`` (what Python
+    validators run): found by running ``re`` over every code point at once, one letter at a time
+    (a schema's pattern rarely needs more than one), the text of all code points made by numpy
+    (a third of the time of an ``array`` over ``range``)."""
+    codes = numpy.arange(MAX_CODE_POINT + 1, dtype="<u4").tobytes()
+    text = codes.decode("utf-32-le", "surrogatepass")
+    return [(m.start(), m.end() - 1) for m in re.finditer("\\" + letter + "+", text)]
+
+
+@functools.lru_cache(maxsize=None)
+def _not_wide_ranges(letter: str) -> Tuple[Tuple[int, int], ...]:
+    """Characters in neither dialect's shorthand. For ``w`` (hundreds of small gaps between
+    Unicode letters) only the gaps below U+0800 and runs of 32+ characters are kept: a subset,
+    which is still sound."""
+    out = complement_ranges(_wide_ranges(letter))
+    if letter == "w":
+        out = [(lo, hi) for lo, hi in out if lo < 0x800 or hi - lo >= 31]
+    return tuple(out)
+
+
+def _class_text(ranges: Sequence[Tuple[int, int]]) -> str:
+    return "".join(f"\\u{{{lo:x}}}" + ("" if lo == hi else f"-\\u{{{hi:x}}}") for lo, hi in ranges)
+
+
+def _portable(pattern: str) -> str:
+    """Rewrite pattern so that it matches only what both ECMA-262 (u flag) and Python's ``re``
+    match: ``.`` excludes every ECMA line terminator, ``\\s`` is the white space both agree on,
+    and a shorthand used negatively (``\\D``, ``\\W``, ``\\S``, or ``\\d`` ``\\w`` ``\\s``
+    inside ``[^...]``) excludes the characters that either dialect puts in the shorthand
+    (Python's are Unicode-wide). ``\\d`` and ``\\w`` stay ASCII, as in ECMA-262."""
+    out: List[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            if e in "DWS":
+                out.append(f"[{_class_text(_not_wide_ranges(e.lower()))}]")
+            elif e == "s":
+                out.append(f"[{_class_text(_NARROW_SPACE)}]")
+            else:
+                out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == ".":
+            out.append(_ECMA_DOT)
+            i += 1
+            continue
+        if pattern.startswith("(?#", i):  # a comment, copied as is
+            end = pattern.find(")", i)
+            end = n if end < 0 else end + 1
+            out.append(pattern[i:end])
+            i = end
+            continue
+        if c != "[":
+            out.append(c)
+            i += 1
+            continue
+        j = i + 1
+        negated = j < n and pattern[j] == "^"
+        if negated:
+            j += 1
+        out.append(pattern[i:j])
+        first = True
+        while j < n and (pattern[j] != "]" or first):
+            first = False
+            if pattern[j] == "\\" and j + 1 < n:
+                e = pattern[j + 1]
+                if e in "dws" and negated:
+                    out.append(_class_text(_wide_ranges(e)))
+                elif e in "DWS" and not negated:
+                    out.append(_class_text(_not_wide_ranges(e.lower())))
+                elif e == "s":
+                    out.append(_class_text(_NARROW_SPACE))
+                else:
+                    out.append(pattern[j : j + 2])
+                j += 2
+            else:
+                out.append(pattern[j])
+                j += 1
+        out.append(pattern[j : j + 1])
+        i = j + 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def pattern_chars(pattern: str) -> Expr:
+    """Regex IR over decoded characters: the strings that contain a match of ``pattern``
+    (search semantics, the dialect rules of :func:`pattern_string`)."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"a pattern must be a str, not {type(pattern).__name__}")
+    # A syntax error is reported in the user's pattern: parsed on its own once the rewritten
+    # regex fails (a second parse of every valid pattern was half the time of converting it).
+    alternatives = _split_alternatives(_portable(pattern))
+    if alternatives is None:
+        parse_regex(pattern)
+        raise GrammarError(f"malformed regex pattern {pattern!r}")  # pragma: no cover - parsed
+    # Alternatives are grouped by their anchors, and each group padded once: ``.*(?:a|b).*``
+    # rather than ``.*a.*|.*b.*``, the same language, whose automaton is the size of the words
+    # (the other's subset construction tracks every alternative's own ``.*`` separately:
+    # exponential in the number of alternatives).
+    groups: Dict[Tuple[bool, bool], List[str]] = {}
+    for alt in alternatives:
+        start = alt.startswith("^")
+        body = alt[1:] if start else alt
+        trailing_bs = len(body[:-1]) - len(body[:-1].rstrip("\\")) if body.endswith("$") else 1
+        end = body.endswith("$") and trailing_bs % 2 == 0
+        if end:
+            body = body[:-1]
+        groups.setdefault((start, end), []).append("(?:" + body + ")")
+    pieces: List[str] = []
+    for (start, end), bodies in groups.items():
+        # Pad the unanchored sides textually: an anchor left inside a body is then not at
+        # the pattern's edge and parse_regex reports it instead of silently ignoring it.
+        body = bodies[0] if len(bodies) == 1 else "(?:" + "|".join(bodies) + ")"
+        pieces.append(("" if start else _ANY_TEXT) + body + ("" if end else _ANY_TEXT))
+    regex = pieces[0] if len(pieces) == 1 else "|".join(f"(?:{p})" for p in pieces)
+    try:
+        return parse_regex(regex)
+    except GrammarError:
+        parse_regex(pattern)
+        raise GrammarError(
+            f"regex pattern {pattern!r}: an anchor ('^', '$', '\\A', '\\Z') is only supported at the "
+            "start or end of a top-level alternative"
+        ) from None
+
+
+def _pattern_content(pattern: str) -> Expr:
+    """JSON string content (no quotes) whose decoded text contains a match of pattern."""
+    out = _to_json_content(pattern_chars(pattern))
+    if out is None:
+        raise GrammarError(f"regex pattern {pattern!r} matches no valid string (only surrogate code points)")
+    return out
+
+
+@_cache
+def pattern_string(pattern: str) -> Expr:
+    """A quoted JSON string whose decoded value contains a match of ``pattern`` (JSON Schema /
+    ECMA-262 ``RegExp.test`` search semantics).
+
+    ``^`` at the start and ``$`` at the end of a top-level alternative anchor it; other sides
+    match anywhere. Each character may be spelled any way JSON allows (raw, short escape, or
+    ``\\uXXXX`` in either case, surrogate pairs for astral characters), so both
+    ``json.dumps(s)`` and ``json.dumps(s, ensure_ascii=False)`` are accepted; lone surrogate
+    escapes are rejected.
+
+    Where ECMA-262 (``u`` flag) and Python's ``re`` (what Python validators run) disagree, only
+    what *both* match is accepted: ``.`` excludes ``\\n \\r \\u2028 \\u2029``; ``$`` is the
+    very end (Python's ``$`` also matches before a final ``\\n``); ``\\d`` / ``\\w`` are ASCII;
+    ``\\s`` is ECMA's white space less U+FEFF; ``\\D \\W \\S`` (and ``\\d \\w \\s`` inside
+    ``[^...]``) exclude both dialects' digits / word characters / white space (for ``\\W``,
+    only the gaps below U+0800 and long runs above it are kept). Unsupported regex syntax
+    (``\\p{..}``, lookaround, backreferences, ...) raises GrammarError from parse_regex, as
+    does an anchor elsewhere than at the edge of a top-level alternative (e.g. ``(^a)``).
+
+    Example:
+        >>> from agentgrammar import Grammar
+        >>> from agentgrammar.grammar.ir import Rule
+        >>> g = Grammar.from_rules([Rule("root", pattern_string("^a+$|b"))])
+        >>> [g.accepts(s) for s in (b'"aa"', b'"xbx"', b'"ax"', b'"\\\\u0061"')]
+        [True, True, False, True]
+    """
+    return seq([_QUOTE, _pattern_content(pattern), _QUOTE])
+
+
+def _anchored_string(regex: str) -> Expr:
+    ir = _to_json_content(parse_regex(regex))
+    assert ir is not None
+    return seq([_QUOTE, ir, _QUOTE])
