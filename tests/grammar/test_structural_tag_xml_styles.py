@@ -208,3 +208,19 @@ def test_masks_equal_xgrammar_on_a_token_walk(qenv: Any, style: str, case: str) 
         differential_walk(qenv, ours, theirs, seed, steps=40, label=f"{style}/{case}") for seed in range(2)
     )
     assert steps > 2
+
+
+def test_gemma_excludes_accept_what_xgrammar_accepts() -> None:
+    """Gemma 4's builtin tag forbids its channel and call markers inside strings."""
+    excludes = ["<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>"]
+    schema, arg_sets = CASES["nested"]
+    ours, theirs = _pair("gemma", schema, excludes=excludes)
+    rng = random.Random(7)
+    for args in arg_sets:
+        text = write("gemma", schema, args, rng)
+        for i in range(len(text)):
+            for word in excludes:
+                bad = text[:i] + word + text[i:]
+                assert ours.accepts(bad) == _is_grammar_accept_string(theirs, bad), bad
+    with pytest.raises(StructuralTagError, match="whitespace"):
+        Grammar.from_structural_tag(_tag("gemma", schema, excludes=[" x"]))

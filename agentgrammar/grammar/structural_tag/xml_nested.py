@@ -70,6 +70,8 @@ class GemmaStyle:
         if kind == "raw":
             return self.string(self.raw(payload, path))
         if kind == "str":
+            if any(x in payload for x in self.v.excludes):
+                return None  # xgrammar drops a constant that holds an exclude
             return self.string(self.v.literal(payload))
         if kind == "lit":
             return self.v.literal(payload)

@@ -292,14 +292,32 @@ def _some(items: List[Expr]) -> Expr:
     return found
 
 
+def _check_excludes(f: st.JSONSchema, path: str) -> None:
+    """Excludes are supported with ``gemma`` (whose strings are all raw text): never in a
+    string's text, nor in a property name; xgrammar refuses those with surrounding whitespace."""
+    words = [x for x in f.excludes if x]
+    if not words:
+        return
+    if f.style != "gemma":
+        raise StructuralTagError(
+            f"'excludes' inside json_schema is not supported with style {f.style!r}", path=path
+        )
+    for word in words:
+        if word != word.strip():
+            raise StructuralTagError(
+                f"an exclude of an XML style may not start or end with whitespace: {word!r}", path=path
+            )
+        if all(c.isascii() and (c.isalnum() or c == "_") for c in word):
+            raise StructuralTagError(
+                f"an exclude that may occur in a property name is not supported: {word!r}", path=path
+            )
+
+
 def xml_style_expr(b: BuilderBase, f: st.JSONSchema, path: str) -> Optional[Expr]:
     """The grammar of ``json_schema`` item ``f`` in its XML ``style`` (see the module docstring)."""
     from .xml_nested import nested_style_expr  # the nested styles build on this module
 
-    if f.excludes:
-        raise StructuralTagError(
-            f"'excludes' inside json_schema is not supported (style {f.style!r})", path=path + ".excludes"
-        )
+    _check_excludes(f, path + ".excludes")
     options: Tuple[Tuple[str, Any], ...] = (
         ("strict", True),
         ("any_order", f.any_order),
@@ -307,6 +325,7 @@ def xml_style_expr(b: BuilderBase, f: st.JSONSchema, path: str) -> Optional[Expr
         ("xgrammar_types", True),
     )
     values = ValueCases(b, defs_of(f.json_schema), options, f.max_whitespace_cnt)
+    values.excludes = [x for x in f.excludes if x]
     if f.style in _FLAT:
         return FlatStyle(values, _FLAT[f.style], f.any_order).params(f.json_schema, path + ".json_schema")
     return nested_style_expr(values, f.style, f.json_schema, f.any_order, path + ".json_schema")

@@ -71,6 +71,7 @@ class ValueCases:
         self.defs = dict(defs)
         self.options = options
         self.max_ws = max_ws
+        self.excludes: List[str] = []  # never in a raw string's text (only the gemma style has them)
         self._texts: Dict[str, RuleRef] = {}
 
     # ---- schemas ----------------------------------------------------------------------------
@@ -119,9 +120,8 @@ class ValueCases:
         """A plain raw string: any text in which ``end`` does not occur (one rule per end)."""
         found = self._texts.get(end)
         if found is None:
-            found = self.b.dispatch(
-                "xml_string", TagDispatch(loop_after_dispatch=False, excludes=self.b.words([end]))
-            )
+            words = self.b.words([end, *self.excludes])
+            found = self.b.dispatch("xml_string", TagDispatch(loop_after_dispatch=False, excludes=words))
             self._texts[end] = found
         return found
 
