@@ -224,3 +224,21 @@ def test_gemma_excludes_accept_what_xgrammar_accepts() -> None:
                 assert ours.accepts(bad) == _is_grammar_accept_string(theirs, bad), bad
     with pytest.raises(StructuralTagError, match="whitespace"):
         Grammar.from_structural_tag(_tag("gemma", schema, excludes=[" x"]))
+
+
+MALFORMED = [
+    {"type": "object", "properties": {"a": {"enum": 5}}},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "required": 5},
+    {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"$ref": "#/$defs/A"}}},
+    {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
+    {"type": "string"},
+]
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("index", range(len(MALFORMED)))
+def test_malformed_schemas_raise_structural_tag_errors_with_a_path(style: str, index: int) -> None:
+    with pytest.raises(StructuralTagError) as caught:
+        Grammar.from_structural_tag(_tag(style, MALFORMED[index]))
+    assert caught.value.path is not None and caught.value.path.startswith("$.format.json_schema")

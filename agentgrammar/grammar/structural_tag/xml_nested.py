@@ -26,7 +26,7 @@ from ..ir import EMPTY, Expr, Literal, Repeat, RuleRef, choice, seq
 from ..json_values import format_chars
 from ..regex import parse_regex
 from .xml_styles import _NAME, _count, _some
-from .xml_values import Case, ValueCases
+from .xml_values import Case, ValueCases, required_of
 
 __all__ = ["nested_style_expr"]
 
@@ -102,7 +102,7 @@ class GemmaStyle:
         if not isinstance(props, dict) or not props:
             return self.generic_object()
         ws = self.v.ws()
-        required = set(schema.get("required") or ())
+        required = required_of(schema, path)
         members: List[Tuple[Expr, bool]] = []
         for key, sub in props.items():
             value = self.value(sub, f"{path}.properties.{key}")
@@ -200,7 +200,7 @@ class MinimaxM3Style:
         if not isinstance(props, dict) or not props:
             return EMPTY
         ws = self.v.ws()
-        required = set(schema.get("required") or ())
+        required = required_of(schema, path)
         members: List[Tuple[Expr, bool]] = []
         for key, sub in props.items():
             value = self.value(sub, f"{path}.properties.{key}")

@@ -37,7 +37,7 @@ from ..ir import EMPTY, CharClass, Expr, Literal, Repeat, RuleRef, choice, seq
 from ..regex import parse_regex
 from . import models as st
 from .base import BuilderBase
-from .xml_values import Case, ValueCases, defs_of
+from .xml_values import Case, ValueCases, defs_of, required_of
 
 __all__ = ["XML_STYLES", "xml_style_expr"]
 
@@ -104,7 +104,7 @@ class FlatStyle:
             return None
         if not isinstance(props, dict) or not props:
             return self.generic_object()
-        required = set(schema.get("required") or ())
+        required = required_of(schema, path)
         elements: List[Tuple[Expr, bool]] = []
         for key, sub in props.items():
             element = self.element(key, sub, f"{path}.properties.{key}")

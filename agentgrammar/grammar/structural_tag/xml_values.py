@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ...errors import GrammarError, StructuralTagError
 from ..ir import CharClass, Embed, Expr, Literal, Repeat, RuleRef, TagDispatch, choice
@@ -86,7 +86,9 @@ class ValueCases:
         if schema is False or not isinstance(schema, dict):
             return []
         if "const" in schema or "enum" in schema:
-            values = [schema["const"]] if "const" in schema else list(schema.get("enum") or [])
+            if "const" not in schema and not isinstance(schema["enum"], list):
+                raise StructuralTagError(f"'enum' must be a list, not {type(schema['enum']).__name__}")
+            values = [schema["const"]] if "const" in schema else list(schema["enum"])
             return [("str", v) if isinstance(v, str) else ("lit", json.dumps(v)) for v in values]
         branches = schema.get("anyOf", schema.get("oneOf"))
         if isinstance(branches, list):
@@ -106,6 +108,10 @@ class ValueCases:
             return self.cases_of(schema, self.defs)
         except RecursionError:
             raise StructuralTagError("the schema's $refs loop", path=path) from None
+        except StructuralTagError as e:
+            if e.path is not None:
+                raise
+            raise StructuralTagError(str(e), path=path) from None
 
     def resolve(self, schema: Any) -> Any:
         return _resolve(schema, self.defs)
@@ -195,6 +201,14 @@ def _resolve(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
         rest = {k: v for k, v in schema.items() if k != "$ref"}
         schema = {**defs[name], **rest} if rest else defs[name]
     return schema
+
+
+def required_of(schema: Any, path: str) -> Set[str]:
+    """The names an object schema requires; ``StructuralTagError`` unless a list of strings."""
+    names = schema.get("required", []) if isinstance(schema, dict) else []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise StructuralTagError("'required' must be a list of property names", path=path + ".required")
+    return set(names)
 
 
 def defs_of(schema: Any) -> Dict[str, Any]:
