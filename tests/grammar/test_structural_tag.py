@@ -290,10 +290,14 @@ def test_xgrammar_model_templates_give_identical_masks(env, model: str, tool_cho
     differential_walk(env, ours, theirs, seed=MODELS.index(model), steps=40, label=f"{model}/{tool_choice}")
 
 
-def test_xml_styles_are_refused_with_a_path() -> None:
+def test_xml_styles_compile_and_unknown_styles_are_refused_with_a_path() -> None:
     tag = xgr.get_model_structural_tag("qwen_3_coder", tools=OPENAI_TOOLS).model_dump()
+    call = "hmm</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>"
+    theirs = xgr.Grammar.from_structural_tag(json.dumps(tag))
+    assert xgr_accepts(theirs, call) and Grammar.from_structural_tag(tag).accepts(call)
+    bad = {"type": "json_schema", "json_schema": {"type": "object"}, "style": "yaml"}
     with pytest.raises(StructuralTagError, match=r"\.style"):
-        Grammar.from_structural_tag(tag)
+        Grammar.from_structural_tag(bad)
 
 
 def test_pieces_with_clashing_rule_names_stay_apart() -> None:

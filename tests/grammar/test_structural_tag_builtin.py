@@ -5,8 +5,8 @@ tokens compared apart, as in ``tests/engine/test_xgrammar_differential.py``).
 
 A combination xgrammar itself refuses (``token_markers`` for most families) is not a case. One
 we refuse raises ``StructuralTagError`` naming what it does not support: the default run checks
-that the refused ones are exactly those that use a format we do not have yet (XML parameter
-styles, token-level formats), so a new refusal fails; the ``slow`` sweep walks them all.
+that the refused ones are exactly those that use a format we do not have yet (token-level
+formats, token budgets, excludes inside a json_schema but for gemma's), so a new refusal fails; the ``slow`` sweep walks them all.
 """
 
 from __future__ import annotations
@@ -60,8 +60,10 @@ def _unsupported(node: Any) -> bool:
         return any(_unsupported(x) for x in node)
     if not isinstance(node, dict):
         return False
-    if node.get("type") in UNSUPPORTED_TYPES or node.get("style", "json") != "json":
+    if node.get("type") in UNSUPPORTED_TYPES:
         return True
+    if node.get("type") == "json_schema" and node.get("excludes") and node.get("style") != "gemma":
+        return True  # excludes in JSON strings: only gemma's strings (all raw text) have them
     if node.get("max_tokens") is not None or node.get("max_chars") is not None:
         return True
     return any(_unsupported(v) for k, v in node.items() if k != "json_schema")

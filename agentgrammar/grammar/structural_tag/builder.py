@@ -40,6 +40,7 @@ from .parse import parse_structural_tag
 from .schemas import _ebnf_grammar, _schema_grammars
 from .tags import TagFormats
 from .text import _check_any_text, _markers_of, _tag_text
+from .xml_styles import xml_style_expr
 
 __all__ = ["structural_tag_rules"]
 
@@ -54,6 +55,8 @@ class _Builder(TagFormats):
         return Literal(encode_text(_tag_text(f, path)))
 
     def fmt_json_schema(self, f: st.JSONSchema, path: str) -> Optional[Expr]:
+        if f.style != "json":
+            return xml_style_expr(self, f, path)
         if f.excludes:
             raise StructuralTagError(
                 "'excludes' inside json_schema is not supported", path=path + ".excludes"

@@ -57,11 +57,24 @@ class ConstString(_Format):
 
 class JSONSchema(_Format):
     """JSON valid against ``json_schema``, with xgrammar's layout inside structural tags: flexible
-    whitespace, no properties beyond the declared ones, properties in schema order (or any order)."""
+    whitespace, no properties beyond the declared ones, properties in schema order (or any order).
+    A ``style`` other than ``"json"`` writes the object's properties as XML-ish parameters
+    (``qwen_xml``: ``<parameter=KEY>VALUE</parameter>``; ``grammar.structural_tag.xml_styles``)."""
 
     type: Literal["json_schema"] = "json_schema"
     json_schema: Union[bool, Dict[str, Any]]
-    style: Literal["json"] = "json"
+    style: Literal[
+        "json",
+        "qwen_xml",
+        "minimax_xml",
+        "minimax_m3_xml",
+        "deepseek_xml",
+        "glm_xml",
+        "cohere_xml",
+        "kimi_k3_xml",
+        "deepseek_v4_1_xml",
+        "gemma",
+    ] = "json"
     any_order: bool = False
     max_whitespace_cnt: Optional[int] = Field(default=None, ge=0)
     excludes: List[str] = []  # xgrammar's substring filter on strings: only [] is supported
