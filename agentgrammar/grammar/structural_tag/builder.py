@@ -40,12 +40,14 @@ from .parse import parse_structural_tag
 from .schemas import _ebnf_grammar, _schema_grammars
 from .tags import TagFormats
 from .text import _check_any_text, _markers_of, _tag_text
+from .token_items import TokenFormats
 
 __all__ = ["structural_tag_rules"]
 
 
-class _Builder(TagFormats):
-    """The formats of a structural tag, each to IR (tags and free text in ``TagFormats``)."""
+class _Builder(TokenFormats, TagFormats):
+    """The formats of a structural tag, each to IR (tags and free text in ``TagFormats``,
+    token-level formats in ``TokenFormats``)."""
 
     def fmt_const_string(self, f: st.ConstString, path: str) -> Optional[Expr]:
         return Literal(encode_text(f.value))
@@ -123,7 +125,7 @@ def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for a structural tag given as a model, a dict or JSON text."""
     tag = parse_structural_tag(obj)
     try:
-        b = _Builder(sorted(_markers_of(tag.format)))
+        b = _Builder(sorted(_markers_of(tag.format), key=str))
         body = b.convert(tag.format, "$.format")
     except RecursionError:  # models built in Python, nested past what the builder can walk
         raise StructuralTagError("the structural tag nests too deeply", path="$.format") from None
