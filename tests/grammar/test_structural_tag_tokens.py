@@ -199,3 +199,37 @@ def test_token_formats_give_xgrammars_masks(qenv: Any, name: str, fmt: Dict[str,
     )
     ids = qenv.tok.encode(text, add_special_tokens=False)
     compare_walk(qenv, ours, theirs, ids, name)
+
+
+BOUNDED = [
+    ("max_chars", {"type": "sequence", "elements": [{"type": "any_text", "max_chars": 5}, S("!")]}, "héllo!"),
+    ("end_empty_excludes", {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "excludes": ["x"]},
+        "end": ""}, "<think>ab cd"),
+    ("max_tokens_end_empty", {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "max_tokens": 3,
+        "excludes": ["x"]}, "end": ""}, "<think>hi there you"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, fmt, text", BOUNDED, ids=[c[0] for c in BOUNDED])
+def test_bounded_free_text_gives_xgrammars_masks(
+    qenv: Any, name: str, fmt: Dict[str, Any], text: str
+) -> None:
+    grammar = Grammar.from_structural_tag(fmt)
+    ours = Matcher(qenv.compiler.compile(grammar), token_budgets=token_budgets(fmt))
+    theirs = xgr.GrammarMatcher(
+        qenv.xcompiler.compile_structural_tag(json.dumps({"type": "structural_tag", "format": fmt}))
+    )
+    compare_walk(qenv, ours, theirs, qenv.tok.encode(text, add_special_tokens=False), name)
+
+
+def test_max_chars_refusals_name_the_path() -> None:
+    for fmt, path in [
+        ({"type": "any_text", "max_chars": 3, "excludes": ["x"]}, "$.format.max_chars"),
+        ({"type": "tag", "begin": "a", "content": {"type": "any_text", "max_chars": 3}, "end": "b"},
+         "$.format.content.max_chars"),
+        # as xgrammar 0.2.9: free text without excludes needs a non-empty end, bounded or not
+        ({"type": "tag", "begin": "a", "content": {"type": "any_text", "max_tokens": 3}, "end": ""}, "$.format.end"),
+    ]:  # fmt: skip
+        with pytest.raises(StructuralTagError) as info:
+            Grammar.from_structural_tag(fmt)
+        assert info.value.path == path

@@ -39,6 +39,7 @@ def token_budgets(tag: Any) -> List[Any]:
         elif isinstance(node, st.Tag) and isinstance(node.content, (st.AnyText, st.AnyTokens)):
             if node.content.max_tokens is not None:
                 ends = node.end if isinstance(node.end, list) else [node.end]
+                ends = [] if ends == [""] else ends  # the end "": the region runs to the output's end
                 out.append(
                     TokenBudget(
                         encode_text(_tag_text(node.begin, "$")),

@@ -32,7 +32,7 @@ from typing import Any, List, Optional, Tuple
 
 from ...errors import GrammarError, StructuralTagError
 from ..grammar import Grammar
-from ..ir import EMPTY, Embed, Expr, Literal, Repeat, Rule, TagDispatch, choice, seq
+from ..ir import EMPTY, CharClass, Embed, Expr, Literal, Repeat, Rule, TagDispatch, choice, seq
 from ..regex import parse_regex
 from ..token_markers import encode_text
 from . import models as st
@@ -43,6 +43,8 @@ from .text import _check_any_text, _markers_of, _tag_text
 from .token_items import TokenFormats
 
 __all__ = ["structural_tag_rules"]
+
+_CHARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))  # any Unicode scalar value: what max_chars counts
 
 
 class _Builder(TokenFormats, TagFormats):
@@ -77,6 +79,8 @@ class _Builder(TokenFormats, TagFormats):
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
         _check_any_text(f, path)
+        if f.max_chars is not None:  # at most max_chars characters, as in xgrammar (no excludes)
+            return Repeat(CharClass(_CHARS), 0, f.max_chars) if f.max_chars else EMPTY
         return self.dispatch("any_text", TagDispatch(excludes=self.words(f.excludes)))
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:

@@ -50,10 +50,13 @@ def _cut_ends(ends: List[str], path: str) -> Tuple[List[str], str]:
 
 
 def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
-    """``StructuralTagError`` for what ``any_text`` here does not support: ``max_chars``, and
-    ``max_tokens`` outside a tag (a token budget runs from a tag's begin to its end)."""
-    if f.max_chars is not None:
-        raise StructuralTagError("'max_chars' on any_text is not supported", path=f"{path}.max_chars")
+    """``StructuralTagError`` for what ``any_text`` here does not support: ``max_chars`` with
+    excludes (or, in ``tags.py``, before an end string), and ``max_tokens`` outside a tag (a
+    token budget runs from a tag's begin to its end)."""
+    if f.max_chars is not None and f.excludes:
+        raise StructuralTagError(
+            "'max_chars' on any_text with excludes is not supported", path=f"{path}.max_chars"
+        )
     if f.max_tokens is not None and not in_tag:
         raise StructuralTagError(
             "'max_tokens' on any_text is supported only as a tag's content", path=f"{path}.max_tokens"
