@@ -125,6 +125,10 @@ class BatchMatcher:
             status = lib.ag_batch_fill_masks(
                 self._pool, handles, c_rows, n, base, n_rows, row_words, results, err
             )
+            if status == lib.AG_OK:  # token budgets and one-token items, beside the C fill
+                for i, m in enumerate(matchers):
+                    if m._has_token_layer:
+                        results[i] = 0 if m._after_fill(bitmask, rows[i], results[i] == 0) else 1
         finally:
             for lock in locks[:taken]:
                 lock.release()

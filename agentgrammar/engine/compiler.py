@@ -30,9 +30,10 @@ from ..grammar.memo import (
 )
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
+from .token_items import one_token_sets
 from .vocabulary import Vocabulary
 
-__all__ = ["CompiledGrammar", "Compiler"]
+__all__ = ["CompiledGrammar", "Compiler", "token_markers_of"]
 
 #: The default byte budget for the compiler's caches (``Compiler(cache_limit_bytes=...)``).
 DEFAULT_CACHE_LIMIT_BYTES = 512 * 1024 * 1024
@@ -176,12 +177,15 @@ class CompiledGrammar:
         handle: Any,
         grammar_handle: Any = None,
         parts: Sequence["CompiledGrammar"] = (),
+        one_token_sets: Optional[Dict[bytes, Any]] = None,
     ) -> None:
         self._grammar = grammar
         self._vocabulary = vocabulary
         self._handle = handle
         self._grammar_handle = grammar_handle  # what grammars embedding this one link to
         self._parts = tuple(parts)
+        # "one token but a set" items (engine/token_items.py): spelling -> allowed tokens' bitmask
+        self._one_token_sets = one_token_sets or {}
 
     @property
     def grammar(self) -> Grammar:
@@ -360,7 +364,10 @@ class Compiler:
         status = lib.ag_compiled_prepare_triggers(handle, err)
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
-        return CompiledGrammar(grammar, self._vocab, handle, g, parts)
+        ones = None
+        if b"\xff" in grammar.to_bytes():  # most grammars: no walk (as _check_token_markers)
+            ones = one_token_sets(_literal_bytes(grammar.rules), self._vocab)
+        return CompiledGrammar(grammar, self._vocab, handle, g, parts, ones)
 
     def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
         """``_part`` of each grammar; the kept ones are looked up under one lock (a request
@@ -464,13 +471,26 @@ class Compiler:
         return self.compile(Grammar.builtin_json())
 
 
+def token_markers_of(grammar: Grammar) -> List[Any]:
+    """The token markers ``grammar`` (its own rules) writes: what a vocabulary must mark
+    (``Vocabulary.with_token_markers``) to compile it; texts, then ids.
+
+    Example:
+        >>> token_markers_of(Grammar.from_structural_tag({"type": "token", "token": 7}))
+        [7]
+    """
+    if b"\xff" not in grammar.to_bytes():
+        return []
+    return sorted(markers_in_bytes(_literal_bytes(grammar.rules)), key=lambda m: (isinstance(m, int), str(m)))
+
+
 def _check_token_markers(grammar: Grammar, vocab: Vocabulary) -> None:
     """``GrammarError`` when ``grammar`` (its own rules) writes a token marker that ``vocab``
     does not spell: any token holding 0xFF could then write it byte by byte. The serialized
     grammar holds no 0xFF byte in most grammars, which settles it without a walk."""
     if b"\xff" not in grammar.to_bytes():
         return
-    missing = sorted(markers_in_bytes(_literal_bytes(grammar.rules)) - set(vocab.token_markers))
+    missing = sorted(markers_in_bytes(_literal_bytes(grammar.rules)) - set(vocab.token_markers), key=str)
     if missing:
         raise GrammarError(
             f"the grammar writes {', '.join(map(repr, missing))} as single tokens, but the vocabulary "

@@ -17,10 +17,12 @@ import threading
 from typing import Any, List, Optional, Sequence, Union
 
 from ..errors import MatcherError, TokenIdError
+from ..grammar.one_token import ONE_TOKEN_PREFIX
 from ._native import ffi, lib, new_error, raise_error
 from .bitmask import bitmask_row_pointer
 from .compiler import CompiledGrammar
 from .token_budget import BudgetTracker, TokenBudget
+from .token_items import OneTokenItems
 
 __all__ = ["Matcher"]
 
@@ -138,6 +140,9 @@ class Matcher:
         # Token budgets (``token_budget``): kept beside the C matcher, None when there are none.
         self._budget = BudgetTracker(compiled.vocabulary, token_budgets) if token_budgets else None
         self._flag = ffi.new("int *")
+        # "one token but a set" items (token_items.py): None when the grammar has none.
+        sets = compiled._one_token_sets
+        self._one_token = OneTokenItems(sets, lib, self._handle, self._flag, self._err) if sets else None
 
     @property
     def compiled_grammar(self) -> CompiledGrammar:
@@ -166,6 +171,8 @@ class Matcher:
                 raise TokenIdError(f"token id {token} is out of range [0, {self._vocab_size})") from None
             if status:
                 raise_error(status, self._err, MatcherError)
+            if not self._flag[0] and self._one_token is not None and self._one_token.accept(token):
+                self._flag[0] = 1
             if self._budget is not None and self._flag[0]:
                 self._budget.accept(token)
             return self._flag[0] != 0
@@ -203,11 +210,26 @@ class Matcher:
             status = _fill_mask(self._handle, mask, words, self._flag, self._err)
             if status:
                 raise_error(status, self._err, MatcherError)
-            if self._budget is not None and self._budget.restrict(bitmask[index]):
-                return True
-            return self._flag[0] == 0
+            needs_apply = self._flag[0] == 0
+            if self._one_token is None and self._budget is None:
+                return needs_apply
+            return self._after_fill(bitmask, index, needs_apply)
         finally:
             lock.release()
+
+    def _after_fill(self, bitmask: Any, index: int, needs_apply: bool) -> bool:
+        """The token-level layer over a row the C core filled (the lock held): the one-token
+        items' tokens added, then a spent token budget's restriction. Whether the row needs
+        applying. ``BatchMatcher`` calls it too, after a batch fill."""
+        if self._one_token is not None and self._one_token.widen(bitmask[index]):
+            needs_apply = True  # the items never allow special or stop tokens
+        if self._budget is not None and self._budget.restrict(bitmask[index]):
+            return True
+        return needs_apply
+
+    @property
+    def _has_token_layer(self) -> bool:
+        return self._one_token is not None or self._budget is not None
 
     def _fill_next_token_bitmask_direct(self, bitmask: Any, index: int = 0) -> bool:
         """The same mask computed without caches, every token run through the parser.
@@ -273,7 +295,9 @@ class Matcher:
         n = ffi.new("size_t *")
         with self._lock:
             self._check(lib.ag_matcher_jump_forward(self._handle, buf, _JUMP_FORWARD_CAP, n, self._err))
-            return bytes(ffi.buffer(buf, n[0]))
+            out = bytes(ffi.buffer(buf, n[0]))
+        cut = out.find(ONE_TOKEN_PREFIX) if self._one_token is not None else -1
+        return out if cut < 0 else out[:cut]  # a one-token item is no bytes to jump over
 
     def find_jump_forward_string(self) -> str:
         """The forced continuation as text, cut to whole UTF-8 characters."""

@@ -33,15 +33,17 @@ __all__ = ["BudgetTracker", "TokenBudget"]
 
 @dataclass(frozen=True)
 class TokenBudget:
-    """At most ``max_tokens`` tokens after ``begin`` before one of ``ends`` (grammar bytes)."""
+    """At most ``max_tokens`` tokens after ``begin`` before one of ``ends`` (grammar bytes); with
+    no ends (a tag whose end is ``""``), before the end of the output: once spent, only a stop
+    token."""
 
     begin: bytes
     ends: Tuple[bytes, ...]
     max_tokens: int
 
     def __post_init__(self) -> None:
-        if not self.ends or not all(self.ends):
-            raise ValueError("a token budget needs non-empty end strings")
+        if not all(self.ends):  # no ends at all: the region runs to the end of the output
+            raise ValueError("a token budget's end strings must be non-empty")
         if self.max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0, got {self.max_tokens}")
 
@@ -60,6 +62,7 @@ class BudgetTracker:
 
     def __init__(self, vocab: Vocabulary, budgets: Sequence[TokenBudget]) -> None:
         self._tokens = vocab.token_bytes
+        self._stops = sorted(vocab.stop_token_ids)
         self._budgets = tuple(budgets)
         longest = max([len(w) for b in self._budgets for w in (b.begin, *b.ends)] or [1])
         self._keep = longest
@@ -115,6 +118,8 @@ class BudgetTracker:
             return None
         key = tuple(rests)
         found = self._allowed.get(key)
+        if not rests:  # a region without ends: the output ends
+            return self._stops
         if found is None:
             tokens = self._tokens
             found = [

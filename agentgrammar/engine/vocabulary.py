@@ -27,7 +27,7 @@ from itertools import accumulate
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import TokenIdError, VocabularyError
-from ..grammar.token_markers import marker_bytes
+from ..grammar.token_markers import Marker, marker_bytes
 from .decoding import VOCAB_TYPES, decode_tokens, detect_vocab_type
 
 __all__ = ["TOKEN_NORMAL", "TOKEN_SPECIAL", "TOKEN_STOP", "WELL_KNOWN_STOP_TOKENS", "Vocabulary"]
@@ -157,6 +157,7 @@ class Vocabulary:
     __slots__ = (
         "_added",
         "_kinds",
+        "_marker_texts",
         "_markers",
         "_native",
         "_native_tables",
@@ -223,7 +224,8 @@ class Vocabulary:
         self._native: Optional[Tuple[bytes, array, bytes, int, int]] = None
         self._native_tables: Any = None  # the C token tables every Compiler shares (compiler.py)
         self._added: FrozenSet[int] = frozenset()
-        self._markers: Dict[str, Tuple[int, ...]] = {}
+        self._markers: Dict[Marker, Tuple[int, ...]] = {}
+        self._marker_texts: Dict[bytes, bytes] = {}  # a marker's spelling -> what it decodes to
 
     # ---- construction from Hugging Face ------------------------------------------------------
 
@@ -364,8 +366,9 @@ class Vocabulary:
         return self._added
 
     @property
-    def token_markers(self) -> Dict[str, Tuple[int, ...]]:
-        """The token markers this vocabulary spells (``with_token_markers``): text -> token ids."""
+    def token_markers(self) -> Dict[Marker, Tuple[int, ...]]:
+        """The token markers this vocabulary spells (``with_token_markers``): text (or id, for a
+        marker by id) -> token ids."""
         return dict(self._markers)
 
     def token_kinds(self) -> bytes:
@@ -390,7 +393,7 @@ class Vocabulary:
             return self
         out = Vocabulary.__new__(Vocabulary)
         out._init(self._vocab_type, list(self._token_bytes), self._vocab_size, self._stop, keep)
-        out._added, out._markers = self._added, self._markers
+        out._added, out._markers, out._marker_texts = self._added, self._markers, self._marker_texts
         return out
 
     def single_tokens(self, texts: Iterable[str]) -> List[str]:
@@ -416,14 +419,16 @@ class Vocabulary:
                 out.setdefault(text, []).append(i)
         return out
 
-    def with_token_markers(self, texts: Iterable[str]) -> "Vocabulary":
+    def with_token_markers(self, texts: Iterable[Marker]) -> "Vocabulary":
         """A copy in which each of ``texts`` is a token marker
         (:mod:`agentgrammar.grammar.token_markers`): the tokens whose text it is (special, stop
         or not) take its private spelling and become ordinary tokens, so a grammar that writes
         the marker allows exactly them there, and every other token holding the byte 0xFF, which
         no UTF-8 text has, is never allowed. ``VocabularyError`` for a text that is no token.
         The stop tokens left stay stop tokens; generation still stops on a marker that was one
-        (``generate(eos_token_id=...)`` is the caller's).
+        (``generate(eos_token_id=...)`` is the caller's). An int names a token by its id (a
+        structural tag's ``{"type": "token", "token": 151657}``); a token can be marked by its
+        text or by its id, not both.
 
         Example:
             >>> v = Vocabulary(["a", "<tool_call>", b"\\xff", "</s>"], stop_token_ids=[3]).with_token_markers(
@@ -432,6 +437,8 @@ class Vocabulary:
             (True, (), (2,))
             >>> sorted(v.token_markers), v.decode([0, 1])
             (['</s>', '<tool_call>'], b'a<tool_call>')
+            >>> v.with_token_markers([0]).decode([0, 1])  # by id
+            b'a<tool_call>'
         """
         wanted = [t for t in dict.fromkeys(texts) if t not in self._markers]
         if not wanted:
@@ -439,16 +446,25 @@ class Vocabulary:
         index = self._ids_of([t for t in wanted if isinstance(t, str) and t])
         markers = dict(self._markers)
         token_bytes = list(self._token_bytes)
+        marked = {i: m for m, ids in markers.items() for i in ids}
         for text in wanted:
-            ids = index.get(text) if isinstance(text, str) and text else None
+            if isinstance(text, int) and not isinstance(text, bool):
+                ids = [text] if 0 <= text < len(token_bytes) else None
+            else:
+                ids = index.get(text) if isinstance(text, str) and text else None
             if not ids:
                 raise VocabularyError(
                     f"{text!r} is not one token of this vocabulary: it cannot be a token marker"
                 )
+            for i in ids:
+                if i in marked:
+                    raise VocabularyError(
+                        f"token {i} is marked both as {marked[i]!r} and as {text!r}: name it one way"
+                    )
+                marked[i] = text
             markers[text] = tuple(ids)
             for i in ids:
                 token_bytes[i] = marker_bytes(text)
-        marked = {i for ids in markers.values() for i in ids}
         special = [i for i in self._special if i not in marked]
         special += [i for i, b in enumerate(token_bytes) if i not in marked and b"\xff" in b]
         stop = tuple(i for i in self._stop if i not in marked)
@@ -456,6 +472,9 @@ class Vocabulary:
         out._init(self._vocab_type, token_bytes, self._vocab_size, stop, special)
         out._added = self._added
         out._markers = markers
+        out._marker_texts = {**(self._marker_texts or {}), **{
+            marker_bytes(m): (m.encode("utf-8") if isinstance(m, str) else self._token_bytes[m]) for m in wanted
+        }}  # fmt: skip
         return out
 
     def decode(self, ids: Iterable[int], *, skip_special_tokens: bool = False) -> bytes:
@@ -479,8 +498,8 @@ class Vocabulary:
             out.append(tb[i])
         text = b"".join(out)
         if self._markers and b"\xff" in text:  # token markers decode to their text
-            for marker in self._markers:
-                text = text.replace(marker_bytes(marker), marker.encode("utf-8"))
+            for spelling, plain in (self._marker_texts or {}).items():
+                text = text.replace(spelling, plain)
         return text
 
     def _native_args(self) -> Tuple[bytes, array, bytes, int, int]:
@@ -513,6 +532,10 @@ class Vocabulary:
             setattr(self, name, state.get(name))
         if self._added is None:  # pickled before these existed
             self._added, self._markers = frozenset(), {}
+        if self._marker_texts is None:
+            self._marker_texts = {
+                marker_bytes(m): m.encode("utf-8") for m in self._markers if isinstance(m, str)
+            }
 
     def __len__(self) -> int:
         return len(self._token_bytes)

@@ -21,6 +21,7 @@ from .detect import FormatDetectError, detect
 from .format import AgentFormat, FormatParseError, RenderError
 from .output import AgentOutput
 from .presets import get, names
+from .reasoning import reasoning_budget
 
 __all__ = [
     "AgentFormat",
@@ -31,4 +32,5 @@ __all__ = [
     "detect",
     "get",
     "names",
+    "reasoning_budget",
 ]

@@ -486,6 +486,7 @@ class AgentFormat:
         parallel_tool_calls: bool = True,
         reasoning: str = "enabled",
         any_order: bool = False,
+        reasoning_budget: Optional[int] = None,
     ) -> st.StructuralTag:
         """The request's structural tag (see ``grammar``), for inspection or for xgrammar.
 
@@ -497,7 +498,13 @@ class AgentFormat:
         selected, mode = resolve_choice(tool_list(tools), tool_choice)
         parallel = bool(parallel_tool_calls) and self.parallel_calls
         return request_tag(
-            self, selected, mode, parallel=parallel, reasoning=reasoning, any_order=bool(any_order)
+            self,
+            selected,
+            mode,
+            parallel=parallel,
+            reasoning=reasoning,
+            any_order=bool(any_order),
+            reasoning_budget=reasoning_budget,
         )
 
     @pauses_gc
@@ -509,6 +516,7 @@ class AgentFormat:
         parallel_tool_calls: bool = True,
         reasoning: str = "enabled",
         any_order: bool = False,
+        reasoning_budget: Optional[int] = None,
     ) -> Grammar:
         """The grammar of one assistant turn with these tools.
 
@@ -523,7 +531,10 @@ class AgentFormat:
         free-text format). ``reasoning``: ``"enabled"`` (the think block first, required),
         ``"disabled"`` (none) or ``"auto"`` (optional); ignored by formats without one.
         ``any_order=True``: the arguments of a call (and of nested objects) in any order rather
-        than the schema's. Unknown tool names are a ``ToolError``.
+        than the schema's. Unknown tool names are a ``ToolError``. ``reasoning_budget=N``:
+        at most N tokens in the think block, as ``any_text.max_tokens`` in the tag; the grammar
+        does not count tokens, so give the matchers ``formats.reasoning_budget(fmt, N)``
+        (``GrammarLogitsProcessor(token_budgets=...)``).
 
         Example:
             >>> from agentgrammar import Tool
@@ -538,6 +549,7 @@ class AgentFormat:
             parallel_tool_calls=parallel_tool_calls,
             reasoning=reasoning,
             any_order=any_order,
+            reasoning_budget=reasoning_budget,
         )
         return Grammar.from_structural_tag(tag)
 

@@ -22,6 +22,7 @@ from ..grammar.ir import CharClass, Choice, Literal, Rule, RuleRef, Seq, TagDisp
 from ..grammar.memo import register_lru
 from ..grammar.token_markers import encode_text, markers_in_text, plain_text
 from ..registry import Tool
+from .reasoning import check_reasoning_budget
 from .tools import cached_pieces
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -85,13 +86,14 @@ def _text_excludes(fmt: "AgentFormat") -> List[str]:
     return list(dict.fromkeys([*marks, *(m.strip(_WS) for m in marks if m.strip(_WS))]))
 
 
-def _think_format(fmt: "AgentFormat", reasoning: str) -> Optional[st.Format]:
+def _think_format(fmt: "AgentFormat", reasoning: str, budget: Optional[int] = None) -> Optional[st.Format]:
     if reasoning not in _REASONING:
         raise ValueError(f"reasoning must be one of {_REASONING}, got {reasoning!r}")
     if not fmt.has_think or reasoning == "disabled":
         return None
     assert fmt.think_begin is not None and fmt.think_end is not None
-    block: st.Format = st.Tag(begin=fmt.think_begin, content=st.AnyText(), end=fmt.think_end)
+    text = st.AnyText(max_tokens=check_reasoning_budget(budget))  # a token budget (formats/reasoning.py)
+    block: st.Format = st.Tag(begin=fmt.think_begin, content=text, end=fmt.think_end)
     if fmt.think_suffix:
         block = st.Sequence(elements=[block, st.ConstString(value=fmt.think_suffix)])
     return st.OptionalFormat(content=block) if reasoning == "auto" else block
@@ -173,16 +175,24 @@ def _body(fmt: "AgentFormat", tools: List[Tool], mode: str, parallel: bool, any_
 
 
 def request_tag(
-    fmt: "AgentFormat", tools: List[Tool], mode: str, *, parallel: bool, reasoning: str, any_order: bool
+    fmt: "AgentFormat",
+    tools: List[Tool],
+    mode: str,
+    *,
+    parallel: bool,
+    reasoning: str,
+    any_order: bool,
+    reasoning_budget: Optional[int] = None,
 ) -> st.StructuralTag:
     """The structural tag of a turn of ``fmt`` calling ``tools`` in ``mode`` (``"none"``,
-    ``"auto"``, ``"required"`` or ``"named"``); ``parallel``: more than one call allowed.
+    ``"auto"``, ``"required"`` or ``"named"``); ``parallel``: more than one call allowed;
+    ``reasoning_budget``: the think block's ``max_tokens`` (``formats/reasoning.py``).
 
     Example:
         >>> from agentgrammar.formats import get
         >>> request_tag(get("hermes"), [], "none", parallel=True, reasoning="enabled", any_order=False).format.type
         'any_text'
     """
-    think = _think_format(fmt, reasoning)
+    think = _think_format(fmt, reasoning, reasoning_budget)
     body = _body(fmt, tools, mode, parallel, any_order)
     return st.StructuralTag(format=body if think is None else st.Sequence(elements=[think, body]))

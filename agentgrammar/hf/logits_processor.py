@@ -27,6 +27,7 @@ from ..engine.batch import BatchMatcher
 from ..engine.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from ..engine.compiler import CompiledGrammar
 from ..engine.matcher import Matcher
+from ..engine.token_budget import TokenBudget
 from ..errors import AgentGrammarError, MatcherError
 
 __all__ = ["EarlyMasks", "GrammarLogitsProcessor"]
@@ -80,6 +81,10 @@ class GrammarLogitsProcessor:
             (a chat template's generation prompt that opens the think block): every row's
             matcher accepts them first, so generation goes on inside the grammar from there.
             ``MatcherError`` when the grammar rejects them.
+        token_budgets: each row's :class:`~agentgrammar.engine.token_budget.TokenBudget` s
+            (``structural_tag.token_budgets(tag)``, ``formats.reasoning_budget(fmt, n)``): once a
+            region has spent its tokens, only its end. The prefix tokens count: a think block
+            the prompt opened has spent what the prompt wrote of it.
 
     How it follows a generation: the first call after construction or :meth:`reset` records the
     prompt length (padded prompts all have the same length, so left padding is fine) and accepts
@@ -125,8 +130,13 @@ class GrammarLogitsProcessor:
         jump_forward: bool = False,
         max_threads: Union[int, str] = "auto",
         prefix_token_ids: Sequence[int] = (),
+        token_budgets: Sequence[TokenBudget] = (),
     ) -> None:
         self._torch = _torch()
+        self._token_budgets = tuple(token_budgets)
+        for b in self._token_budgets:
+            if not isinstance(b, TokenBudget):
+                raise TypeError(f"token_budgets holds a {type(b).__name__}, not a TokenBudget")
         self._prefix = tuple(operator.index(t) for t in prefix_token_ids)
         self._jump = bool(jump_forward)
         if max_threads != "auto" and (
@@ -342,7 +352,8 @@ class GrammarLogitsProcessor:
         if misfit:
             raise MatcherError(misfit)
         copies = rows // len(self._grammars)
-        self._matchers = [Matcher(self._grammars[i // copies]) for i in range(rows)]
+        budgets = self._token_budgets
+        self._matchers = [Matcher(self._grammars[i // copies], token_budgets=budgets) for i in range(rows)]
         for m in self._matchers:
             self._accept_prefix(m)
         self._bitmask = allocate_token_bitmask(rows, self._vocab_size, backend="torch")

@@ -113,8 +113,12 @@ def test_a_grammar_with_markers_needs_a_vocabulary_that_marks_them() -> None:
     g = Grammar.from_structural_tag(_calls_tag())
     with pytest.raises(GrammarError, match=r"with_token_markers\(\['</call>', '<call>'\]\)"):
         Compiler(_vocab()).compile(g)
-    with pytest.raises(StructuralTagError, match="token given by id"):
-        Grammar.from_structural_tag({"type": "token", "token": 5})
+    by_id = Grammar.from_structural_tag({"type": "token", "token": 5})  # marked by id, at compile time
+    with pytest.raises(GrammarError, match=r"with_token_markers\(\[5\]\)"):
+        Compiler(_vocab()).compile(by_id)
+    with pytest.raises(StructuralTagError, match="id >= 0") as info:
+        Grammar.from_structural_tag({"type": "token", "token": -1})
+    assert info.value.path == "$.format.token"
     with pytest.raises(StructuralTagError, match="begin must be a string"):
         Grammar.from_structural_tag(
             {

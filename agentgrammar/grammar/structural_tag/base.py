@@ -22,13 +22,14 @@ class BuilderBase:
     """Collects rules while walking the format tree; each format's ``fmt_<type>`` method is
     in a subclass."""
 
-    def __init__(self, markers: Sequence[str] = ()) -> None:
+    def __init__(self, markers: Sequence[Any] = ()) -> None:
         self.rules: Dict[str, Expr] = {}
         self.taken: Set[str] = {"root"}
         self.counters: Dict[str, int] = {}
         # Free text never holds a token marker of the tag, as the token or as its text, but
         # where the marker is a trigger or an end (which win over an exclude at the same byte).
-        self.marker_words = [w for m in markers for w in (token_marker(m), m)]
+        # A marker by id has no text the grammar knows: only its token is excluded.
+        self.marker_words = [w for m in markers for w in (token_marker(m), m) if isinstance(w, str)]
 
     def words(self, excludes: Sequence[str], words: Sequence[str] = ()) -> Tuple[bytes, ...]:
         """The exclude words of a piece of free text: ``excludes`` and the marker words but

@@ -1,4 +1,5 @@
-"""The token budgets of a structural tag: each tag around ``any_text`` with ``max_tokens``.
+"""The token budgets of a structural tag: each tag around ``any_text`` or ``any_tokens`` with
+``max_tokens``.
 
 The grammar itself does not count tokens (as in xgrammar, ``accept_string`` spends no budget);
 a ``Matcher`` given these budgets (``Matcher(compiled, token_budgets=...)``) allows only the
@@ -26,7 +27,7 @@ __all__ = ["token_budgets"]
 
 def token_budgets(tag: Any) -> List[Any]:
     """The ``TokenBudget`` of each tag of ``tag`` (a model, dict or JSON text) whose content is
-    ``any_text`` with ``max_tokens``, in the order they are met."""
+    ``any_text`` or ``any_tokens`` with ``max_tokens``, in the order they are met."""
     from ...engine.token_budget import TokenBudget  # the engine imports this package
 
     out: List[Any] = []
@@ -35,9 +36,10 @@ def token_budgets(tag: Any) -> List[Any]:
         node = stack.pop()
         if isinstance(node, (list, tuple)):
             stack.extend(reversed(node))
-        elif isinstance(node, st.Tag) and isinstance(node.content, st.AnyText):
+        elif isinstance(node, st.Tag) and isinstance(node.content, (st.AnyText, st.AnyTokens)):
             if node.content.max_tokens is not None:
                 ends = node.end if isinstance(node.end, list) else [node.end]
+                ends = [] if ends == [""] else ends  # the end "": the region runs to the output's end
                 out.append(
                     TokenBudget(
                         encode_text(_tag_text(node.begin, "$")),

@@ -32,7 +32,7 @@ from typing import Any, List, Optional, Tuple
 
 from ...errors import GrammarError, StructuralTagError
 from ..grammar import Grammar
-from ..ir import EMPTY, Embed, Expr, Literal, Repeat, Rule, TagDispatch, choice, seq
+from ..ir import EMPTY, CharClass, Embed, Expr, Literal, Repeat, Rule, TagDispatch, choice, seq
 from ..regex import parse_regex
 from ..token_markers import encode_text
 from . import models as st
@@ -40,13 +40,17 @@ from .parse import parse_structural_tag
 from .schemas import _ebnf_grammar, _schema_grammars
 from .tags import TagFormats
 from .text import _check_any_text, _markers_of, _tag_text
+from .token_items import TokenFormats
 from .xml_styles import xml_style_expr
 
 __all__ = ["structural_tag_rules"]
 
+_CHARS = ((0, 0xD7FF), (0xE000, 0x10FFFF))  # any Unicode scalar value: what max_chars counts
 
-class _Builder(TagFormats):
-    """The formats of a structural tag, each to IR (tags and free text in ``TagFormats``)."""
+
+class _Builder(TokenFormats, TagFormats):
+    """The formats of a structural tag, each to IR (tags and free text in ``TagFormats``,
+    token-level formats in ``TokenFormats``)."""
 
     def fmt_const_string(self, f: st.ConstString, path: str) -> Optional[Expr]:
         return Literal(encode_text(f.value))
@@ -78,6 +82,8 @@ class _Builder(TagFormats):
 
     def fmt_any_text(self, f: st.AnyText, path: str) -> Optional[Expr]:
         _check_any_text(f, path)
+        if f.max_chars is not None:  # at most max_chars characters, as in xgrammar (no excludes)
+            return Repeat(CharClass(_CHARS), 0, f.max_chars) if f.max_chars else EMPTY
         return self.dispatch("any_text", TagDispatch(excludes=self.words(f.excludes)))
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
@@ -126,7 +132,7 @@ def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for a structural tag given as a model, a dict or JSON text."""
     tag = parse_structural_tag(obj)
     try:
-        b = _Builder(sorted(_markers_of(tag.format)))
+        b = _Builder(sorted(_markers_of(tag.format), key=str))
         body = b.convert(tag.format, "$.format")
     except RecursionError:  # models built in Python, nested past what the builder can walk
         raise StructuralTagError("the structural tag nests too deeply", path="$.format") from None

@@ -24,8 +24,10 @@ from ..grammar import Grammar
 
 __all__ = [
     "AnyText",
+    "AnyTokens",
     "ConstString",
     "Dispatch",
+    "ExcludeToken",
     "Format",
     "GrammarText",
     "JSONSchema",
@@ -40,6 +42,8 @@ __all__ = [
     "Tag",
     "TagsWithSeparator",
     "Token",
+    "TokenDispatch",
+    "TokenTriggeredTags",
     "TriggeredTags",
 ]
 
@@ -81,10 +85,9 @@ class JSONSchema(_Format):
 
 
 class Token(_Format):
-    """Exactly one token, named by its text (``"<tool_call>"``, ``"<|call|>"``): the grammar
-    writes it as a token marker (``agentgrammar.grammar.token_markers``), so it compiles only
-    for a vocabulary marked for it (``Vocabulary.with_token_markers``). Token ids are refused:
-    a grammar is built before it meets a vocabulary."""
+    """Exactly one token, named by its text (``"<tool_call>"``, ``"<|call|>"``) or its id: the
+    grammar writes it as a token marker (``agentgrammar.grammar.token_markers``), so it compiles
+    only for a vocabulary marked for it (``Vocabulary.with_token_markers``, which takes ids too)."""
 
     type: Literal["token"] = "token"
     token: Union[int, str]
@@ -98,6 +101,23 @@ class AnyText(_Format):
     excludes: List[str] = []
     max_tokens: Optional[int] = Field(default=None, ge=0)  # only None is supported
     max_chars: Optional[int] = Field(default=None, ge=0)  # only None is supported
+
+
+class ExcludeToken(_Format):
+    """Exactly one token, any but ``exclude_tokens`` (and a token end of the tag around it);
+    see ``structural_tag.token_items``."""
+
+    type: Literal["exclude_token"] = "exclude_token"
+    exclude_tokens: List[Union[int, str]] = []
+
+
+class AnyTokens(_Format):
+    """Any tokens but ``exclude_tokens`` (and a token end of the tag around it), at most
+    ``max_tokens`` of them as a tag's content; see ``structural_tag.token_items``."""
+
+    type: Literal["any_tokens"] = "any_tokens"
+    exclude_tokens: List[Union[int, str]] = []
+    max_tokens: Optional[int] = Field(default=None, ge=0)
 
 
 class Regex(_Format):
@@ -196,6 +216,18 @@ class TriggeredTags(_Format):
     excludes: List[str] = []
 
 
+class TokenTriggeredTags(_Format):
+    """``triggered_tags`` on tokens: any tokens but ``exclude_tokens`` until a trigger token,
+    which opens the tag whose ``begin`` is that token."""
+
+    type: Literal["token_triggered_tags"] = "token_triggered_tags"
+    trigger_tokens: List[Union[int, str]]
+    tags: List[Tag]
+    exclude_tokens: List[Union[int, str]] = []
+    at_least_one: bool = False
+    stop_after_first: bool = False
+
+
 class TagsWithSeparator(_Format):
     """Tags one after another with ``separator`` between them (none at all unless
     ``at_least_one``; only one with ``stop_after_first``)."""
@@ -217,6 +249,16 @@ class Dispatch(_Format):
     excludes: List[str] = []
 
 
+class TokenDispatch(_Format):
+    """``dispatch`` on tokens: any tokens but ``exclude_tokens`` until one of the rules' tokens,
+    then that rule's format; then again (``loop``) or the end."""
+
+    type: Literal["token_dispatch"] = "token_dispatch"
+    rules: List[Tuple[Union[int, str], "Format"]]
+    loop: bool = True
+    exclude_tokens: List[Union[int, str]] = []
+
+
 Format = Annotated[
     Union[
         ConstString,
@@ -235,6 +277,10 @@ Format = Annotated[
         TriggeredTags,
         TagsWithSeparator,
         Dispatch,
+        ExcludeToken,
+        AnyTokens,
+        TokenTriggeredTags,
+        TokenDispatch,
     ],
     Field(discriminator="type"),
 ]
@@ -250,6 +296,8 @@ for _model in (
     TriggeredTags,
     TagsWithSeparator,
     Dispatch,
+    TokenTriggeredTags,
+    TokenDispatch,
 ):
     _model.model_rebuild()
 

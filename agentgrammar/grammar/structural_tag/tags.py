@@ -51,9 +51,23 @@ class TagFormats(BuilderBase):
 
     def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
         ends = [_tag_text(e, path + ".end") for e in ([f.end] if not isinstance(f.end, list) else f.end)]
-        if not ends or (isinstance(f.content, st.AnyText) and any(not e for e in ends)):
-            raise StructuralTagError("a tag around any_text needs non-empty end strings", path=path + ".end")
         begin = Literal(encode_text(_tag_text(f.begin, path + ".begin")[len(opened) :]))
+        if isinstance(f.content, st.AnyText) and ends == [""] and f.content.excludes:
+            # as in xgrammar: free text with excludes may end a tag whose end is "" (a token
+            # budget then runs to the end of the output: budgets.py)
+            _check_any_text(f.content, path + ".content", in_tag=True)
+            text = TagDispatch(excludes=self.words(f.content.excludes))
+            return seq([begin, self.dispatch("any_text", text)])
+        if not ends or (isinstance(f.content, st.AnyText) and any(not e for e in ends)):
+            raise StructuralTagError(
+                'a tag around any_text needs non-empty end strings (or the end "" and excludes)',
+                path=path + ".end",
+            )
+        if isinstance(f.content, st.AnyText) and f.content.max_chars is not None:
+            raise StructuralTagError(
+                "'max_chars' on any_text before an end string is not supported",
+                path=path + ".content.max_chars",
+            )
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
             _check_any_text(f.content, path + ".content", in_tag=True)
             ends, after = _cut_ends(ends, path + ".end")

@@ -20,14 +20,12 @@ from . import models as st
 
 def _tag_text(item: Union[str, st.Token], path: str) -> str:
     """A tag's begin or end as grammar text: a ``token`` item is its token marker
-    (``token_markers``); a token given by id needs the vocabulary, which a grammar has not."""
+    (``token_markers``), by text or by id."""
     if isinstance(item, str):
         return item
-    if isinstance(item.token, str) and item.token:
-        return token_marker(item.token)
-    raise StructuralTagError(
-        "a token given by id needs the vocabulary; give the token's text instead", path=path + ".token"
-    )
+    if _is_name(item.token):
+        return token_marker(item.token)  # an id is a marker by id: Vocabulary.with_token_markers takes ids
+    raise StructuralTagError("a token must be a non-empty text or an id >= 0", path=path + ".token")
 
 
 def _cut_at_marker(word: str) -> str:
@@ -52,10 +50,13 @@ def _cut_ends(ends: List[str], path: str) -> Tuple[List[str], str]:
 
 
 def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
-    """``StructuralTagError`` for what ``any_text`` here does not support: ``max_chars``, and
-    ``max_tokens`` outside a tag (a token budget runs from a tag's begin to its end)."""
-    if f.max_chars is not None:
-        raise StructuralTagError("'max_chars' on any_text is not supported", path=f"{path}.max_chars")
+    """``StructuralTagError`` for what ``any_text`` here does not support: ``max_chars`` with
+    excludes (or, in ``tags.py``, before an end string), and ``max_tokens`` outside a tag (a
+    token budget runs from a tag's begin to its end)."""
+    if f.max_chars is not None and f.excludes:
+        raise StructuralTagError(
+            "'max_chars' on any_text with excludes is not supported", path=f"{path}.max_chars"
+        )
     if f.max_tokens is not None and not in_tag:
         raise StructuralTagError(
             "'max_tokens' on any_text is supported only as a tag's content", path=f"{path}.max_tokens"
@@ -65,18 +66,27 @@ def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
 # Formats whose strings cannot hold a token marker: their text is not grammar text.
 _NO_MARKERS = (st.JSONSchema, st.GrammarText, st.Regex)
 # Tag -> the token markers in it (tags are cached per tool: a request's hundreds are met again).
-_TAG_MARKERS: "memo.IdentityMemo[Set[str]]" = memo.IdentityMemo("tag markers", limit=16384)
+_TAG_MARKERS: "memo.IdentityMemo[Set[Any]]" = memo.IdentityMemo("tag markers", limit=16384)
 
 
-def _markers_of(item: Any) -> Set[str]:
+def _is_name(tok: Any) -> bool:
+    """Whether ``tok`` can name a token: a non-empty text or an id >= 0 (else refused where used)."""
+    return (isinstance(tok, str) and tok != "") or (type(tok) is int and tok >= 0)
+
+
+def _markers_of(item: Any) -> Set[Any]:
     """The texts of the token markers written anywhere in a format (``token`` items and
     markers inside strings)."""
     if isinstance(item, str):
         return set(markers_in_text(item)) if MARKER_OPEN in item else set()
     if isinstance(item, st.Token):
-        return {item.token} if isinstance(item.token, str) and item.token else set()
+        return {item.token} if _is_name(item.token) else set()
+    if isinstance(item, st.TokenDispatch):  # its tokens are triggers, like a token begin
+        return {t for t, _ in item.rules if _is_name(t)} | _markers_of([f for _, f in item.rules])
+    if isinstance(item, (st.ExcludeToken, st.AnyTokens)):
+        return set()  # excluded tokens are marked but stay allowed in other free text, as in xgrammar
     if isinstance(item, (list, tuple)):
-        out: Set[str] = set()
+        out: Set[Any] = set()
         for x in item:
             out |= _markers_of(x)
         return out
