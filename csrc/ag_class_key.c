@@ -1,7 +1,7 @@
 /* ag_class_key.c - the canonical form of a state's byte automaton, the key under
  * which the vocabulary shares the state's token classes (see ag_mask_cache.h). */
 #include "ag_dispatch.h"
-#include "ag_mask_cache.h"
+#include "ag_class_key.h"
 
 /* Bounds of what is shared: the automaton's size, and its key's. */
 #define AG_CLASS_KEY_MAX_STATES 1024

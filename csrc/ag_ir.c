@@ -6,8 +6,10 @@
  * offset, index and byte is checked here, once, before the automaton builder
  * reads it. After ag_ir_parse succeeds the builder never needs a bounds check.
  */
+#include "ag_ir.h"
+
 #include "ag_dispatch.h"
-#include "ag_fsm.h"
+#include "ag_grammar.h"
 
 #include <inttypes.h>
 

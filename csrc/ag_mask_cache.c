@@ -2,9 +2,11 @@
 #include "ag_mask_cache.h"
 
 #include "ag_class_tokens.h"
+#include "ag_class_key.h"
 #include "ag_depth_equiv.h"
 #include "ag_dispatch.h"
 #include "ag_earley.h"
+#include "ag_follow.h"
 #include "ag_plain_tokens.h"
 #include "ag_walk_rows.h"
 

@@ -9,6 +9,8 @@
  */
 #include "ag_trie.h"
 
+#include "ag_grammar.h"
+
 /* Entries in byte order, a literal before its extensions, then by rule (-1 first). */
 static int ag_trie_cmp(const void *pa, const void *pb) {
   const ag_trie_entry *a = pa, *b = pb;

@@ -1,12 +1,12 @@
 /* ag_vocab_cache.c - results kept with a vocabulary and shared by every grammar
- * compiled for it (see ag_internal.h): push-only, lock-free lists in a fixed
+ * compiled for it (see ag_vocab_cache.h): push-only, lock-free lists in a fixed
  * array of buckets, bounded in bytes (ag_vocab_set_shared_cache_limit).
  *
  * Why push-only and not LRU: readers hold entries without locks or reference
  * counts (a mask fill may be using one), so an entry can never be freed before
  * the vocabulary. The byte bound keeps that floor small; what does not fit is
  * kept per grammar, and goes with the grammar. */
-#include "ag_internal.h"
+#include "ag_vocab.h"
 
 typedef struct ag_vcache_entry {
   struct ag_vcache_entry *next;
