@@ -55,6 +55,9 @@ void ag_mask_cache_free(ag_mask_cache *cache);
 ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, double deadline, const ag_state_masks **out,
                             ag_error *err);
+/* The published classes of `state`, NULL when not computed yet or not held
+ * here (a part's state). Thread-safe. */
+const ag_state_masks *ag_mask_cache_peek(ag_mask_cache *cache, int32_t state);
 size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
 /* Adds this cache's counts of states walked, derived and found shared to *out. */
 void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out);
