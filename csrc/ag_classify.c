@@ -285,17 +285,26 @@ static int32_t ag_next_unsafe(const uint32_t *safe, int32_t i, int32_t n) {
   return i < n ? i : n;
 }
 
-/* Classifies sorted token i, walked after `last` (-1: none) whose first *depth
- * bytes the path holds, and i's first `floor` bytes too: the walk reuses what
- * the two tokens share, and the parser's prefix (pshared) is the least shared
- * since its last token. */
-static ag_status ag_classify_after(ag_classify *w, const ag_vocab *v, int32_t last, int32_t i,
-                                   uint32_t floor, uint32_t *depth, int32_t *next, ag_error *err) {
-  uint32_t shared = last < 0 ? 0 : ag_vocab_common_prefix(v, last, i);
-  if (shared < *depth) *depth = shared;
-  if (*depth < floor) *depth = floor;
+/* Where a walk of tokens one after another is: the last token walked, and how
+ * many of its bytes the path still holds. */
+typedef struct ag_walk_cursor {
+  int32_t last;   /* -1: none */
+  uint32_t depth;
+} ag_walk_cursor;
+
+/* Classifies sorted token i, walked after cur's token, and i's first `floor`
+ * bytes in the path too: the walk reuses what the two tokens share, and the
+ * parser's prefix (pshared) is the least shared since its last token. Then i is
+ * the cursor's token. */
+static ag_status ag_classify_after(ag_classify *w, const ag_vocab *v, ag_walk_cursor *cur, int32_t i,
+                                   uint32_t floor, int32_t *next, ag_error *err) {
+  uint32_t shared = cur->last < 0 ? 0 : ag_vocab_common_prefix(v, cur->last, i);
+  if (shared < cur->depth) cur->depth = shared;
+  if (cur->depth < floor) cur->depth = floor;
   if (shared < w->pshared) w->pshared = shared;
-  return ag_classify_token(w, v, i, depth, false, next, err);
+  ag_status st = ag_classify_token(w, v, i, &cur->depth, false, next, err);
+  if (!st) cur->last = i;
+  return st;
 }
 
 /* Walks the sorted vocabulary once, tokens in `safe` (may be NULL) accepted
@@ -307,11 +316,12 @@ static ag_status ag_classify_after(ag_classify *w, const ag_vocab *v, int32_t la
  * leaves open may end where lcp[i] is above what the two share. */
 ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *safe,
                                  ag_error *err) {
-  uint32_t depth = 0, dead[8];
+  uint32_t dead[8];
+  ag_walk_cursor cur = {-1, 0};
   w->pshared = UINT32_MAX;
   w->skip_dead = !w->record_any; /* a recorded run must be one failure's (ag_classify_token) */
   ag_dead_first_bytes(w, v, dead);
-  int32_t last = -1, resume = 0, checked = 0, b = 0;
+  int32_t resume = 0, checked = 0, b = 0;
   for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !w->oom;
        i = ag_next_unsafe(safe, resume, v->n_sorted)) {
     if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
@@ -325,9 +335,8 @@ ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *saf
       resume = v->first_byte_pos[b + 1];
       continue;
     }
-    ag_status st = ag_classify_after(w, v, last, i, 0, &depth, &resume, err);
+    ag_status st = ag_classify_after(w, v, &cur, i, 0, &resume, err);
     if (st) return st;
-    last = i;
   }
   return w->oom ? ag_fail(err, AG_ERR_NOMEM, -1, "out of memory building a token mask") : AG_OK;
 }
@@ -337,16 +346,14 @@ ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *saf
  * no loop, so the tokens that take an edge from a state are one sorted range,
  * found by binary search within the range of the path before it. The walk
  * descends the trie and the sorted vocabulary together and never looks at a
- * token whose next byte the trie rejects outright: the sorted walk looked at
- * each token that took a first byte, and a skip past each failure, some 900
- * tokens and 290k instructions for the root of a hundred names (30-100 us, on
- * the first token of every request's tool name). A token that may fail
- * otherwise (past an end, into a rule edge) is classified as the sorted walk
- * does, one at a time. Positions are classified in ascending order, as there. */
+ * token whose next byte the trie rejects outright, where the sorted walk looks
+ * at each token that takes a first byte (docs/engine.md: the cost at the root
+ * of a request's tool names). A token that may fail otherwise (past an end,
+ * into a rule edge) is classified as the sorted walk does, one at a time.
+ * Positions are classified in ascending order, as there. */
 typedef struct ag_trie_walk {
   int32_t resume; /* the first position not classified yet */
-  int32_t last;   /* the last position classified one at a time, -1: none */
-  uint32_t depth; /* the bytes of `last` that the path still holds */
+  ag_walk_cursor cur; /* the last position classified one at a time */
 } ag_trie_walk;
 
 /* The first position in [lo, hi) whose byte d is c or above (hi past 255); the
@@ -366,9 +373,8 @@ static ag_status ag_trie_each(ag_classify *w, const ag_vocab *v, ag_trie_walk *t
                               int32_t hi, uint32_t d, ag_error *err) {
   for (int32_t i = lo > t->resume ? lo : t->resume; i < hi && !w->oom; i = t->resume) {
     int32_t next;
-    ag_status st = ag_classify_after(w, v, t->last, i, d, &t->depth, &next, err);
+    ag_status st = ag_classify_after(w, v, &t->cur, i, d, &next, err);
     if (st) return st;
-    t->last = i;
     t->resume = next > i ? next : i + 1;
   }
   return AG_OK;
@@ -403,7 +409,7 @@ static ag_status ag_trie_node(ag_classify *w, const ag_vocab *v, ag_trie_walk *t
       if (c > be->hi) break;
       int32_t end = ag_trie_byte_from(v, pos + 1, hi, d, c + 1);
       if (w->deadline > 0 && d == 0) st = ag_check_deadline(w->deadline, err);
-      if (t->depth > d) t->depth = d; /* the path past d is about to change */
+      if (t->cur.depth > d) t->cur.depth = d; /* the path past d is about to change */
       if (!st && ag_walk_scan(w, d, (uint8_t)c)) st = ag_trie_node(w, v, t, pos, end, d + 1, err);
       else if (!st) st = ag_trie_each(w, v, t, pos, end, d, err); /* not taken after all */
       pos = end;
@@ -416,7 +422,7 @@ static ag_status ag_trie_node(ag_classify *w, const ag_vocab *v, ag_trie_walk *t
 /* Classifies every token for a trie rule's state by ranges; the state has no
  * rule edge of its own (own_exit), no safe tokens, no "any follow" record. */
 ag_status ag_classify_trie(ag_classify *w, const ag_vocab *v, ag_error *err) {
-  ag_trie_walk t = {0, -1, 0};
+  ag_trie_walk t = {0, {-1, 0}};
   w->pshared = UINT32_MAX;
   w->skip_dead = true;
   ag_status st = ag_trie_node(w, v, &t, 0, v->n_sorted, 0, err);

@@ -5,6 +5,8 @@
  */
 #include "ag_fsm_builder.h"
 
+/* ---- key tries: the NFA ------------------------------------------------- */
+
 /* A node of a KEYTRIE's trie: its NFA state (made only for a node that stands
  * for itself), the bytes that continue a name from it, and whether a whole
  * name ends there; its children as a list (first child, next sibling, each

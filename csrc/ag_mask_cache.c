@@ -403,12 +403,11 @@ static void ag_live_bytes(const ag_grammar *g, int32_t s, const uint32_t *follow
  * eighth) than a derivation walks again (the tokens longer than the shallowest
  * level, one at a time): a walk rejects a dead first or second byte's tokens a
  * run at a time, so it costs about as much as the tokens whose first two bytes
- * the state takes. A state expecting `"` or ` "` takes a few hundred; deriving
- * it cost more than its walk (a find of its equivalent, a copy of the classes,
- * the long tokens one by one: 100-340 us against 50 on Llama-3.2). Its
- * equivalents agree on those bytes, so none of them is derived either. The
- * eighth keeps the derivations of broader states, which MaskBench's schemas
- * gain from as much as they lose. */
+ * the state takes. A state expecting `"` or ` "` takes a few hundred, and
+ * deriving it costs more than its walk (a find of its equivalent, a copy of the
+ * classes, the long tokens one by one; docs/engine.md). Its equivalents agree on
+ * those bytes, so none of them is derived either. The eighth keeps the
+ * derivations of broader states. */
 static bool ag_walk_is_narrow(const ag_grammar *g, const ag_vocab *v, int32_t state,
                               const uint32_t *follow) {
   int32_t n = 0, bound = v->long_level <= v->max_token_len ? v->n_longer[v->long_level] : 0;
@@ -442,8 +441,7 @@ static bool ag_narrow(ag_masks_job *job) {
  * classified already; *out stays NULL when there is none. Not a state with a
  * loop class: its walk (the class's tokens copied, the others walked) costs
  * less than a derivation (a find, a copy, and every token longer than the
- * level walked again: an eighth of the vocabulary). On MaskBench's sample,
- * walk time per token fell by 5% with them walked. */
+ * level walked again: an eighth of the vocabulary). */
 static ag_status ag_try_derive(ag_masks_job *job, ag_state_masks **out, ag_error *err) {
   *out = NULL;
   ag_mask_cache *c = job->cache;

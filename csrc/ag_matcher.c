@@ -7,6 +7,7 @@
  * byte is rejected every following token with that same prefix is skipped. */
 #include "ag_compiled.h"
 #include "ag_earley.h"
+#include "agentgrammar_testing.h"
 
 #define AG_JUMP_FORWARD_WORK (1 << 22) /* Earley items scanned by one jump-forward */
 

@@ -82,16 +82,17 @@ void ag_vcache_free(ag_vocab *v) {
   }
 }
 
-ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, size_t words,
-                         ag_vcache_make make, const void *ctx, const uint32_t **out,
-                         uint32_t **owned, ag_error *err) {
+ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key,
+                         const ag_vcache_maker *maker, const uint32_t **out, uint32_t **owned,
+                         ag_error *err) {
+  size_t words = maker->words;
   *owned = NULL;
   if ((*out = ag_vcache_find(v, kind, key))) {
     ag_vcache_key_free(key);
     return AG_OK;
   }
   uint32_t *bits = calloc(words, sizeof *bits);
-  ag_status st = bits ? make(v, ctx, bits, err)
+  ag_status st = bits ? maker->make(v, maker->ctx, bits, err)
                       : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a set of tokens");
   if (!st && !ag_vcache_add(v, kind, key, bits, words * sizeof *bits, free)) *owned = bits;
   ag_vcache_key_free(key); /* when the cache took it, nothing is left to free */

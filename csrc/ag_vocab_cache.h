@@ -42,11 +42,18 @@ void ag_vcache_free(ag_vocab *v);
 typedef ag_status (*ag_vcache_make)(const ag_vocab *v, const void *ctx, uint32_t *bits,
                                     ag_error *err);
 
+/* How to make a set the cache lacks: `words` words, filled by make(v, ctx, ...). */
+typedef struct ag_vcache_maker {
+  size_t words;
+  ag_vcache_make make;
+  const void *ctx; /* borrowed */
+} ag_vcache_maker;
+
 /* The set of `kind` under key (which this frees), from the vocabulary's shared
- * cache, or made now (`words` words, by make) and added to it. When the cache
- * is full the set is the caller's to free: *owned is set to it (else NULL). */
-ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, size_t words,
-                         ag_vcache_make make, const void *ctx, const uint32_t **out,
-                         uint32_t **owned, ag_error *err);
+ * cache, or made now by `maker` and added to it. When the cache is full the
+ * set is the caller's to free: *owned is set to it (else NULL). */
+ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key,
+                         const ag_vcache_maker *maker, const uint32_t **out, uint32_t **owned,
+                         ag_error *err);
 
 #endif /* AG_VOCAB_CACHE_H */
