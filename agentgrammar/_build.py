@@ -2,7 +2,9 @@
 
 setuptools runs this through ``cffi_modules`` in setup.py; it compiles every file
 in ``csrc/`` into the extension ``agentgrammar._core``. The cdef is read from the
-public header, so the header stays the single description of the C API.
+public header, so the header stays the single description of the C API, and from the
+testing header (entry points for the engine's own tests, such as the mask oracle), which
+the module exposes too but which is not part of that API.
 
 Set ``AGENTGRAMMAR_SANITIZE=address,undefined`` to build an instrumented core.
 """
@@ -18,6 +20,7 @@ from cffi import FFI
 ROOT = Path(__file__).resolve().parent.parent
 CSRC = ROOT / "csrc"
 HEADER = CSRC / "agentgrammar.h"
+TESTING_HEADER = CSRC / "agentgrammar_testing.h"
 
 
 def _cdef_from_header(text: str) -> str:
@@ -46,9 +49,10 @@ def _link_args() -> list[str]:
 
 ffibuilder = FFI()
 ffibuilder.cdef(_cdef_from_header(HEADER.read_text()))
+ffibuilder.cdef(_cdef_from_header(TESTING_HEADER.read_text()))
 ffibuilder.set_source(
     "agentgrammar._core",
-    '#include "agentgrammar.h"',
+    '#include "agentgrammar.h"\n#include "agentgrammar_testing.h"',
     sources=[str(p.relative_to(ROOT)) for p in sorted(CSRC.glob("*.c"))],
     # Every source includes the internal headers: a header change alone rebuilds them all.
     depends=[str(p.relative_to(ROOT)) for p in sorted(CSRC.glob("*.h"))],

@@ -4,7 +4,7 @@
  * row, then a masked fill) allocates and passes over the 128k-entry row
  * several times per decoding step; here it is one pass, and a word of 32
  * allowed tokens (most of a free-text step) is skipped whole. */
-#include "ag_internal.h"
+#include "ag_util.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -6,7 +6,8 @@
  * no locking except to keep the first failure's message.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "ag_internal.h"
+#include "ag_pool.h"
+#include "ag_util.h"
 
 #include <pthread.h>
 

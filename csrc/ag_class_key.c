@@ -1,7 +1,7 @@
 /* ag_class_key.c - the canonical form of a state's byte automaton, the key under
  * which the vocabulary shares the state's token classes (see ag_mask_cache.h). */
 #include "ag_dispatch.h"
-#include "ag_mask_cache.h"
+#include "ag_class_key.h"
 
 /* Bounds of what is shared: the automaton's size, and its key's. */
 #define AG_CLASS_KEY_MAX_STATES 1024
@@ -62,16 +62,28 @@ static bool ag_key_push_words(ag_vcache_key *key, size_t *cap, const ag_dispatch
   return ok;
 }
 
+/* What a key describes: ag_class_key_make's arguments, all borrowed. */
+typedef struct ag_key_source {
+  const ag_grammar *g;
+  int32_t state;
+  const ag_dispatch *d;
+  const uint32_t *follow;
+  bool bytes_only;
+} ag_key_source;
+
 /* The key's words with map m, into key->words of room *cap (kept from a first
  * try); false when it failed (m->full: the map was too small). */
-static bool ag_class_key_fill(const ag_grammar *g, int32_t state, const ag_dispatch *d,
-                              const uint32_t *follow, bool bytes_only, ag_order_map *m,
-                              ag_vcache_key *key, size_t *cap) {
+static bool ag_class_key_fill(const ag_key_source *src, ag_order_map *m, ag_vcache_key *key,
+                              size_t *cap) {
+  const ag_grammar *g = src->g;
+  const ag_dispatch *d = src->d;
+  const uint32_t *follow = src->follow;
+  bool bytes_only = src->bytes_only;
   key->n = 0;
   memset(m->state, 0xff, sizeof *m->state * 2 * (size_t)m->cap); /* every slot -1: empty */
   m->count = 0;
   m->full = false;
-  bool ok = ag_order_of(m, state) == 0;
+  bool ok = ag_order_of(m, src->state) == 0;
   for (int32_t head = 0; ok && head < m->count; head++) {
     const ag_state *st = &g->states[m->queue[head]];
     uint32_t exits = st->accepting | (uint32_t)(st->rule_begin != st->rule_end) << 1;
@@ -124,13 +136,14 @@ bool ag_class_key_make(const ag_grammar *g, int32_t state, const ag_dispatch *d,
   int32_t small_state[2 * AG_CLASS_KEY_SMALL], small_order[2 * AG_CLASS_KEY_SMALL],
       small_queue[AG_CLASS_KEY_SMALL];
   ag_order_map m = {small_state, small_order, small_queue, AG_CLASS_KEY_SMALL, 0, false};
-  bool ok = ag_class_key_fill(g, state, d, follow, bytes_only, &m, key, &cap);
+  ag_key_source src = {g, state, d, follow, bytes_only};
+  bool ok = ag_class_key_fill(&src, &m, key, &cap);
   if (!ok && m.full) {
     int32_t big = AG_CLASS_KEY_MAX_STATES;
     m = (ag_order_map){malloc(sizeof(int32_t) * 2 * big), malloc(sizeof(int32_t) * 2 * big),
                        malloc(sizeof(int32_t) * big), big, 0, false};
     ok = m.state && m.order && m.queue &&
-         ag_class_key_fill(g, state, d, follow, bytes_only, &m, key, &cap);
+         ag_class_key_fill(&src, &m, key, &cap);
     free(m.state);
     free(m.order);
     free(m.queue);

@@ -230,6 +230,6 @@ ag_status ag_vocab_class_tokens(const ag_vocab *v, const uint32_t cls[8], uint32
   *owned = NULL;
   if (!ag_class_key(cls, len, &key))
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a class's tokens");
-  return ag_vcache_bits(v, AG_VCACHE_CLASS_TOKENS, &key, ag_safe_words(v), ag_make_class, &ask, out,
-                        owned, err);
+  ag_vcache_maker maker = {ag_safe_words(v), ag_make_class, &ask};
+  return ag_vcache_bits(v, AG_VCACHE_CLASS_TOKENS, &key, &maker, out, owned, err);
 }

@@ -25,7 +25,8 @@
 #ifndef AG_CLASS_TOKENS_H
 #define AG_CLASS_TOKENS_H
 
-#include "ag_internal.h"
+#include "ag_grammar.h"
+#include "ag_vocab.h"
 
 /* Bounds the states one closure may visit; past it, no bounded class. */
 #define AG_CLASS_MAX_STATES 512

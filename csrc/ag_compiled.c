@@ -1,7 +1,7 @@
 /* ag_compiled.c - a grammar bound to a vocabulary: what matchers run on, with the
  * per-state token-mask cache that every matcher of the grammar shares (and, for
  * a linked grammar, the compiled parts whose caches serve the part states). */
-#include "ag_mask_cache.h"
+#include "ag_compiled.h"
 
 /* The grammar's automata, which a compiled grammar holds (parts' automata are
  * copied into a linked grammar, so they count again there). */

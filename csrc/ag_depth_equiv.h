@@ -24,7 +24,7 @@
 #ifndef AG_DEPTH_EQUIV_H
 #define AG_DEPTH_EQUIV_H
 
-#include "ag_internal.h"
+#include "ag_grammar.h"
 
 /* The deepest level compared, and the bounds on the rules compared at all. */
 #define AG_DEPTH_EQUIV_MAX_LEVEL 32

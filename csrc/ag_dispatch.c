@@ -207,7 +207,8 @@ ag_status ag_vocab_safe_tokens(const ag_vocab *v, const ag_dispatch *d, const ui
   ag_vcache_key key;
   *owned = NULL;
   if (!ag_safe_key(d, &key)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
-  return ag_vcache_bits(v, AG_VCACHE_SAFE, &key, ag_safe_words(v), ag_make_safe, d, out, owned, err);
+  ag_vcache_maker maker = {ag_safe_words(v), ag_make_safe, d};
+  return ag_vcache_bits(v, AG_VCACHE_SAFE, &key, &maker, out, owned, err);
 }
 
 /* Whether some word occurs in t (the automaton run from its start over t). */
@@ -258,7 +259,8 @@ static ag_status ag_tokens_with_byte(const ag_vocab *v, uint8_t b, const uint32_
   if (!key.words) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding safe tokens");
   key.words[0] = b;
   ag_vcache_key_seal(&key);
-  return ag_vcache_bits(v, AG_VCACHE_BYTE, &key, ag_pos_words(v), ag_make_byte, &b, out, owned, err);
+  ag_vcache_maker maker = {ag_pos_words(v), ag_make_byte, &b};
+  return ag_vcache_bits(v, AG_VCACHE_BYTE, &key, &maker, out, owned, err);
 }
 
 /* Clears in pos_bits the tokens that contain byte b and some word. */

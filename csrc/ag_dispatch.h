@@ -20,7 +20,7 @@
 #ifndef AG_DISPATCH_H
 #define AG_DISPATCH_H
 
-#include "ag_internal.h"
+#include "ag_vocab.h"
 
 #define AG_DISPATCH_LOOP 1
 #define AG_DISPATCH_END_IN_TEXT 2

@@ -10,7 +10,9 @@
 #ifndef AG_EARLEY_H
 #define AG_EARLEY_H
 
-#include "ag_internal.h"
+#include "ag_grammar.h"
+
+#define AG_MAX_SET_ITEMS (1 << 20) /* items in one Earley set (one step of the parser) */
 
 typedef struct ag_item {
   int32_t state;

@@ -13,7 +13,7 @@
  * "anything", and the root may be followed by anything (a grammar compiled on
  * its own may be linked into another as a part).
  */
-#include "ag_internal.h"
+#include "ag_follow.h"
 
 #define AG_FOLLOW_DEPTH 4   /* nullable rule edges followed; past it, every byte */
 #define AG_FOLLOW_ROUNDS 64 /* fixpoint rounds; past it, every rule may be followed by anything */

@@ -6,8 +6,10 @@
  * offset, index and byte is checked here, once, before the automaton builder
  * reads it. After ag_ir_parse succeeds the builder never needs a bounds check.
  */
+#include "ag_ir.h"
+
 #include "ag_dispatch.h"
-#include "ag_fsm.h"
+#include "ag_grammar.h"
 
 #include <inttypes.h>
 
@@ -258,11 +260,11 @@ static ag_status ag_ir_keytrie_raw(int32_t i, const int32_t *p, int32_t n, uint6
   return AG_OK;
 }
 
-/* Name k of KEYTRIE node i, at w with `avail` words left: non-empty, of raw characters, and
- * after `prev` (prev_len words; NULL for the first) in byte order. */
+/* Name k of KEYTRIE node i, at w (its length, then its bytes) with `avail` words left:
+ * non-empty, of raw characters, and after name `before` (laid out alike; NULL for the
+ * first) in byte order. */
 static ag_status ag_ir_keytrie_name(int32_t i, int32_t k, const int32_t *w, int64_t avail,
-                                    const uint64_t raw[2], const int32_t *prev, int32_t prev_len,
-                                    ag_error *err) {
+                                    const uint64_t raw[2], const int32_t *before, ag_error *err) {
   if (avail < 1 || w[0] < 1 || w[0] > avail - 1)
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "node %" PRId32 " (KEYTRIE): name %" PRId32 " is empty or runs past the end of data",
@@ -273,7 +275,9 @@ static ag_status ag_ir_keytrie_name(int32_t i, int32_t k, const int32_t *w, int6
                      "node %" PRId32 " (KEYTRIE): name %" PRId32 " byte %" PRId32
                      " is %" PRId32 ", not one of its raw characters",
                      i, k, b, w[1 + b]);
-  if (!prev) return AG_OK;
+  if (!before) return AG_OK;
+  const int32_t *prev = before + 1;
+  int32_t prev_len = before[0];
   int32_t n = prev_len < w[0] ? prev_len : w[0], d = 0;
   while (d < n && prev[d] == w[1 + d]) d++;
   if (d == n ? prev_len >= w[0] : prev[d] > w[1 + d])
@@ -299,12 +303,11 @@ static ag_status ag_ir_check_keytrie(const ag_ir *ir, int32_t i, const int32_t *
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "node %" PRId32 " (KEYTRIE): negative name count %" PRId32, i, w[0]);
   int64_t avail = (int64_t)ir->n_data - (ir->offset[i] + 6 + 2 * (int64_t)p[4]);
-  int32_t n = w[0], prev_len = 0;
+  int32_t n = w[0];
   w++;
   for (int32_t k = 0; k < n; k++) {
-    if ((st = ag_ir_keytrie_name(i, k, w, avail, raw, prev, prev_len, err))) return st;
-    prev = w + 1;
-    prev_len = w[0];
+    if ((st = ag_ir_keytrie_name(i, k, w, avail, raw, prev, err))) return st;
+    prev = w;
     avail -= 1 + (int64_t)w[0];
     w += 1 + w[0];
   }

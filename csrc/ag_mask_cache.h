@@ -16,7 +16,8 @@
 #ifndef AG_MASK_CACHE_H
 #define AG_MASK_CACHE_H
 
-#include "ag_internal.h"
+#include "ag_grammar.h"
+#include "ag_vocab.h"
 
 /* A state that accepts at most this many tokens keeps them as a list: most
  * states a first visit walks (a literal's next byte, a key's letter) accept a
@@ -45,28 +46,6 @@ typedef struct ag_state_masks {
 /* Frees an entry (the owner's business: a grammar's cache, or the vocabulary's). */
 void ag_state_masks_destroy(ag_state_masks *e);
 
-/* ---- classes shared across grammars (ag_class_key.c) ---------------------
- * A state of a rule made of bytes alone is classified from its byte automaton
- * alone, so states with the same reachable automaton have the same classes in
- * any grammar. The vocabulary's cache (AG_VCACHE_CLASSES) keeps such classes
- * under a canonical form of the automaton, so each is computed once per
- * vocabulary (one Compiler), however many grammars (tools, schemas, requests)
- * contain it. */
-
-/* The canonical form of the byte automaton from `state` as a cache key: per
- * state in breadth-first order, accepting | has-rule-edges << 1, n_edges, (lo,
- * hi, target's order) per edge; then the count; then, for a state of dispatch
- * rule d (else NULL), d's words, which decide its safe tokens; then the
- * rule's FOLLOW set (8 words) unless `follow` is NULL. Rule edges are
- * not followed: the walk treats them as exits. With `bytes_only`, a reached
- * state with rule edges fails the key (see ag_mask_cache_get). False when it
- * is too large to share (or memory ran out), and then key holds nothing. */
-bool ag_class_key_make(const ag_grammar *g, int32_t state, const struct ag_dispatch *d,
-                       const uint32_t *follow, bool bytes_only, ag_vcache_key *key);
-/* A copy of `key` (made with a FOLLOW set) for another FOLLOW set; false when
- * memory ran out. */
-bool ag_class_key_refollow(const ag_vcache_key *key, const uint32_t *follow, ag_vcache_key *out);
-
 typedef struct ag_mask_cache ag_mask_cache;
 
 ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err);
@@ -76,13 +55,11 @@ void ag_mask_cache_free(ag_mask_cache *cache);
 ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,
                             int32_t state, double deadline, const ag_state_masks **out,
                             ag_error *err);
+/* The published classes of `state`, NULL when not computed yet or not held
+ * here (a part's state). Thread-safe. */
+const ag_state_masks *ag_mask_cache_peek(ag_mask_cache *cache, int32_t state);
 size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
 /* Adds this cache's counts of states walked, derived and found shared to *out. */
 void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out);
-
-/* The classes of a compiled grammar's state: from the part that owns the state
- * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */
-ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
-                                  const ag_state_masks **out, ag_error *err);
 
 #endif /* AG_MASK_CACHE_H */

@@ -5,8 +5,11 @@
  * rollback is popping sets. Masks walk the byte-sorted vocabulary: a token
  * reuses the sets of the prefix it shares with the previous token, and once a
  * byte is rejected every following token with that same prefix is skipped. */
+#include "ag_compiled.h"
 #include "ag_earley.h"
-#include "ag_mask_cache.h"
+#include "agentgrammar_testing.h"
+
+#define AG_JUMP_FORWARD_WORK (1 << 22) /* Earley items scanned by one jump-forward */
 
 typedef struct ag_step {
   uint32_t n_sets; /* Earley sets before this step */

@@ -23,7 +23,8 @@
 #ifndef AG_PLAIN_TOKENS_H
 #define AG_PLAIN_TOKENS_H
 
-#include "ag_internal.h"
+#include "ag_grammar.h"
+#include "ag_vocab.h"
 
 /* Bounds the state pairs one simulation may visit; past it, the state is
  * classified by a walk of the whole vocabulary, as before. */

@@ -11,7 +11,10 @@
  * inside the old one, so its function and context are never read half-changed.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "ag_internal.h"
+#include "ag_pool.h"
+#include "ag_util.h"
+
+#include <stdatomic.h>
 
 #include <pthread.h>
 #include <signal.h>

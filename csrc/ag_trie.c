@@ -9,6 +9,8 @@
  */
 #include "ag_trie.h"
 
+#include "ag_grammar.h"
+
 /* Entries in byte order, a literal before its extensions, then by rule (-1 first). */
 static int ag_trie_cmp(const void *pa, const void *pb) {
   const ag_trie_entry *a = pa, *b = pb;
@@ -56,21 +58,28 @@ static bool ag_trie_end_equal(const ag_trie *t, const ag_trie_state *s, int32_t 
   }
 }
 
+/* Where a build may fail: past its state bound, an error naming its rule. */
+typedef struct ag_trie_bound {
+  int32_t max_states;
+  int32_t rule;
+  ag_error *err; /* the caller's */
+} ag_trie_bound;
+
 /* Appends the state of entries [lo, hi) at depth; its edges come when it is processed. */
-static ag_status ag_trie_push(ag_trie *t, int32_t lo, int32_t hi, int32_t depth, int32_t max_states,
-                              int32_t rule, ag_error *err, int32_t *id) {
-  if (t->states.len >= (size_t)max_states)
-    return ag_fail(err, AG_ERR_LIMIT, rule, "the grammar's automata need more than %d states",
+static ag_status ag_trie_push(ag_trie *t, int32_t lo, int32_t hi, int32_t depth,
+                              const ag_trie_bound *bound, int32_t *id) {
+  if (t->states.len >= (size_t)bound->max_states)
+    return ag_fail(bound->err, AG_ERR_LIMIT, bound->rule, "the grammar's automata need more than %d states",
                    AG_MAX_STATES);
   ag_trie_state s = {0, 0, 0, 0, false, lo, hi, depth};
-  if (!ag_vec_push(&t->states, s)) return ag_trie_nomem(err);
+  if (!ag_vec_push(&t->states, s)) return ag_trie_nomem(bound->err);
   *id = (int32_t)t->states.len - 1;
   return AG_OK;
 }
 
 /* The state of the end [lo, hi) at depth: an earlier one with the same key, else a new one. */
-static ag_status ag_trie_end(ag_trie *t, int32_t lo, int32_t hi, int32_t depth, int32_t max_states,
-                             int32_t rule, ag_error *err, int32_t *id) {
+static ag_status ag_trie_end(ag_trie *t, int32_t lo, int32_t hi, int32_t depth,
+                             const ag_trie_bound *bound, int32_t *id) {
   size_t mask = t->table_cap - 1, i = ag_trie_end_hash(t, lo, hi) & mask;
   for (; t->table[i] >= 0; i = (i + 1) & mask) {
     if (ag_trie_end_equal(t, &t->states.data[t->table[i]], lo, hi)) {
@@ -78,7 +87,7 @@ static ag_status ag_trie_end(ag_trie *t, int32_t lo, int32_t hi, int32_t depth, 
       return AG_OK;
     }
   }
-  ag_status st = ag_trie_push(t, lo, hi, depth, max_states, rule, err, id);
+  ag_status st = ag_trie_push(t, lo, hi, depth, bound, id);
   if (!st) t->table[i] = *id;
   return st;
 }
@@ -103,8 +112,8 @@ static ag_status ag_trie_prepare(ag_trie *t, ag_error *err) {
 
 /* The edges of state k: rule edges of the literals ending here, byte edges to
  * the states of the ranges the next byte splits the rest into. */
-static ag_status ag_trie_expand(ag_trie *t, size_t k, int32_t max_states, int32_t rule,
-                                ag_error *err) {
+static ag_status ag_trie_expand(ag_trie *t, size_t k, const ag_trie_bound *bound) {
+  ag_error *err = bound->err;
   const ag_trie_entry *e = t->entries.data;
   ag_trie_state s = t->states.data[k]; /* a copy: pushing states may move them */
   uint32_t edge_begin = (uint32_t)t->edges.len, rule_begin = (uint32_t)t->rules.len;
@@ -122,15 +131,15 @@ static ag_status ag_trie_expand(ag_trie *t, size_t k, int32_t max_states, int32_
     int32_t c = e[i].bytes[d], j = i + 1, target = -1;
     while (j < s.hi && e[j].bytes[d] == c) j++;
     if (e[j - 1].len == d + 1) /* every literal of the range ends after c */
-      st = ag_trie_end(t, i, j, d + 1, max_states, rule, err, &target);
+      st = ag_trie_end(t, i, j, d + 1, bound, &target);
     else
-      st = ag_trie_push(t, i, j, d + 1, max_states, rule, err, &target);
+      st = ag_trie_push(t, i, j, d + 1, bound, &target);
     ag_trie_edge edge = {(uint8_t)c, target};
     if (!st && !ag_vec_push(&t->edges, edge)) st = ag_trie_nomem(err);
     i = j;
   }
   if (!st && t->rules.len > rule_begin && t->final < 0)
-    st = ag_trie_end(t, 0, 0, 0, max_states, rule, err, &t->final);
+    st = ag_trie_end(t, 0, 0, 0, bound, &t->final);
   if (st) return st;
   ag_trie_state *out = &t->states.data[k];
   out->edge_begin = edge_begin;
@@ -169,10 +178,11 @@ static ag_status ag_trie_may_merge(ag_trie *t, ag_error *err) {
 }
 
 ag_status ag_trie_build(ag_trie *t, int32_t max_states, int32_t rule, ag_error *err) {
+  ag_trie_bound bound = {max_states, rule, err};
   int32_t start = -1;
   ag_status st = ag_trie_prepare(t, err);
-  if (!st) st = ag_trie_push(t, 0, (int32_t)t->entries.len, 0, max_states, rule, err, &start);
-  for (size_t k = 0; !st && k < t->states.len; k++) st = ag_trie_expand(t, k, max_states, rule, err);
+  if (!st) st = ag_trie_push(t, 0, (int32_t)t->entries.len, 0, &bound, &start);
+  for (size_t k = 0; !st && k < t->states.len; k++) st = ag_trie_expand(t, k, &bound);
   return st ? st : ag_trie_may_merge(t, err);
 }
 

@@ -12,7 +12,7 @@
 #ifndef AG_TRIE_H
 #define AG_TRIE_H
 
-#include "ag_internal.h"
+#include "ag_util.h"
 
 /* One alternative: a literal, then one rule edge (rule >= 0) or the rule's end (rule -1). */
 typedef struct ag_trie_entry {

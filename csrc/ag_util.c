@@ -1,5 +1,5 @@
 /* ag_util.c - error reporting and growable-array support shared by the engine. */
-#include "ag_internal.h"
+#include "ag_util.h"
 
 #include <stdio.h>
 #include <time.h>

@@ -1,6 +1,6 @@
 /* ag_vocab.c - the token vocabulary: exact token bytes, kinds, and a
  * byte-sorted order with common-prefix lengths so mask walks share prefixes. */
-#include "ag_internal.h"
+#include "ag_vocab.h"
 #include "ag_plain_tokens.h"
 
 #include <stddef.h>

@@ -1,12 +1,12 @@
 /* ag_vocab_cache.c - results kept with a vocabulary and shared by every grammar
- * compiled for it (see ag_internal.h): push-only, lock-free lists in a fixed
+ * compiled for it (see ag_vocab_cache.h): push-only, lock-free lists in a fixed
  * array of buckets, bounded in bytes (ag_vocab_set_shared_cache_limit).
  *
  * Why push-only and not LRU: readers hold entries without locks or reference
  * counts (a mask fill may be using one), so an entry can never be freed before
  * the vocabulary. The byte bound keeps that floor small; what does not fit is
  * kept per grammar, and goes with the grammar. */
-#include "ag_internal.h"
+#include "ag_vocab.h"
 
 typedef struct ag_vcache_entry {
   struct ag_vcache_entry *next;
@@ -82,16 +82,17 @@ void ag_vcache_free(ag_vocab *v) {
   }
 }
 
-ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, size_t words,
-                         ag_vcache_make make, const void *ctx, const uint32_t **out,
-                         uint32_t **owned, ag_error *err) {
+ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key,
+                         const ag_vcache_maker *maker, const uint32_t **out, uint32_t **owned,
+                         ag_error *err) {
+  size_t words = maker->words;
   *owned = NULL;
   if ((*out = ag_vcache_find(v, kind, key))) {
     ag_vcache_key_free(key);
     return AG_OK;
   }
   uint32_t *bits = calloc(words, sizeof *bits);
-  ag_status st = bits ? make(v, ctx, bits, err)
+  ag_status st = bits ? maker->make(v, maker->ctx, bits, err)
                       : ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a set of tokens");
   if (!st && !ag_vcache_add(v, kind, key, bits, words * sizeof *bits, free)) *owned = bits;
   ag_vcache_key_free(key); /* when the cache took it, nothing is left to free */

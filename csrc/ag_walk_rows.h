@@ -21,7 +21,7 @@
 #ifndef AG_WALK_ROWS_H
 #define AG_WALK_ROWS_H
 
-#include "ag_internal.h"
+#include "ag_grammar.h"
 
 /* A cell: a target in the low bits, then flags. */
 #define AG_CELL_TARGET ((1u << 27) - 1) /* a row, or with AG_CELL_STATE a state id */

@@ -178,13 +178,6 @@ ag_status ag_matcher_accept_bytes(ag_matcher *m, const uint8_t *bytes, size_t le
 ag_status ag_matcher_fill_mask(ag_matcher *m, uint32_t *mask, size_t n_words, int *all_allowed,
                                ag_error *err);
 
-/*
- * The same mask computed the slow, obviously correct way: every token of the
- * vocabulary run through the parser, no caches. The oracle for tests.
- */
-ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_words,
-                                      int *all_allowed, ag_error *err);
-
 /* Undoes the last n accepted steps (tokens, byte strings, or a stop token). */
 ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err);
 /*
