@@ -21,6 +21,7 @@ from .engine import (
     apply_token_bitmask_inplace,
     batch_fill_next_token_bitmask,
 )
+from .engine.accept import accepts as _engine_accepts
 from .errors import (
     AgentError,
     AgentGrammarError,
@@ -37,7 +38,12 @@ from .errors import (
 )
 from .formats import AgentFormat, AgentOutput, FormatDetectError, FormatParseError, RenderError
 from .grammar import Grammar
+from .grammar.grammar import set_acceptor as _set_acceptor
 from .registry import Tool, ToolCall, ToolRegistry
+
+# The grammar layer never imports the engine, which builds on it: the package root, above both,
+# gives ``Grammar.accepts`` the engine's check.
+_set_acceptor(_engine_accepts)
 
 __version__ = "0.1.0"
 

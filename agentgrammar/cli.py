@@ -305,9 +305,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"the demo needs torch and transformers ({e.name} is missing): "
             'pip install torch==2.13.0 && pip install -e ".[hf]"'
         ) from None
-    from .demo.app import run_demo_command
+    from .demo.app import DemoOptions, run_demo_command
 
-    return run_demo_command(args, load_registry(args.tools))
+    options = DemoOptions(
+        model=args.model,
+        format=args.format,
+        tools=args.tools,
+        runs=args.runs,
+        json_only=args.json,
+        prompt=args.prompt,
+        max_new_tokens=args.max_new_tokens,
+        max_turns=args.max_turns,
+        temperature=args.temperature,
+        seed=args.seed,
+        train_steps=args.train_steps,
+    )
+    return run_demo_command(options, load_registry(args.tools))
 
 
 def build_parser() -> argparse.ArgumentParser:

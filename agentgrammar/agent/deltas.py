@@ -41,7 +41,7 @@ from .events import (
     ToolCallArgumentsDelta,
     ToolCallNamed,
 )
-from .streaming import RegionTracker
+from .regions import RegionTracker
 
 __all__ = ["CallScanner", "TurnDeltas", "call_arguments_texts"]
 

@@ -6,26 +6,52 @@ Both modes run the same prompts (``demo_prompts``: a fixed list) with the same s
 difference between a run with the grammar and its twin without is the grammar. ``--temperature
 0`` decodes greedily. The exit status is 0 when every run with the grammar is valid.
 
-Example (the whole command; the first call trains the embedded model, well under a minute)::
+The command line (``agentgrammar demo``, in ``agentgrammar.cli``, which builds on this module)
+turns its flags into ``DemoOptions``.
 
-    from agentgrammar.cli import main
-    main(["demo", "--runs", "2", "--json"])   # prints the summary JSON; 0 when all valid
+Example (the whole demo; the first call trains the embedded model, well under a minute)::
+
+    from agentgrammar.demo import demo_registry
+    from agentgrammar.demo.app import DemoOptions, run_demo_command
+    run_demo_command(DemoOptions(runs=2, json_only=True), demo_registry())  # the summary JSON; 0 when all valid
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
-from typing import Any, Dict, List, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import AgentError
 from ..registry import ToolRegistry
 from .corpus import demo_prompts
 from .runner import DemoSummary, run_demo
 
-__all__ = ["load_model", "run_demo_command"]
+__all__ = ["DemoOptions", "load_model", "run_demo_command"]
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What the demo runs: the ``agentgrammar demo`` flags, one field each (the same defaults).
+
+    Example:
+        >>> DemoOptions(runs=2).format, DemoOptions().temperature
+        ('tags', 1.0)
+    """
+
+    model: Optional[str] = None  # a local Hugging Face model folder; None: the embedded model
+    format: str = "tags"  # the output format: a preset name
+    tools: Optional[str] = None  # where the offered tools came from, when not the demo's (needs model)
+    runs: int = 5  # runs per mode
+    json_only: bool = False  # print only the machine-readable summary (JSON)
+    prompt: Optional[Sequence[str]] = None  # user prompts, cycled; None: the demo prompts
+    max_new_tokens: int = 128
+    max_turns: int = 3
+    temperature: float = 1.0  # the same in both modes; 0: greedy
+    seed: int = 0  # run k samples with seed ``seed + k``
+    train_steps: Optional[int] = None  # the embedded model's training budget
 
 
 def _progress_training(console: Any) -> Tuple[Any, Any, Any]:
@@ -52,25 +78,27 @@ def _progress_training(console: Any) -> Tuple[Any, Any, Any]:
     return progress, on_train, on_step
 
 
-def load_model(args: argparse.Namespace, console: Any, quiet: bool) -> Tuple[Any, Any, str, Dict[str, Any]]:
+def load_model(options: DemoOptions, console: Any, quiet: bool) -> Tuple[Any, Any, str, Dict[str, Any]]:
     """``(model, tokenizer, model name, training info)`` for the demo's arguments."""
     from .model import TrainConfig, load_demo_model, load_local_model
 
-    if args.model:
+    if options.model:
         try:
-            model, tokenizer = load_local_model(args.model)
+            model, tokenizer = load_local_model(options.model)
         except Exception as e:
-            raise AgentError(f"cannot load the model at {args.model!r}: {type(e).__name__}: {e}") from e
-        return model, tokenizer, str(args.model), {}
-    if args.tools:
+            raise AgentError(f"cannot load the model at {options.model!r}: {type(e).__name__}: {e}") from e
+        return model, tokenizer, str(options.model), {}
+    if options.tools:
         raise AgentError("the embedded model knows only the demo tools: give --model PATH to use --tools")
-    config = TrainConfig() if args.train_steps is None else TrainConfig(steps=args.train_steps)
+    config = TrainConfig() if options.train_steps is None else TrainConfig(steps=options.train_steps)
     if quiet:
-        model, tokenizer, info = load_demo_model(args.format, config)
+        model, tokenizer, info = load_demo_model(options.format, config)
     else:
         progress, on_train, on_step = _progress_training(console)
         try:
-            model, tokenizer, info = load_demo_model(args.format, config, progress=on_step, on_train=on_train)
+            model, tokenizer, info = load_demo_model(
+                options.format, config, progress=on_step, on_train=on_train
+            )
         finally:
             progress.stop()
     name = f"embedded tiny Llama ({info.get('parameters', 0) / 1e6:.2f}M params)"
@@ -89,8 +117,9 @@ def _intro(model: str, fmt: str, runs: int) -> str:
     )
 
 
-def run_demo_command(args: argparse.Namespace, registry: ToolRegistry) -> int:
-    """The ``agentgrammar demo`` command (see ``agentgrammar.cli``), with the tools to offer."""
+def run_demo_command(options: DemoOptions, registry: ToolRegistry) -> int:
+    """Run the demo that ``options`` describes with the tools of ``registry``, show it and sum it
+    up (``agentgrammar demo``); 0 when every run with the grammar is valid."""
     import torch
     from rich.console import Console
 
@@ -98,48 +127,48 @@ def run_demo_command(args: argparse.Namespace, registry: ToolRegistry) -> int:
     from ..formats import get
     from .view import LiveView, summary_table
 
-    if args.runs < 1:
+    if options.runs < 1:
         raise AgentError("--runs must be at least 1")
     try:
-        fmt = get(args.format)
+        fmt = get(options.format)
     except ValueError as e:
         raise AgentError(str(e)) from None
     start = time.perf_counter()
     console = Console()
-    quiet = bool(args.json) or not sys.stderr.isatty()
+    quiet = bool(options.json_only) or not sys.stderr.isatty()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a tiny model: one thread is as fast, and fair to a busy machine
     try:
-        model, tokenizer, name, training = load_model(args, Console(stderr=True), quiet)
+        model, tokenizer, name, training = load_model(options, Console(stderr=True), quiet)
         agent = Agent(model, tokenizer, registry, format=fmt)
         prompts: List[str] = (
-            [args.prompt[k % len(args.prompt)] for k in range(args.runs)]
-            if args.prompt
-            else demo_prompts(args.runs)
+            [options.prompt[k % len(options.prompt)] for k in range(options.runs)]
+            if options.prompt
+            else demo_prompts(options.runs)
         )
         summary = DemoSummary(
-            model=name, format=fmt.name, runs=args.runs, tools=registry.names, training=training
+            model=name, format=fmt.name, runs=options.runs, tools=registry.names, training=training
         )
-        view = None if args.json else LiveView(console)
+        view = None if options.json_only else LiveView(console)
         if view is not None:
-            console.print(_intro(name, fmt.name, args.runs))
+            console.print(_intro(name, fmt.name, options.runs))
             console.print(view.legend())
         run_demo(
             agent,
             prompts,
             summary,
-            max_new_tokens=args.max_new_tokens,
-            max_turns=args.max_turns,
-            do_sample=args.temperature > 0,
-            temperature=args.temperature if args.temperature > 0 else 1.0,
-            seed=args.seed,
+            max_new_tokens=options.max_new_tokens,
+            max_turns=options.max_turns,
+            do_sample=options.temperature > 0,
+            temperature=options.temperature if options.temperature > 0 else 1.0,
+            seed=options.seed,
             on_run_start=view.start_run if view is not None else None,
             on_run_end=view.end_run if view is not None else None,
         )
     finally:
         torch.set_num_threads(threads)
     summary.wall_s = time.perf_counter() - start
-    if args.json:
+    if options.json_only:
         print(json.dumps(summary.to_json(), ensure_ascii=False, default=str))
     else:
         console.print()

@@ -10,7 +10,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -20,6 +19,7 @@ from .._gc_pause import pauses_gc
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar, json_schema, json_values
 from ..grammar import structural_tag as _structural_tag
+from ..grammar.grammar import content_digests
 from ..grammar.ir import Choice, Literal, Repeat, Rule, Seq, TagDispatch
 from ..grammar.memo import (
     clear_memos,
@@ -30,6 +30,7 @@ from ..grammar.memo import (
 )
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
+from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
 
@@ -115,11 +116,8 @@ def _load_grammar(grammar: Grammar, parts: Sequence["CompiledGrammar"]) -> Any:
     """Load ``grammar``; with ``parts`` (its embedded grammars, compiled), link them. A grammar
     that many grammars embed (``Grammar._shared_part``: any JSON value) is loaded once per
     process: its automata depend on no vocabulary, and every compiler binds the same ones."""
-    kept = grammar._kept
-    if kept is not None and not parts:
-        if not kept:  # two threads may both load it: either result serves
-            kept.append(_load_grammar_now(grammar, parts))
-        return kept[0]
+    if grammar._shared and not parts:
+        return loaded_shared_part(grammar, lambda: _load_grammar_now(grammar, parts))
     return _load_grammar_now(grammar, parts)
 
 
@@ -331,7 +329,7 @@ class Compiler:
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"compile() takes a Grammar or EBNF text, got {type(grammar).__name__}")
-        key = _content_key(grammar)
+        key = grammar.digest
         found = self._lookup(False, key)
         if found is not None:
             return found
@@ -372,7 +370,7 @@ class Compiler:
     def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
         """``_part`` of each grammar; the kept ones are looked up under one lock (a request
         for 500 known tools links 500 parts)."""
-        keys = _content_keys(grammars)
+        keys = content_digests(grammars)
         with self._lock:
             get, touch = self._parts.get, self._lru.move_to_end
             found = [get(key) for key in keys]
@@ -383,7 +381,7 @@ class Compiler:
 
     def _part(self, grammar: Grammar) -> CompiledGrammar:
         """An embedded grammar, compiled once and kept (the oldest out past ``PART_GRAMMARS``)."""
-        key = _content_key(grammar)
+        key = grammar.digest
         found = self._lookup(True, key)
         if found is not None:
             return found
@@ -515,24 +513,6 @@ def _literal_bytes(rules: Sequence[Rule]) -> List[bytes]:
         elif kind is Repeat:
             stack.append(e.item)
     return out
-
-
-def _content_key(grammar: Grammar) -> bytes:
-    """A digest of the grammar's content, its parts' included; remembered on the grammar."""
-    key = grammar._key
-    if key is None:
-        h = hashlib.blake2b(grammar.to_bytes(), digest_size=20)
-        if grammar.parts:
-            h.update(b"".join(_content_keys(grammar.parts)))  # the same digest as one update per part
-        key = h.digest()
-        object.__setattr__(grammar, "_key", key)
-    return key
-
-
-def _content_keys(grammars: Sequence[Grammar]) -> List[bytes]:
-    """``_content_key`` of each grammar (a request's hundreds of parts: the remembered keys
-    are read in place)."""
-    return [g._key if g._key is not None else _content_key(g) for g in grammars]
 
 
 @lru_cache(maxsize=1)

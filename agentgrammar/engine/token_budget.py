@@ -26,26 +26,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..grammar.token_budget import TokenBudget
 from .vocabulary import Vocabulary
 
 __all__ = ["BudgetTracker", "TokenBudget"]
-
-
-@dataclass(frozen=True)
-class TokenBudget:
-    """At most ``max_tokens`` tokens after ``begin`` before one of ``ends`` (grammar bytes); with
-    no ends (a tag whose end is ``""``), before the end of the output: once spent, only a stop
-    token."""
-
-    begin: bytes
-    ends: Tuple[bytes, ...]
-    max_tokens: int
-
-    def __post_init__(self) -> None:
-        if not all(self.ends):  # no ends at all: the region runs to the end of the output
-            raise ValueError("a token budget's end strings must be non-empty")
-        if self.max_tokens < 0:
-            raise ValueError(f"max_tokens must be >= 0, got {self.max_tokens}")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ Example:
 """
 
 from .detect import FormatDetectError, detect
-from .format import AgentFormat, FormatParseError, RenderError
+from .errors import FormatParseError, RenderError
+from .format import AgentFormat
 from .output import AgentOutput
 from .presets import get, names
 from .reasoning import reasoning_budget

@@ -30,6 +30,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import AgentGrammarError
+from ..registry.nesting import MAX_JSON_DEPTH, nesting_depth
 
 __all__ = [
     "MAX_INT_DIGITS",
@@ -41,11 +42,6 @@ __all__ = [
     "nesting_depth",
     "order_like",
 ]
-
-#: How deep parsed JSON may nest (objects and arrays, the outermost one counted): the same as
-#: ``json_schema.MAX_SCHEMA_DEPTH``, so that no schema the front-end takes is too deep for its
-#: own values, while the decoder and the validators stay far from Python's recursion limit.
-MAX_JSON_DEPTH = 256
 
 #: Digits of the largest integer read (sign not counted): 640 is the smallest limit that
 #: ``sys.set_int_max_str_digits`` accepts, so every integer read prints back under any setting.
@@ -297,32 +293,6 @@ def loads_strict(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         agentgrammar.formats.arguments.JSONLimitError: the JSON holds the number 1e999, too large for a float (at offset 0)
     """
     return _decode(text, 0, whole=True, max_depth=max_depth)[0]
-
-
-def nesting_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """How deep ``value`` nests (dicts, lists and tuples; the outermost counted, a scalar is 0),
-    found level by level without recursion; the count stops at ``limit + 1`` (so a cyclic
-    value is "too deep", not an endless walk), and a container met twice on one level is
-    walked once.
-
-    Example:
-        >>> nesting_depth({"a": [1, {"b": 2}]}), nesting_depth(3)
-        (3, 0)
-        >>> loop = []; loop.append(loop)
-        >>> nesting_depth(loop, limit=10)
-        11
-    """
-    level = [value] if isinstance(value, (Mapping, list, tuple)) else []
-    depth = 0
-    while level and depth <= limit:
-        depth += 1
-        below: Dict[int, Any] = {}
-        for node in level:
-            for child in node.values() if isinstance(node, Mapping) else node:
-                if isinstance(child, (Mapping, list, tuple)):
-                    below.setdefault(id(child), child)
-        level = list(below.values())
-    return depth
 
 
 def _resolve(schema: Any, root: Any) -> Any:

@@ -77,14 +77,16 @@ from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._gc_pause import pauses_gc
-from ..errors import AgentGrammarError, ToolError
+from ..errors import ToolError
 from ..grammar import Grammar
 from ..grammar import structural_tag as st
 from ..registry import Tool, ToolCall, check_tool_name
 from ..registry.openai import tool_to_openai
 from .arguments import order_like
 from .call_pieces import build_call_tags
+from .errors import FormatParseError, RenderError
 from .output import AgentOutput
+from .parsing import parse_output, starts_like_call
 from .pythonic import render_arguments
 from .request import request_tag
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
@@ -99,39 +101,6 @@ _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # new_call_id scrambles the index with this multiplier: odd and not a multiple of 31, so it is a
 # bijection modulo 62**n (ids never repeat) while neighbouring indices get unlike ids.
 _ID_MULTIPLIER = 0x9E3779B97F4A7C15
-
-
-class FormatParseError(AgentGrammarError, ValueError):
-    """Text that does not follow the format (a block that is not closed, a call cut off, a
-    call that is not JSON, a key given twice). ``offset`` is the character offset in the text.
-
-    Example:
-        >>> err = FormatParseError("the think block is not closed", offset=7)
-        >>> str(err), err.offset
-        ('the think block is not closed (at offset 7)', 7)
-    """
-
-    def __init__(self, message: str, *, offset: int) -> None:
-        super().__init__(f"{message} (at offset {offset})")
-        self.offset = offset
-
-
-class RenderError(AgentGrammarError, ValueError):
-    """An ``AgentOutput`` that the format cannot write so that ``parse`` reads the same output
-    back (nor the grammar accept it): free text or a block's text that holds one of the
-    format's markers, a call to an invalid tool name, a parameter name or value the xml layout
-    cannot delimit, a block the format does not have. ``marker`` is the marker at fault, when
-    one is.
-
-    Example:
-        >>> err = RenderError("the text holds '<tool_call>'", marker="<tool_call>")
-        >>> isinstance(err, ValueError), err.marker
-        (True, '<tool_call>')
-    """
-
-    def __init__(self, message: str, *, marker: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.marker = marker
 
 
 def _as_tuple(value: Any) -> Tuple[str, ...]:
@@ -710,7 +679,7 @@ class AgentFormat:
             >>> AgentFormat().render(AgentOutput(text="Say <tool_call> to call"))
             Traceback (most recent call last):
             ...
-            agentgrammar.formats.format.RenderError: the free text holds '<tool_call>' (at offset 4), which the custom format reads as the start of tool calls: it cannot be written in the free text
+            agentgrammar.formats.errors.RenderError: the free text holds '<tool_call>' (at offset 4), which the custom format reads as the start of tool calls: it cannot be written in the free text
         """
         calls = output.tool_calls
         by_name = {t.name: t for t in tool_list(tools)}
@@ -780,8 +749,6 @@ class AgentFormat:
     def _starts_like_call(self, text: str, pos: int) -> bool:
         """Whether the text at ``pos`` (after whitespace) opens tool calls: one of the openers,
         or, for calls that open with their JSON object, ``{`` then the name key."""
-        from .parsing import starts_like_call
-
         return starts_like_call(self, text, pos)
 
     def parse(self, text: str, *, tools: Optional[ToolsArg] = None) -> AgentOutput:
@@ -803,8 +770,6 @@ class AgentFormat:
             >>> fmt.parse('<tool_call>{"name": "now", "argu')
             Traceback (most recent call last):
             ...
-            agentgrammar.formats.format.FormatParseError: the tool call is not valid JSON: Unterminated string starting at (at offset 27)
+            agentgrammar.formats.errors.FormatParseError: the tool call is not valid JSON: Unterminated string starting at (at offset 27)
         """
-        from .parsing import parse_output
-
         return parse_output(self, text, tools)

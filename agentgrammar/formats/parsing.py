@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import ToolError
 from ..registry import Tool, ToolCall
 from .arguments import MAX_JSON_DEPTH, DuplicateKeyError, JSONLimitError, decode_strict, loads_strict
+from .errors import FormatParseError
 from .output import AgentOutput
 from .pythonic_parse import PythonLiteralError, read_arguments
 from .tools import ToolsArg, tool_list
@@ -37,8 +38,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _error(message: str, offset: int) -> Exception:
-    from .format import FormatParseError  # defined with AgentFormat, which imports this module
-
     return FormatParseError(message, offset=offset)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from ..engine.token_budget import TokenBudget
+from ..grammar.token_budget import TokenBudget
 from ..grammar.token_markers import encode_text
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -11,13 +11,15 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Tuple, Union
+import hashlib
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .._gc_pause import pauses_gc
 from ..errors import GrammarError, SchemaError
 from .builtin import json_rules
 from .ebnf import parse_ebnf
 from .ir import (
+    GrammarBase,
     Literal,
     Rule,
     RuleRef,
@@ -26,16 +28,56 @@ from .ir import (
     seq,
 )
 from .json_schema import schema_rules_and_parts
+from .memo import GRAMMAR_BYTES_PER_WORD, CountedOnce
 from .normalize import normalize_rules
 from .printer import to_ebnf
 from .regex import parse_regex
 from .serialize import serialize
 from .validate import _validate, validate_rules
 
-__all__ = ["Grammar", "normalize_rules", "validate_rules"]
+__all__ = [
+    "Grammar",
+    "content_digests",
+    "normalize_rules",
+    "set_acceptor",
+    "set_structural_tag_converter",
+    "validate_rules",
+]
+
+#: What ``Grammar.accepts`` runs: the engine's ``accepts``, which the package root hands to
+#: ``set_acceptor`` (``agentgrammar/__init__.py``). The grammar layer never imports the engine,
+#: which builds on it.
+_acceptor: Optional[Callable[["Grammar", Union[str, bytes]], bool]] = None
 
 
-class Grammar:
+def set_acceptor(accepts: Callable[["Grammar", Union[str, bytes]], bool]) -> None:
+    """Make ``Grammar.accepts(text)`` call ``accepts(grammar, text)``: the package root passes
+    the engine's ``agentgrammar.engine.accept.accepts`` when it is imported.
+
+    Example:
+        >>> from agentgrammar.engine.accept import accepts
+        >>> set_acceptor(accepts)  # what ``import agentgrammar`` did already
+        >>> Grammar.from_regex("a+").accepts("aa")
+        True
+    """
+    global _acceptor
+    _acceptor = accepts
+
+
+#: What ``Grammar.from_structural_tag`` converts with: the structural-tag front-end's
+#: ``structural_tag_rules``, which builds on this module (it embeds grammars made here), handed
+#: over by the package ``agentgrammar.grammar`` when it is imported.
+_structural_tag_rules: Optional[Callable[[Any], Tuple[Sequence[Rule], str]]] = None
+
+
+def set_structural_tag_converter(convert: Callable[[Any], Tuple[Sequence[Rule], str]]) -> None:
+    """Make ``Grammar.from_structural_tag(tag)`` build its rules with ``convert(tag)`` (the
+    package ``agentgrammar.grammar`` passes ``structural_tag.structural_tag_rules``)."""
+    global _structural_tag_rules
+    _structural_tag_rules = convert
+
+
+class Grammar(GrammarBase, CountedOnce):
     """A validated grammar: ``rules`` (each named, all references defined, all reachable from
     ``root``) and the ``root`` rule's name. Immutable; build one with a ``from_*`` constructor.
 
@@ -49,14 +91,14 @@ class Grammar:
     """
 
     __slots__ = (
+        "__weakref__",  # the engine keeps what it derives from a grammar in weak maps of its own
         "_bytes",
-        "_compiled_bytes",
-        "_kept",
-        "_key",
+        "_digest",
         "_link",
         "_normalized",
         "_parts",
         "_pieces",
+        "_shared",
         "root",
         "rules",
     )
@@ -83,20 +125,20 @@ class Grammar:
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
         object.__setattr__(self, "_normalized", kept if normal else None)  # normalize_rules: no change
-        object.__setattr__(self, "_compiled_bytes", None)
         object.__setattr__(self, "_parts", _parts if _converted else None)
         object.__setattr__(self, "_pieces", not _converted)  # pieces looked up inside rule bodies
         object.__setattr__(self, "_link", None)
-        object.__setattr__(self, "_key", None)  # the Compiler's content digest, once computed
-        object.__setattr__(self, "_kept", None)  # see _shared_part
+        object.__setattr__(self, "_digest", None)  # see digest, once computed
+        object.__setattr__(self, "_shared", False)  # see _shared_part
 
     @classmethod
     def _shared_part(cls, rules: Iterable[Rule], root: str) -> "Grammar":
         """A converter's grammar that many grammars embed (any JSON value): validated like
-        converted rules, and marked so that the engine keeps its C automata, built once per
-        process, for every compiler that links it (``engine.compiler._load_grammar``)."""
+        converted rules, and marked as shared, so that the engine loads its C automata once per
+        process for every compiler that links it, and keeps them while the grammar lives
+        (``engine.shared_parts``)."""
         g = cls(rules, root, _converted=True)
-        object.__setattr__(g, "_kept", [])  # its loaded C grammar, once loaded
+        object.__setattr__(g, "_shared", True)
         return g
 
     @classmethod
@@ -169,9 +211,11 @@ class Grammar:
             >>> g.accepts("<a>x</a>"), g.accepts("<a>x</a>y</a>")
             (True, False)
         """
-        from .structural_tag import structural_tag_rules  # imports the pydantic models
-
-        rules, root = structural_tag_rules(tag)
+        if _structural_tag_rules is None:
+            raise GrammarError(
+                "structural tags need agentgrammar.grammar.structural_tag: import agentgrammar first"
+            )
+        rules, root = _structural_tag_rules(tag)
         return cls(rules, root)
 
     @classmethod
@@ -243,12 +287,11 @@ class Grammar:
             ("root", name),
             ("_bytes", None),
             ("_normalized", (rule, *own)),
-            ("_compiled_bytes", None),
             ("_parts", self._parts),  # the new rule embeds nothing
             ("_pieces", self._pieces),
             ("_link", None),
-            ("_key", None),
-            ("_kept", None),
+            ("_digest", None),
+            ("_shared", False),
         ):
             object.__setattr__(out, slot, value)
         return out
@@ -298,25 +341,65 @@ class Grammar:
             object.__setattr__(self, "_bytes", data)
         return data
 
+    @property
+    def digest(self) -> bytes:
+        """A 20-byte digest of what the C core loads: the serialized form and, in order, the
+        parts' digests (computed once). Grammars with equal digests compile alike: the
+        ``Compiler`` keys what it keeps by it.
+
+        Example:
+            >>> Grammar.from_regex("a|b").digest == Grammar.from_ebnf('root ::= "a" | "b"').digest
+            True
+            >>> len(Grammar.from_regex("a").digest)
+            20
+        """
+        found = self._digest
+        if found is None:
+            h = hashlib.blake2b(self.to_bytes(), digest_size=20)
+            if self.parts:
+                h.update(b"".join(content_digests(self.parts)))  # the same digest as one update per part
+            found = h.digest()
+            object.__setattr__(self, "_digest", found)
+        return found
+
+    def counted_bytes(self) -> int:
+        """The estimated bytes of Python objects this grammar keeps (its IR, normalized rules,
+        link tables and serialized words), for the caches' byte budget (``memo.grammar_bytes``):
+        ``GRAMMAR_BYTES_PER_WORD`` per byte of its serialized form, or 2 KiB per rule before
+        it is serialized.
+
+        Example:
+            >>> g = Grammar.from_regex("[a-z]+")
+            >>> g.counted_bytes() == 2048 * len(g.rules)  # not serialized yet
+            True
+            >>> words = g.to_bytes()
+            >>> g.counted_bytes() == GRAMMAR_BYTES_PER_WORD * len(words)
+            True
+        """
+        words = self._bytes
+        if words is None:  # not serialized yet (never compiled): its rules, roughly
+            return 2048 * len(self.rules)
+        return GRAMMAR_BYTES_PER_WORD * len(words)
+
+    def counted_parts(self) -> Tuple["Grammar", ...]:
+        """The parts counted with this grammar in the caches' byte budget: those found so far
+        (``parts`` is not computed for it)."""
+        return self._parts or ()
+
     def accepts(self, text: Union[str, bytes]) -> bool:
         """True when ``text`` (UTF-8 for ``str``) is a complete sentence of this grammar.
 
-        Runs the C engine over a one-byte-per-token vocabulary; handy for checking outputs.
+        Runs the C engine over a one-byte-per-token vocabulary (``engine.accept.accepts``, set
+        by the package root: see ``set_acceptor``); handy for checking outputs.
 
         Example:
             >>> g = Grammar.from_regex("a+b")
             >>> g.accepts("aab"), g.accepts("ab!"), g.accepts(b"b")
             (True, False, False)
         """
-        from ..engine.compiler import byte_compiler  # the engine builds on this module
-        from ..engine.matcher import Matcher
-
-        compiled = self._compiled_bytes
-        if compiled is None:
-            compiled = byte_compiler().compile(self)
-            object.__setattr__(self, "_compiled_bytes", compiled)
-        matcher = Matcher(compiled)
-        return matcher.accept_string(text) and matcher.is_completed()
+        if _acceptor is None:
+            raise GrammarError("Grammar.accepts needs the engine: import agentgrammar first")
+        return _acceptor(self, text)
 
     def __str__(self) -> str:
         return to_ebnf(self.rules, self.root)
@@ -345,3 +428,14 @@ class Grammar:
 
 
 _JSON_CACHE: Dict[bool, Grammar] = {}
+
+
+def content_digests(grammars: Sequence[Grammar]) -> List[bytes]:
+    """``digest`` of each grammar: a request's hundreds of parts, their digests read in place.
+
+    Example:
+        >>> g = Grammar.from_regex("a")
+        >>> content_digests([g, g]) == [g.digest, g.digest]
+        True
+    """
+    return [g._digest if g._digest is not None else g.digest for g in grammars]

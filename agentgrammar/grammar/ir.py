@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from . import pieces
-
-#: The largest Unicode code point.
-MAX_CODE_POINT = 0x10FFFF
+from .utf8 import MAX_CODE_POINT as MAX_CODE_POINT  # the bound of a CharClass, kept importable here
+from .utf8 import cut_points
 
 
 @dataclass(frozen=True)
@@ -107,6 +106,20 @@ class TagDispatch:
         return [t for t, _ in self.triggers] + list(self.stop_str) + list(self.excludes)
 
 
+class GrammarBase:
+    """The base class of ``agentgrammar.grammar.Grammar``, a validated, complete grammar: what
+    an ``Embed`` holds. Declared here so that the IR names it without importing the Grammar
+    facade, which builds on the IR.
+
+    Example:
+        >>> from agentgrammar.grammar import Grammar
+        >>> isinstance(Grammar.from_regex("a"), GrammarBase)
+        True
+    """
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, eq=False)
 class Embed:
     """The language of another, complete ``Grammar`` (its root rule), used as one part.
@@ -123,7 +136,7 @@ class Embed:
         (True, True)
     """
 
-    grammar: "Any"  # an agentgrammar.grammar.Grammar (typed loosely: grammar.py imports this module)
+    grammar: Any  # an agentgrammar.grammar.Grammar (a GrammarBase: grammar.py imports this module)
 
 
 class KeyTrie(Choice):
@@ -204,8 +217,6 @@ class KeyTrie(Choice):
         return order
 
     def _expand(self) -> "Expr":
-        from .utf8 import cut_points  # utf8 imports this module
-
         made: Dict[int, Expr] = {}  # by the id of a subtrie: all stay alive until the end
         nodes = self.subtries()
         for node in nodes:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Iterable, List, Sequence, Tuple
 
-from .ir import MAX_CODE_POINT
+#: The largest Unicode code point.
+MAX_CODE_POINT = 0x10FFFF
 
 ByteRange = Tuple[int, int]
 ByteSeq = Tuple[ByteRange, ...]

@@ -22,6 +22,7 @@ from .ir import (
     Choice,
     Embed,
     Expr,
+    GrammarBase,
     KeyTrie,
     Literal,
     Repeat,
@@ -111,7 +112,7 @@ def _check_node(e: Expr, rule: str, refs: List[str], stack: List[Expr]) -> None:
     elif isinstance(e, TagDispatch):
         refs.extend(_check_dispatch(e, rule))
     elif isinstance(e, Embed):
-        if not hasattr(e.grammar, "normalized_rules"):  # a Grammar (grammar.py builds on this module)
+        if not isinstance(e.grammar, GrammarBase):  # a Grammar (grammar.py builds on this module)
             raise GrammarError(f"rule '{rule}': Embed needs a Grammar, not {type(e.grammar).__name__}")
     else:
         raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")

@@ -263,9 +263,8 @@ class MCPConnection:
         prefix: str = "",
         timeout_s: Optional[float] = None,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        make_registry: Callable[[List[Tool]], Any],
     ) -> None:
-        from .registry import ToolRegistry  # registry.py imports this module on use
-
         self.where = where
         self._closing: Optional[asyncio.Event] = None
         self._loop = asyncio.new_event_loop()
@@ -284,7 +283,7 @@ class MCPConnection:
                     f"the MCP server {where} did not list its tools within {connect_timeout_s:g} s"
                 ) from None
             raise ToolError(f"cannot connect to the MCP server {where}: {_describe(e)}") from e
-        self.registry: ToolRegistry = ToolRegistry(tools)
+        self.registry: Any = make_registry(tools)  # the ToolRegistry (registry.py builds on this module)
 
     async def _serve(
         self,
@@ -362,6 +361,7 @@ def connect_stdio(
     prefix: str = "",
     timeout_s: Optional[float] = None,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    make_registry: Callable[[List[Tool]], Any],
 ) -> MCPConnection:
     """Start the MCP server ``command`` (a list: the program, then its arguments) and connect to
     it over stdio; see ``ToolRegistry.from_mcp_stdio``."""
@@ -382,6 +382,7 @@ def connect_stdio(
         prefix=prefix,
         timeout_s=timeout_s,
         connect_timeout_s=connect_timeout_s,
+        make_registry=make_registry,
     )
 
 
@@ -391,6 +392,7 @@ def connect_http(
     prefix: str = "",
     timeout_s: Optional[float] = None,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    make_registry: Callable[[List[Tool]], Any],
 ) -> MCPConnection:
     """Connect to the MCP server at ``url`` over streamable HTTP; see
     ``ToolRegistry.from_mcp_http``."""
@@ -408,4 +410,5 @@ def connect_http(
         prefix=prefix,
         timeout_s=timeout_s,
         connect_timeout_s=connect_timeout_s,
+        make_registry=make_registry,
     )

@@ -243,7 +243,7 @@ class ToolRegistry:
         """
         from .mcp import connect_stdio
 
-        return connect_stdio(command, **options)
+        return connect_stdio(command, make_registry=cls, **options)
 
     @classmethod
     def from_mcp_http(cls, url: str, **options: Any) -> MCPConnection:
@@ -252,7 +252,7 @@ class ToolRegistry:
         ``connect_timeout_s``."""
         from .mcp import connect_http
 
-        return connect_http(url, **options)
+        return connect_http(url, make_registry=cls, **options)
 
     # -- reading ----------------------------------------------------------------------------------
 

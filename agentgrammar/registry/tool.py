@@ -29,6 +29,7 @@ from pydantic_core import PydanticSerializationError
 
 from ..errors import ToolError
 from .docstrings import parse_docstring
+from .nesting import MAX_JSON_DEPTH, nesting_depth
 from .signature import SignatureModel, signature_model, tool_json_schema
 
 __all__ = ["TOOL_NAME_PATTERN", "Tool", "ToolCall", "check_timeout_s", "check_tool_name"]
@@ -376,8 +377,6 @@ class Tool:
         """``ToolError`` for arguments nested past ``MAX_JSON_DEPTH`` (or cyclic): the validators
         recurse once or more per level, and past Python's recursion limit they would fail
         with a ``RecursionError`` instead."""
-        from ..formats.arguments import MAX_JSON_DEPTH, nesting_depth  # formats imports this module
-
         if nesting_depth(arguments, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
             raise ToolError(
                 f"invalid arguments for tool {self.name!r}: they nest more than {MAX_JSON_DEPTH} levels "

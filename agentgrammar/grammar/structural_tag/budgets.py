@@ -17,6 +17,7 @@ from typing import Any, List
 
 from pydantic import BaseModel
 
+from ..token_budget import TokenBudget
 from ..token_markers import encode_text
 from . import models as st
 from .parse import parse_structural_tag
@@ -28,7 +29,6 @@ __all__ = ["token_budgets"]
 def token_budgets(tag: Any) -> List[Any]:
     """The ``TokenBudget`` of each tag of ``tag`` (a model, dict or JSON text) whose content is
     ``any_text`` or ``any_tokens`` with ``max_tokens``, in the order they are met."""
-    from ...engine.token_budget import TokenBudget  # the engine imports this package
 
     out: List[Any] = []
     stack: List[Any] = [parse_structural_tag(tag).format]

@@ -25,8 +25,7 @@ from ...errors import StructuralTagError
 from ..ir import EMPTY, Expr, Literal, Repeat, RuleRef, choice, seq
 from ..json_values import format_chars
 from ..regex import parse_regex
-from .xml_styles import _NAME, _count, _some
-from .xml_values import Case, ValueCases, required_of
+from .xml_values import XML_NAME, Case, ValueCases, count_of, required_of, some_of
 
 __all__ = ["nested_style_expr"]
 
@@ -120,7 +119,7 @@ class GemmaStyle:
         if "prefixItems" in schema:
             raise StructuralTagError("'prefixItems' is not supported by the gemma style", path=path)
         ws = self.v.ws()
-        lo, hi = _count(schema, "minItems") or 0, _count(schema, "maxItems")
+        lo, hi = count_of(schema, "minItems") or 0, count_of(schema, "maxItems")
         empty = seq([Literal(b"["), ws, Literal(b"]")])
         item = self.value(schema.get("items", True), path + ".items")
         if item is None or hi == 0:
@@ -133,9 +132,9 @@ class GemmaStyle:
 
     def generic_object(self) -> Expr:
         ws, any_value = self.v.ws(), self.any()
-        member = seq([_NAME, ws, Literal(b":"), ws, any_value])
+        member = seq([XML_NAME, ws, Literal(b":"), ws, any_value])
         more = Repeat(seq([ws, Literal(b","), ws, member]), 0, None)
-        return _some(
+        return some_of(
             [
                 seq([Literal(b"{"), ws, member, more, ws, Literal(b"}")]),
                 seq([Literal(b"{"), ws, Literal(b"}")]),
@@ -151,7 +150,7 @@ class GemmaStyle:
             items = seq([self._any, Repeat(seq([ws, Literal(b","), ws, self._any]), 0, None)])
             array = seq([Literal(b"["), ws, Repeat(seq([items, ws]), 0, 1), Literal(b"]")])
             scalars = self.v.json({"type": ["number", "boolean", "null"]}, "$")
-            self.v.b.rules[name] = _some(
+            self.v.b.rules[name] = some_of(
                 [scalars, self.string(self.v.text(_QUOTE)), array, self.generic_object()]
             )
         return self._any
@@ -220,13 +219,13 @@ class MinimaxM3Style:
             firsts.append(seq([member, *rest]))
         body = choice(firsts)
         assert body is not None
-        return _some([EMPTY, seq([ws, body, ws])])
+        return some_of([EMPTY, seq([ws, body, ws])])
 
     def array(self, schema: Mapping[str, Any], path: str) -> Optional[Expr]:
         if "prefixItems" in schema:
             raise StructuralTagError("'prefixItems' is not supported by minimax_m3_xml", path=path)
         ws = self.v.ws()
-        lo, hi = _count(schema, "minItems") or 0, _count(schema, "maxItems")
+        lo, hi = count_of(schema, "minItems") or 0, count_of(schema, "maxItems")
         value = self.value(schema.get("items", False), path + ".items")
         if value is None or hi == 0:
             return EMPTY if lo == 0 else None
@@ -235,7 +234,7 @@ class MinimaxM3Style:
         item = self.element("item", value)
         more = Repeat(seq([ws, item]), max(lo - 1, 0), None if hi is None else hi - 1)
         full = seq([ws, item, more, ws])
-        return _some([EMPTY, full]) if lo == 0 else full
+        return some_of([EMPTY, full]) if lo == 0 else full
 
 
 def nested_style_expr(

@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ...errors import StructuralTagError
-from ..ir import EMPTY, CharClass, Expr, Literal, Repeat, RuleRef, choice, seq
+from ..ir import EMPTY, Expr, Literal, Repeat, RuleRef, choice, seq
 from ..regex import parse_regex
 from . import models as st
 from .base import BuilderBase
-from .xml_values import Case, ValueCases, defs_of, required_of
+from .xml_nested import nested_style_expr
+from .xml_values import XML_NAME, Case, ValueCases, count_of, defs_of, required_of, some_of
 
 __all__ = ["XML_STYLES", "xml_style_expr"]
 
@@ -65,8 +66,6 @@ _FLAT: Dict[str, _Flat] = {
 #: Every XML parameter style of xgrammar 0.2.9.
 XML_STYLES = (*_FLAT, "gemma", "minimax_m3_xml")
 
-_NAME = seq([CharClass(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
-             Repeat(CharClass(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))), 0, None)])  # fmt: skip
 _KIMI_TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 _STRINGS = ("text", "raw", "str")
 _COHERE_KEY = r'([^\x00"&<>]|&amp;|&lt;|&gt;|&quot;)+'
@@ -74,11 +73,6 @@ _COHERE_KEY = r'([^\x00"&<>]|&amp;|&lt;|&gt;|&quot;)+'
 
 def _xml_escape(key: str) -> str:
     return key.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
-def _count(schema: Mapping[str, Any], key: str) -> Optional[int]:
-    v = schema.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 class FlatStyle:
@@ -117,8 +111,8 @@ class FlatStyle:
         if self.any_order and elements:
             item = choice([e for e, _ in elements])
             assert item is not None
-            lo = max(_count(schema, "minProperties") or 0, sum(r for _, r in elements))
-            hi = _count(schema, "maxProperties")
+            lo = max(count_of(schema, "minProperties") or 0, sum(r for _, r in elements))
+            hi = count_of(schema, "maxProperties")
             if hi is not None and hi < lo:
                 return None
             if lo == 0:
@@ -203,7 +197,7 @@ class FlatStyle:
         ws = self.v.ws()
         if self.s.attrs == "cohere":
             return RuleRef(self.cohere_any()[1])
-        head = seq([self.v.literal(self.s.open), _NAME])
+        head = seq([self.v.literal(self.s.open), XML_NAME])
         if self.s.attrs == "string_flag":
             element = seq([head, self.flagged([("any", None)], "$")])
         else:
@@ -212,7 +206,7 @@ class FlatStyle:
             body = self.body([("any", None)], "$")
             assert body is not None
             element = seq([head, self.middle(kimi), body, self.v.literal(self.s.end)])
-        return _some([seq([ws, element, Repeat(seq([ws, element]), 0, None), ws]), ws])
+        return some_of([seq([ws, element, Repeat(seq([ws, element]), 0, None), ws]), ws])
 
     # ---- cohere_xml -----------------------------------------------------------------------------
 
@@ -254,7 +248,7 @@ class FlatStyle:
         """Cohere's list: items ``<cofl:value type="...">VALUE</cofl:value>``, nothing between."""
         if "prefixItems" in schema:
             raise StructuralTagError("'prefixItems' is not supported by cohere_xml", path=path)
-        lo, hi = _count(schema, "minItems") or 0, _count(schema, "maxItems")
+        lo, hi = count_of(schema, "minItems") or 0, count_of(schema, "maxItems")
         items = schema.get("items", False)
         if hi is not None and hi < lo:
             return None
@@ -272,7 +266,7 @@ class FlatStyle:
             self._cohere = (groups, obj)
             end = self.v.literal("</cofl:value>")
             scalar = self.v.json({"type": ["number", "boolean", "null"]}, "$")
-            b.rules[groups] = _some([
+            b.rules[groups] = some_of([
                 seq([self.v.literal(' type="raw">'), self.v.text("</cofl:value>"), end]),
                 seq([self.v.literal(' type="json">'), ws, scalar, ws, end]),
                 seq([self.v.literal(' type="dict">'), ws, RuleRef(obj), ws, end]),
@@ -280,16 +274,9 @@ class FlatStyle:
             ])  # fmt: skip
             key = parse_regex(_COHERE_KEY)
             element = seq([self.v.literal('<cofl:value name="'), key, Literal(b'"'), RuleRef(groups)])
-            b.rules[obj] = _some([seq([ws, element, Repeat(seq([ws, element]), 0, None), ws]), ws])
+            b.rules[obj] = some_of([seq([ws, element, Repeat(seq([ws, element]), 0, None), ws]), ws])
             b.rules[lst] = Repeat(seq([self.v.literal("<cofl:value"), RuleRef(groups)]), 0, None)
         return self._cohere
-
-
-def _some(items: List[Expr]) -> Expr:
-    """The choice of ``items`` (never empty)."""
-    found = choice(items)
-    assert found is not None
-    return found
 
 
 def _check_excludes(f: st.JSONSchema, path: str) -> None:
@@ -315,8 +302,6 @@ def _check_excludes(f: st.JSONSchema, path: str) -> None:
 
 def xml_style_expr(b: BuilderBase, f: st.JSONSchema, path: str) -> Optional[Expr]:
     """The grammar of ``json_schema`` item ``f`` in its XML ``style`` (see the module docstring)."""
-    from .xml_nested import nested_style_expr  # the nested styles build on this module
-
     _check_excludes(f, path + ".excludes")
     options: Tuple[Tuple[str, Any], ...] = (
         ("strict", True),

@@ -26,14 +26,32 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ...errors import GrammarError, StructuralTagError
-from ..ir import CharClass, Embed, Expr, Literal, Repeat, RuleRef, TagDispatch, choice
+from ..ir import CharClass, Embed, Expr, Literal, Repeat, RuleRef, TagDispatch, choice, seq
 from ..json_values import format_chars
 from ..regex import parse_regex
 from ..token_markers import encode_text
 from .base import BuilderBase
 from .schemas import _schema_grammars
 
-__all__ = ["WHITESPACE", "Case", "ValueCases"]
+__all__ = ["WHITESPACE", "XML_NAME", "Case", "ValueCases", "count_of", "some_of"]
+
+#: An XML name as the styles write property names: a letter or underscore, then word characters.
+XML_NAME = seq([CharClass(((0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))),
+             Repeat(CharClass(((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))), 0, None)])  # fmt: skip
+
+
+def count_of(schema: Mapping[str, Any], key: str) -> Optional[int]:
+    """``schema[key]`` when it is a non-negative int (a count keyword), else ``None``."""
+    v = schema.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def some_of(items: List[Expr]) -> Expr:
+    """The choice of ``items`` (never empty)."""
+    found = choice(items)
+    assert found is not None
+    return found
+
 
 #: A case of a value: its kind and its schema (or constant text).
 Case = Tuple[str, Any]

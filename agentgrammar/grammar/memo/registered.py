@@ -1,0 +1,233 @@
+"""Caches of other kinds that count with the memos: a cache seen through functions
+(``register_cache``), a dict (``register_mapping``) and a ``functools.lru_cache``
+(``register_lru``).
+
+Example:
+    >>> kept = {"a": 1}
+    >>> register_mapping("registered example", lambda: kept, entry_bytes=100)
+    >>> unregister_cache("registered example")
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any, Callable, Iterable, List, Optional, Tuple
+
+from .caches import _CACHES, _Account
+from .sizes import _LOCK, _SKIP_TYPES, CountedOnce, _acquire, _release, approx_bytes, grammar_bytes
+
+__all__ = ["register_cache", "register_lru", "register_mapping", "unregister_cache"]
+
+
+class _Registered(_Account):
+    """A cache of another module, seen through functions (``register_cache``)."""
+
+    def __init__(
+        self,
+        name: str,
+        size: Callable[[], int],
+        shrink: Callable[[float], None],
+        clear: Callable[[], None],
+        grammars: Optional[Callable[[], Iterable[Any]]],
+        length: Callable[[], int],
+        live: bool,
+        whole: bool = False,
+    ) -> None:
+        self.name = name
+        self._whole = whole  # shrinking clears it all: once the shares asked of it add up to half
+        self._debt = 0.0
+        self._size, self._shrink, self._clear = size, shrink, clear
+        self._grammars, self._len = grammars, length
+        self._live = live  # size() is cheap: read each time
+        self._bytes = 0  # else size() as of the last measure, shrink or clear (it may cost a scan)
+        self._held: Tuple[Any, ...] = ()  # the grammars counted for it, as of the last scan
+
+    def own_bytes(self) -> int:
+        return self._size() if self._live else self._bytes
+
+    def _rescan(self) -> None:
+        held = tuple(self._grammars()) if self._grammars is not None else ()
+        _acquire(held)  # before the release: a grammar held before and now stays counted
+        _release(self._held)
+        self._held = held
+        self._bytes = self._size()
+
+    def measure(self) -> None:
+        self._rescan()
+
+    def shrink(self, fraction: float) -> None:
+        if self._whole:
+            self._debt += fraction
+            if self._debt < 0.5:
+                return
+            self._debt = 0.0
+        self._shrink(fraction)
+        self._rescan()
+
+    def cache_clear(self) -> None:
+        self._clear()
+        _release(self._held)
+        self._held = ()
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return self._len()
+
+
+def register_cache(
+    name: str,
+    *,
+    size: Callable[[], int],
+    shrink: Callable[[float], None],
+    clear: Callable[[], None],
+    length: Callable[[], int],
+    grammars: Optional[Callable[[], Iterable[Any]]] = None,
+    live: bool = True,
+    whole: bool = False,
+) -> None:
+    """Count a cache of another kind: ``size()`` its bytes (grammars aside), ``shrink(f)`` drops
+    about the oldest fraction ``f`` of its entries, ``clear()`` all of them, ``length()`` counts
+    them, ``grammars()`` (optional) the grammars it holds (counted in the ledger). ``live``:
+    ``size()`` is cheap and read every time; else it is read when new memo entries are measured
+    (new schemas come with them), after a shrink and by ``memo_bytes``. ``whole``: ``shrink``
+    can only empty it, so it is emptied once the shares that trims asked of it add up to half.
+
+    Example:
+        >>> from agentgrammar.grammar.memo import memo_bytes
+        >>> kept = {"a": 1}
+        >>> register_cache("doc example", size=lambda: 64 * len(kept), shrink=lambda f: kept.clear(),
+        ...                clear=kept.clear, length=lambda: len(kept))
+        >>> memo_bytes()["doc example"]
+        64
+        >>> unregister_cache("doc example")
+    """
+    with _LOCK:
+        _CACHES.append(_Registered(name, size, shrink, clear, grammars, length, live, whole))
+
+
+def register_mapping(
+    name: str,
+    mapping: Callable[[], Any],
+    *,
+    entry_bytes: int = 256,
+    entry_size: Optional[Callable[[Any, Any], int]] = None,
+) -> None:
+    """Count a dict (or ``OrderedDict``) cache that ``mapping()`` returns, oldest entries first:
+    ``entry_size(key, value)`` (else ``entry_bytes``) per entry, plus the grammars among its
+    values (and inside tuple values), counted in the ledger.
+
+    Example:
+        >>> from agentgrammar.grammar.memo import memo_bytes
+        >>> kept = {"a": 1}
+        >>> register_mapping("doc mapping", lambda: kept, entry_bytes=100)
+        >>> memo_bytes()["doc mapping"]
+        100
+        >>> unregister_cache("doc mapping")
+    """
+
+    def grammars() -> List[Any]:
+        out = []
+        for v in list(mapping().values()):
+            for x in v if isinstance(v, tuple) else (v,):
+                if isinstance(x, CountedOnce):
+                    out.append(x)
+        return out
+
+    def shrink(fraction: float) -> None:
+        d = mapping()
+        for key in list(d)[: max(1, int(len(d) * fraction + 0.999))] if d else []:
+            d.pop(key, None)
+
+    def size() -> int:
+        if entry_size is None:
+            return entry_bytes * len(mapping())
+        return sum(entry_size(k, v) for k, v in list(mapping().items()))
+
+    register_cache(
+        name,
+        size=size,
+        shrink=shrink,
+        clear=lambda: mapping().clear(),
+        length=lambda: len(mapping()),
+        grammars=grammars,
+        live=entry_size is None,
+    )
+
+
+class _LruAccount(_Account):
+    """A ``functools.lru_cache`` function: its entries are seen through ``gc.get_referents``
+    (the keys and results it holds), a sample of them walked whenever its size doubled or
+    halved since the last walk, the bytes per entry found then applied to its current size.
+    Shrinking can only empty it: once the shares that trims asked of it add up to half."""
+
+    _SAMPLE = 128  # results walked per measure
+
+    def __init__(self, name: str, function: Any, entry_bytes: int) -> None:
+        self.name = name
+        self._fn = function
+        self._per_entry = entry_bytes  # until the first walk
+        self._measured_at = 0
+        self._debt = 0.0
+
+    def __len__(self) -> int:
+        return int(self._fn.cache_info().currsize)
+
+    def own_bytes(self) -> int:
+        return len(self) * self._per_entry
+
+    def measure(self) -> None:
+        n = len(self)
+        if n < 16 or self._measured_at // 2 < n < 2 * self._measured_at:
+            return
+        skip = {id(getattr(self._fn, "__dict__", None)), id(self._fn.__wrapped__)}
+        held = [r for r in gc.get_referents(self._fn) if not isinstance(r, _SKIP_TYPES) and id(r) not in skip]
+        table = [r for r in held if isinstance(r, dict)]  # the cache's own table
+        items = [r for r in held if not isinstance(r, dict)]  # its keys and results, in pairs
+        step = max(1, len(items) // (2 * self._SAMPLE))
+        sample = items[::step] if step > 1 else items
+        found: List[Any] = []
+        walked = approx_bytes([*table, *sample], grammars=found, limit=1_000_000)
+        walked += sum(grammar_bytes(g) for g in {id(g): g for g in found}.values())
+        self._per_entry = max(64, walked * step // max(1, n))
+        self._measured_at = n
+
+    def shrink(self, fraction: float) -> None:
+        self._debt += fraction
+        if self._debt >= 0.5:
+            self.cache_clear()
+
+    def cache_clear(self) -> None:
+        self._fn.cache_clear()
+        self._debt = 0.0
+        self._measured_at = 0
+
+
+def register_lru(name: str, function: Any, *, entry_bytes: int = 2048) -> None:
+    """Count a ``functools.lru_cache`` function: its keys and results, measured from a sample
+    (``gc.get_referents``), ``entry_bytes`` per entry until the first measure; shrinking it
+    empties it, so trims do that once the shares they asked of it add up to half.
+
+    Example:
+        >>> import functools
+        >>> from agentgrammar.grammar.memo import memo_bytes
+        >>> @functools.lru_cache(maxsize=8)
+        ... def square(x: int) -> int:
+        ...     return x * x
+        >>> register_lru("doc squares", square, entry_bytes=100); square(3)
+        9
+        >>> memo_bytes()["doc squares"]
+        100
+        >>> unregister_cache("doc squares")
+    """
+    with _LOCK:
+        _CACHES.append(_LruAccount(name, function, entry_bytes))
+
+
+def unregister_cache(name: str) -> None:
+    """Stop counting the registered caches named ``name`` (``register_cache`` and kin).
+
+    Example:
+        >>> unregister_cache("no such cache")
+    """
+    with _LOCK:
+        _CACHES[:] = [c for c in _CACHES if c.name != name]
