@@ -178,14 +178,21 @@ def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -
                     f"the value of parameter {key!r} names the key {e.key!r} twice", value_at
                 ) from None
             except JSONLimitError as e:
-                if e.kind != "constant":  # JSON, but past a limit (NaN is a word: text, below)
+                if typed or e.kind != "constant":  # JSON past a limit (NaN is a word: text, below)
                     raise _error(
                         f"the value of parameter {key!r} holds {e.problem}", value_at + e.offset
                     ) from None
                 args[key] = raw
             except ValueError:  # a string after all (validation, if any, reports it)
                 # Qwen3-Coder's template writes booleans and null the Python way (True, None).
-                args[key] = PYTHON_LITERALS[raw.strip()] if raw.strip() in PYTHON_LITERALS else raw
+                if raw.strip() in PYTHON_LITERALS:
+                    args[key] = PYTHON_LITERALS[raw.strip()]
+                elif typed:  # the family marked it as JSON (DeepSeek's string="false")
+                    raise _error(
+                        f"the value of parameter {key!r} is marked as JSON but is not", value_at
+                    ) from None
+                else:
+                    args[key] = raw
         pos = value_end + len(fmt.param_end)
     return args, pos
 
