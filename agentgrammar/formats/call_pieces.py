@@ -85,6 +85,10 @@ def _after_name(
     return found[1]
 
 
+#: The most digits of a call index in a ``call_id_form`` head: bounded, so that a weak model
+#: cannot loop writing digits (a million calls in a conversation is past any real one).
+MAX_INDEX_DIGITS = 6
+
 # (end, id of the argument grammar) -> (that grammar, what follows the name in a call_id_form
 # head: the index's digits, the end, the arguments).
 _AFTER_INDEX: "BoundedCache[Tuple[Grammar, Grammar]]" = BoundedCache("after-index grammars", limit=4096)
@@ -96,7 +100,7 @@ def _after_index(end: str, args: Grammar) -> Grammar:
     key = (end, id(args))
     found = _AFTER_INDEX.get(key)
     if found is None or found[0] is not args:
-        digits = Repeat(CharClass(((0x30, 0x39),)), 1, None)
+        digits = Repeat(CharClass(((0x30, 0x39),)), 1, MAX_INDEX_DIGITS)
         grammar = Grammar.from_rules([Rule("root", Seq((digits, Literal(encode_text(end)), Embed(args))))])
         found = _AFTER_INDEX.put(key, (args, grammar))
     return found[1]
@@ -114,7 +118,8 @@ def _id_form_tags(fmt: "AgentFormat", tool: Tool, content: st.Format) -> Tuple[s
         if args is not None:
             body: st.Format = st.GrammarText(grammar=_after_index(after, args))
         else:
-            body = st.Sequence(elements=[st.Regex(pattern="[0-9]+"), st.ConstString(value=after), content])
+            index = st.Regex(pattern=f"[0-9]{{1,{MAX_INDEX_DIGITS}}}")
+            body = st.Sequence(elements=[index, st.ConstString(value=after), content])
         head = begin + form.prefix + tool.name + form.middle
         tags.append(st.Tag(begin=head, content=body, end=fmt._call_tail()))
     return tuple(tags)

@@ -29,7 +29,8 @@ Layouts of the arguments of one call (``call_layout``):
   name then ends where the first parameter or the call's end starts (GLM-4.5).
 
 With ``call_id_form`` (``name_then_json``), the call's head holds its id in place of the bare
-name (Kimi-K2's ``functions.NAME:IDX``, ``call_ids``): the grammar requires it, ``parse`` gives it
+name (Kimi-K2's ``functions.NAME:IDX``, ``call_ids``): the grammar requires it (an index of up
+to six digits), ``parse`` gives it
 as ``ToolCall.id`` and ``render`` writes the call's id, or its position in the turn.
 
 A call may open in several ways (``call_begin_variants``, paired with ``name_end_variants``:
@@ -87,7 +88,7 @@ from ..registry import Tool, ToolCall, check_tool_name
 from ..registry.openai import tool_to_openai
 from .arguments import order_like
 from .call_ids import CallIdForm
-from .call_pieces import build_call_tags
+from .call_pieces import MAX_INDEX_DIGITS, build_call_tags
 from .output import AgentOutput
 from .request import request_tag
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
@@ -450,6 +451,10 @@ class AgentFormat:
         if self.call_id_form is not None:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"the {self.name} format's call ids hold the tool's name: give name")
+            if index >= 10**MAX_INDEX_DIGITS:
+                raise ValueError(
+                    f"the {self.name} format's call indices have up to {MAX_INDEX_DIGITS} digits"
+                )
             return CallIdForm.parse(self.call_id_form).make(name, index)
         n = self.call_id_length
         if n is None:
@@ -471,10 +476,11 @@ class AgentFormat:
         if call.id is None:
             return form.make(call.name, position)
         read = form.read(call.id)
-        if read is None or read[0] != call.name:
+        if read is None or read[0] != call.name or len(read[1]) > MAX_INDEX_DIGITS:
             raise RenderError(
                 f"the {self.name} format writes the call id in the call's head as "
-                f"{self.call_id_form!r} with the call's name ({call.name!r}), got {call.id!r}"
+                f"{self.call_id_form!r} with the call's name ({call.name!r}) and an index of up to "
+                f"{MAX_INDEX_DIGITS} digits, got {call.id!r}"
             )
         return call.id
 

@@ -163,7 +163,7 @@ def requests(draw: Any, fmt: AgentFormat) -> Tuple[List[str], Dict[str, Any], Ag
         name = draw(st.sampled_from(allowed))
         call_id = fmt.new_call_id(draw(st.integers(0, 10**6))) if with_ids else None
         if fmt.call_id_form is not None:  # the head always holds the id (Kimi-K2's functions.NAME:IDX)
-            call_id = fmt.new_call_id(draw(st.integers(0, 10**6)), name)
+            call_id = fmt.new_call_id(draw(st.integers(0, 999_999)), name)
         calls.append(ToolCall(name, _in_schema_order(name, draw(_ARGS[name])), call_id))
     think = None
     if fmt.has_think and (reasoning == "enabled" or (reasoning == "auto" and draw(st.booleans()))):
