@@ -430,12 +430,14 @@ class Checker:
     ) -> Tuple[str, Dict[str, bool], str]:
         """``(status, flags, reason)``: status ``"ok"``, ``"miss"`` or ``"n/a"``; flags
         ``accepted`` / ``tokens`` / ``parsed``; reason says what failed first."""
-        from agentgrammar import AgentOutput, Matcher
+        from agentgrammar import AgentOutput, Matcher, ToolCall
 
         fmt = self.formats[preset]
         flags = {"accepted": False, "tokens": False, "parsed": False}
         if len(calls) > 1 and not fmt.parallel_calls:
             return "n/a", flags, f"{len(calls)} calls in a one-call format"
+        if fmt.call_id_form is not None:  # the call's head holds its id (Kimi-K2): parse gives it
+            calls = [ToolCall(c.name, c.arguments, fmt.new_call_id(i, c.name)) for i, c in enumerate(calls)]
         try:
             text = fmt.render(AgentOutput(tool_calls=list(calls)), tools=tools)
         except ValueError as e:  # the layout cannot write this call (e.g. an end marker in a value)

@@ -553,7 +553,7 @@ class Agent:
         calls = []
         for c in out.tool_calls:
             if c.id is None:
-                c = ToolCall(c.name, c.arguments, self._call_id(request.n_calls))
+                c = ToolCall(c.name, c.arguments, self._call_id(request.n_calls, c.name))
             request.n_calls += 1
             calls.append(c)
         step.tool_calls = calls
@@ -565,10 +565,11 @@ class Agent:
             if not out.tool_calls:
                 step.response = out.text or ""
 
-    def _call_id(self, index: int) -> str:
-        """The id of the conversation's ``index``-th call, in the family's shape."""
+    def _call_id(self, index: int, name: str) -> str:
+        """The id of the conversation's ``index``-th call (a call to ``name``), in the family's
+        shape (Kimi-K2's ids hold the name: ``functions.NAME:IDX``)."""
         make = getattr(self.format, "new_call_id", None)
-        return make(index) if callable(make) else f"call_{index + 1}"
+        return make(index, name) if callable(make) else f"call_{index + 1}"
 
     # ---- internals: after a turn -------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from ..grammar.memo import BoundedCache
 from ..grammar.structural_tag import compact_schema_grammar
 from ..grammar.token_markers import encode_text
 from ..registry import Tool
+from .call_ids import CallIdForm
 from .pythonic import arguments_grammar
 from .xml_params import params_content
 
@@ -83,6 +84,46 @@ def _after_name(
         grammar = Grammar.from_rules([Rule("root", Seq(items))])
         found = _AFTER_NAME.put(key, (args, grammar))
     return found[1]
+
+
+#: The most digits of a call index in a ``call_id_form`` head: bounded, so that a weak model
+#: cannot loop writing digits (a million calls in a conversation is past any real one).
+MAX_INDEX_DIGITS = 6
+
+# (end, id of the argument grammar) -> (that grammar, what follows the name in a call_id_form
+# head: the index's digits, the end, the arguments).
+_AFTER_INDEX: "BoundedCache[Tuple[Grammar, Grammar]]" = BoundedCache("after-index grammars", limit=4096)
+
+
+def _after_index(end: str, args: Grammar) -> Grammar:
+    """One or more ASCII digits (a call's index), ``end``, then ``args`` (one grammar per
+    argument grammar, shared by the tools with equal schemas)."""
+    key = (end, id(args))
+    found = _AFTER_INDEX.get(key)
+    if found is None or found[0] is not args:
+        digits = Repeat(CharClass(((0x30, 0x39),)), 1, MAX_INDEX_DIGITS)
+        grammar = Grammar.from_rules([Rule("root", Seq((digits, Literal(encode_text(end)), Embed(args))))])
+        found = _AFTER_INDEX.put(key, (args, grammar))
+    return found[1]
+
+
+def _id_form_tags(fmt: "AgentFormat", tool: Tool, content: st.Format) -> Tuple[st.Tag, ...]:
+    """The tags of a call whose head holds its id (``call_id_form``): per opening, the head up
+    to the index, then the index, the rest of the head and the arguments."""
+    assert fmt.call_id_form is not None
+    form = CallIdForm.parse(fmt.call_id_form)
+    args = _as_grammar(tool, content)
+    tags = []
+    for begin, end in fmt._heads():
+        after = form.suffix + end
+        if args is not None:
+            body: st.Format = st.GrammarText(grammar=_after_index(after, args))
+        else:
+            index = st.Regex(pattern=f"[0-9]{{1,{MAX_INDEX_DIGITS}}}")
+            body = st.Sequence(elements=[index, st.ConstString(value=after), content])
+        head = begin + form.prefix + tool.name + form.middle
+        tags.append(st.Tag(begin=head, content=body, end=fmt._call_tail()))
+    return tuple(tags)
 
 
 # (schema JSON, max whitespace, any_order) -> the flexible-whitespace argument grammar, with the
@@ -170,6 +211,7 @@ def build_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> 
             param_begin=fmt.param_begin,
             param_name_end=fmt.param_name_end,
             param_end=fmt.param_end,
+            param_name_end_json=fmt.param_name_end_json,
             json_format=lambda schema: json_format(fmt, tool, schema, any_order),
             any_order=any_order,
             markers=fmt.markers(),
@@ -180,6 +222,8 @@ def build_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> 
         content = json_format(fmt, tool, tool.parameters, any_order)
     if fmt.id_key is not None:
         content = _with_id_member(fmt, content)
+    if fmt.call_id_form is not None:
+        return _id_form_tags(fmt, tool, content)
     tail = fmt._call_tail()
     # One tag per way the call opens before the name; the name ends that may follow one
     # opening are a choice inside its tag (fewer tags: gpt-oss has 2 per tool, not 6).

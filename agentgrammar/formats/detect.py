@@ -4,8 +4,10 @@ A probe conversation (a user asks for the weather, the assistant calls ``get_wea
 through the template; the assistant turn it renders is what the family's models write. The
 preset is the one that reads that turn back as the call: best when its ``render`` writes the
 turn exactly, next when its grammar accepts it, last when it only parses it; among equals, the
-one whose think marker the template knows. ``FormatDetectError`` names the closest presets
-when none reads the call.
+one whose think marker the template knows. Where no preset reads it, the probe is made again
+with reasoning in the assistant turn: a template that writes the think block only for a turn
+with reasoning (MiniMax-M2, whose generation prompt opens the block) renders then the turn its
+model writes. ``FormatDetectError`` names the closest presets when none reads the call.
 
 Example:
     >>> class Qwen25Like:
@@ -42,6 +44,7 @@ _TOOL = Tool(
 _CALL = ToolCall("get_weather", {"city": "Oslo"})
 _ID = "abc123XYZ"  # 9 alphanumeric characters: Mistral's templates check the shape
 _USER = {"role": "user", "content": "What is the weather in Oslo?"}
+_THOUGHT = "The user asks for the weather in Oslo."
 # End-of-turn strings a rendered turn may end with, besides a preset's own ``stop``.
 _ENDS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "</s>", "<｜end▁of▁sentence｜>")
 
@@ -60,13 +63,16 @@ class FormatDetectError(AgentGrammarError, ValueError):
         self.closest = list(closest or [])
 
 
-def _assistant(arguments: Any) -> Dict[str, Any]:
+def _assistant(arguments: Any, think: Optional[str] = None) -> Dict[str, Any]:
     fn = {"name": _CALL.name, "arguments": arguments}
-    return {
+    out: Dict[str, Any] = {
         "role": "assistant",
         "content": "",
         "tool_calls": [{"id": _ID, "type": "function", "function": fn}],
     }
+    if think is not None:
+        out["reasoning_content"] = think
+    return out
 
 
 def _render(
@@ -107,14 +113,20 @@ class _Probe:
         begin = fmt.think_begin
         at = self.prompt.find(begin, self.suffix_at) if begin else -1
         if begin and at >= 0 and begin not in turn:
-            if at < self.common < at + len(begin):
-                # the renders part inside the prompt's marker: the template renders the turn
-                # without what the prompt opened (DeepSeek-V3.1's "<think>" becomes "</think>"),
-                # so the model writes the rendered turn after the whole marker
-                turn = self.prompt[at:] + self.prompt[at : self.common] + turn
+            opened = self.prompt[at:]
+            if at < self.common < at + len(begin) or at >= self.common:
+                # the renders part inside or before the prompt's marker: the template renders
+                # the turn without what the prompt opened (DeepSeek-V3.1's "<think>" becomes
+                # "</think>", V3.2's "<think></think>" too), so the model writes the rendered
+                # turn after the whole marker (without an end marker the prompt already wrote)
+                rendered = self.prompt[at : self.common] + turn if at < self.common else turn
+                end = fmt.think_end or ""
+                if end and opened.endswith(end) and rendered.startswith(end):
+                    rendered = rendered[len(end) :]
+                turn = opened + rendered
             else:
-                # shared with the rendered turn up to ``common``, or written by the prompt alone
-                turn = (self.prompt[at : self.common] if at < self.common else self.prompt[at:]) + turn
+                # shared with the rendered turn up to ``common``
+                turn = self.prompt[at : self.common] + turn
         ends = tuple(dict.fromkeys((*fmt.stop, *_ENDS)))
         changed = True
         while changed:
@@ -126,7 +138,7 @@ class _Probe:
         return turn
 
 
-def _probe(tokenizer: Any, kwargs: Dict[str, Any]) -> _Probe:
+def _probe(tokenizer: Any, kwargs: Dict[str, Any], think: Optional[str] = None) -> _Probe:
     prompt = _render(tokenizer, [_USER], True, kwargs)
     try:
         base = _render(tokenizer, [_USER], False, kwargs)
@@ -136,7 +148,7 @@ def _probe(tokenizer: Any, kwargs: Dict[str, Any]) -> _Probe:
     errors = []
     for arguments in (dict(_CALL.arguments), '{"city": "Oslo"}'):  # dict, or JSON text (DeepSeek)
         try:
-            full = _render(tokenizer, [_USER, _assistant(arguments)], False, kwargs)
+            full = _render(tokenizer, [_USER, _assistant(arguments, think)], False, kwargs)
         except Exception as e:
             errors.append(f"{type(e).__name__}: {e}")
             continue
@@ -204,6 +216,13 @@ def detect(tokenizer: Any, *, template_kwargs: Optional[Mapping[str, Any]] = Non
             f"the chat template fails on a tool-calling conversation: {type(e).__name__}: {e}"
         ) from e
     fits = [f for f in (_fit(get(n), probe, template) for n in names()) if f is not None]
+    if not fits:  # a template that writes the think block only for a turn with reasoning
+        try:
+            with_think = _probe(tokenizer, kwargs, _THOUGHT)
+        except Exception:
+            with_think = None
+        if with_think is not None and _THOUGHT in with_think.prompt + with_think.turn:
+            fits = [f for f in (_fit(get(n), with_think, template) for n in names()) if f is not None]
     if not fits:
         closest, turn = _closest(probe.turn), probe.turn
         hint = f"; closest: {', '.join(closest)}" if closest else ""

@@ -24,10 +24,17 @@ Layouts of the arguments of one call (``call_layout``):
   ``get_weather[CALL_ID]abc123XYZ[ARGS]``);
 * ``"xml"``: ``call_begin NAME name_end`` then per argument ``param_begin KEY param_name_end
   VALUE param_end``, then ``call_end``. String values (every string schema) are written raw,
-  everything else as JSON (see ``xml_params``);
+  everything else as JSON (see ``xml_params``), after ``param_name_end_json`` where the family
+  marks them apart (DeepSeek-V3.2's ``string="false"``). ``name_end`` may be empty here: the
+  name then ends where the first parameter or the call's end starts (GLM-4.5);
 * ``"pythonic"``: ``call_begin NAME name_end`` then keyword arguments whose values are Python
   literals, ``city="Oslo", days=3``, then ``call_end`` (Llama-4's ``[get_weather(city="Oslo")]``
   with ``name_end="("`` and ``call_end=")"``; see ``pythonic``).
+
+With ``call_id_form`` (``name_then_json``), the call's head holds its id in place of the bare
+name (Kimi-K2's ``functions.NAME:IDX``, ``call_ids``): the grammar requires it (an index of up
+to six digits), ``parse`` gives it
+as ``ToolCall.id`` and ``render`` writes the call's id, or its position in the turn.
 
 A call may open in several ways (``call_begin_variants``, paired with ``name_end_variants``:
 gpt-oss puts the recipient in the role or the channel header; Llama-3 may write
@@ -83,7 +90,8 @@ from ..grammar import structural_tag as st
 from ..registry import Tool, ToolCall, check_tool_name
 from ..registry.openai import tool_to_openai
 from .arguments import order_like
-from .call_pieces import build_call_tags
+from .call_ids import CallIdForm
+from .call_pieces import MAX_INDEX_DIGITS, build_call_tags
 from .errors import FormatParseError, RenderError
 from .output import AgentOutput
 from .parsing import parse_output, starts_like_call
@@ -143,7 +151,10 @@ class AgentFormat:
     ``id_key`` names an optional member after the arguments that holds the call's id
     (``ToolCall.id``); ``id_begin`` (``name_then_json``) is the marker between the name and an
     optional id, which ``name_end`` ends; ``call_id_length`` makes ids that many ASCII letters
-    and digits (Mistral's 9); ``new_call_id`` makes ids of the family's shape.
+    and digits (Mistral's 9); ``call_id_form`` (``name_then_json``) is an id written in the
+    head in place of the name, ``"functions.{name}:{index}"`` for Kimi-K2; ``new_call_id`` makes
+    ids of the family's shape. ``param_name_end_json`` (``xml``): the name end before a value
+    written as JSON, where it differs from the one before a raw string.
 
     Example:
         >>> fmt = AgentFormat(name="fn", call_layout="name_then_json", call_begin="<function=",
@@ -186,6 +197,8 @@ class AgentFormat:
     id_key: Optional[str] = None
     call_id_length: Optional[int] = None
     id_begin: Optional[str] = None
+    call_id_form: Optional[str] = None
+    param_name_end_json: Optional[str] = None
     tools_prompt: Optional[Callable[[Sequence[Tool]], str]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -203,10 +216,20 @@ class AgentFormat:
             raise ValueError(f"call_layout must be one of {_LAYOUTS}, got {self.call_layout!r}")
         if self.whitespace not in ("compact", "flexible"):
             raise ValueError(f"whitespace must be 'compact' or 'flexible', got {self.whitespace!r}")
-        if self.call_layout != "json_object" and not self.name_end:
+        if self.call_layout == "name_then_json" and not self.name_end:
             raise ValueError(f"the {self.call_layout} layout needs name_end (what follows the tool name)")
         if self.call_layout == "xml" and not (self.param_begin and self.param_name_end and self.param_end):
             raise ValueError("the xml layout needs param_begin, param_name_end and param_end")
+        if self.call_layout == "xml" and not (self.name_end or self.call_end):
+            raise ValueError("an xml layout without name_end needs call_end (the name ends at it)")
+        if self.param_name_end_json is not None and (
+            self.call_layout != "xml" or not self.param_name_end_json
+        ):
+            raise ValueError("param_name_end_json is a non-empty marker of the xml layout")
+        if self.call_id_form is not None:
+            if self.call_layout != "name_then_json" or self.id_begin is not None:
+                raise ValueError("call_id_form is for the name_then_json layout, without id_begin")
+            CallIdForm.parse(self.call_id_form)
         if self.calls_end and not self.calls_begin:
             raise ValueError("calls_end needs calls_begin")
         sep = tuple(self.separators)
@@ -348,6 +371,8 @@ class AgentFormat:
             self.id_key,
             self.call_id_length,
             self.id_begin,
+            self.call_id_form,
+            self.param_name_end_json,
         )
 
     def markers(self) -> List[str]:
@@ -374,14 +399,15 @@ class AgentFormat:
         if self.call_layout != "json_object":
             out += [self.name_end, *self.name_end_variants, self.id_begin]
         if self.call_layout == "xml":
-            out += [self.param_begin, self.param_name_end, self.param_end]
+            out += [self.param_begin, self.param_name_end, self.param_name_end_json, self.param_end]
         out += [s for s in (self.think_suffix, self.call_separator, self.block_separator) if s.strip(_WS)]
         return list(dict.fromkeys(m for m in out if m))
 
-    def new_call_id(self, index: int) -> str:
-        """An id for the ``index``-th call of a conversation, of the family's shape and the same
-        for the same index: ``call_id_length`` letters and digits (Mistral: 9), else
-        ``call_<index>``.
+    def new_call_id(self, index: int, name: Optional[str] = None) -> str:
+        """An id for the ``index``-th call of a conversation (a call to ``name``), of the
+        family's shape and the same for the same index: ``call_id_form`` filled with the name
+        and the index (Kimi-K2: ``functions.NAME:IDX``; it needs ``name``), else
+        ``call_id_length`` letters and digits (Mistral: 9), else ``call_<index>``.
 
         Example:
             >>> AgentFormat().new_call_id(3)
@@ -389,9 +415,20 @@ class AgentFormat:
             >>> mistral = AgentFormat(call_begin="", call_end="", id_key="id", call_id_length=9)
             >>> [len(mistral.new_call_id(i)) for i in range(3)], mistral.new_call_id(0) != mistral.new_call_id(1)
             ([9, 9, 9], True)
+            >>> AgentFormat(call_layout="name_then_json", call_begin="<c>", name_end="<a>",
+            ...             call_id_form="functions.{name}:{index}").new_call_id(2, "now")
+            'functions.now:2'
         """
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ValueError(f"a call index is a non-negative int, got {index!r}")
+        if self.call_id_form is not None:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"the {self.name} format's call ids hold the tool's name: give name")
+            if index >= 10**MAX_INDEX_DIGITS:
+                raise ValueError(
+                    f"the {self.name} format's call indices have up to {MAX_INDEX_DIGITS} digits"
+                )
+            return CallIdForm.parse(self.call_id_form).make(name, index)
         n = self.call_id_length
         if n is None:
             return f"call_{index}"
@@ -402,6 +439,23 @@ class AgentFormat:
             x, r = divmod(x, len(_ALNUM))
             out.append(_ALNUM[r])
         return "".join(out)
+
+    def _id_head(self, call: ToolCall, position: int) -> str:
+        """The id a ``call_id_form`` head holds: the call's own id (which must be of the form,
+        for this call's name), else the id of its ``position`` in the turn, as the templates
+        number calls without one."""
+        assert self.call_id_form is not None
+        form = CallIdForm.parse(self.call_id_form)
+        if call.id is None:
+            return form.make(call.name, position)
+        read = form.read(call.id)
+        if read is None or read[0] != call.name or len(read[1]) > MAX_INDEX_DIGITS:
+            raise RenderError(
+                f"the {self.name} format writes the call id in the call's head as "
+                f"{self.call_id_form!r} with the call's name ({call.name!r}) and an index of up to "
+                f"{MAX_INDEX_DIGITS} digits, got {call.id!r}"
+            )
+        return call.id
 
     def _check_id(self, call_id: str) -> None:
         n = self.call_id_length
@@ -538,7 +592,10 @@ class AgentFormat:
             )
             call = self.call_begin + body + key + "<arguments-json-object>}" + self.call_end
         elif self.call_layout == "name_then_json":
-            call = self.call_begin + "<tool-name>" + self.name_end + "<arguments-json-object>" + self.call_end
+            name = "<tool-name>"
+            if self.call_id_form is not None:
+                name = self.call_id_form.replace("{name}", name).replace("{index}", "<call-index>")
+            call = self.call_begin + name + self.name_end + "<arguments-json-object>" + self.call_end
         elif self.call_layout == "pythonic":
             call = self.call_begin + "<tool-name>" + self.name_end + "<name>=<value>, ..." + self.call_end
         else:
@@ -610,7 +667,7 @@ class AgentFormat:
                     marker=marker,
                 )
 
-    def _render_call(self, call: ToolCall, tool: Optional[Tool]) -> str:
+    def _render_call(self, call: ToolCall, tool: Optional[Tool], position: int = 0) -> str:
         try:
             check_tool_name(call.name)
         except ToolError:
@@ -624,6 +681,9 @@ class AgentFormat:
         if self.id_begin is not None and call.id is not None:
             self._check_id(call.id)
             head = self.call_begin + call.name + self.id_begin + call.id + self.name_end
+            return head + self._dumps(args) + self._call_tail()
+        if self.call_id_form is not None:
+            head = self.call_begin + self._id_head(call, position) + self.name_end
             return head + self._dumps(args) + self._call_tail()
         if self.call_layout == "pythonic":
             try:
@@ -650,9 +710,15 @@ class AgentFormat:
                     f"argument {key!r} of {call.name!r} cannot be written before {self.param_end!r}",
                     marker=self.param_end,
                 )
-            parts.append(self.param_begin + key + self.param_name_end + text + self.param_end)
+            name_end = self.param_name_end if raw and isinstance(value, str) else self._json_name_end
+            parts.append(self.param_begin + key + name_end + text + self.param_end)
         parts.append(self.call_end)
         return "".join(parts)
+
+    @property
+    def _json_name_end(self) -> str:
+        """The xml layout's name end before a value written as JSON."""
+        return self.param_name_end if self.param_name_end_json is None else self.param_name_end_json
 
     def _param_markers(self) -> Tuple[str, ...]:
         """The xml layout's markers, the parameter ones first (what a parameter name never holds)."""
@@ -723,7 +789,9 @@ class AgentFormat:
             if calls or output.response is not None:
                 parts.append(self.block_separator)
         if calls:
-            rendered = self.call_separator.join(self._render_call(c, by_name.get(c.name)) for c in calls)
+            rendered = self.call_separator.join(
+                self._render_call(c, by_name.get(c.name), i) for i, c in enumerate(calls)
+            )
             parts.append(self.calls_begin + rendered + self.calls_end if self._wrapped else rendered)
         if output.response is not None:
             if not self.has_response:

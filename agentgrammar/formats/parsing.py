@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import ToolError
 from ..registry import Tool, ToolCall
 from .arguments import MAX_JSON_DEPTH, DuplicateKeyError, JSONLimitError, decode_strict, loads_strict
+from .call_ids import CallIdForm
 from .errors import FormatParseError
 from .output import AgentOutput
 from .pythonic_parse import PythonLiteralError, read_arguments
@@ -115,16 +116,17 @@ def starts_like_call(fmt: "AgentFormat", text: str, pos: int) -> bool:
     return False
 
 
-def _name_at(text: str, pos: int, ends: Sequence[str]) -> Tuple[str, int, str]:
-    """The tool name at ``pos``, up to the first of ``ends`` (the longest at the same place)."""
+def _name_at(text: str, pos: int, ends: Sequence[str], what: str = "tool name") -> Tuple[str, int, str]:
+    """The name at ``pos``, up to the first of ``ends`` (the longest at the same place); the
+    stripped name, the position after the end, and the end."""
     best: Optional[Tuple[int, int, str]] = None
     for e in ends:
         at = text.find(e, pos)
         if at >= 0 and (best is None or (at, -len(e)) < (best[0], best[1])):
             best = (at, -len(e), e)
     if best is None:
-        what = " or ".join(repr(e) for e in dict.fromkeys(ends))
-        raise _error(f"a tool name that is not followed by {what}", pos)
+        ended = " or ".join(repr(e) for e in dict.fromkeys(ends))
+        raise _error(f"a {what} that is not followed by {ended}", pos)
     at, _, end = best
     return text[pos:at].strip(), at + len(end), end
 
@@ -143,18 +145,39 @@ def _json_value_end(text: str, pos: int, end: str) -> Optional[int]:
     return after if after > first and text.startswith(end, after) else None
 
 
+def _id_head_at(fmt: "AgentFormat", text: str, pos: int, ends: Sequence[str]) -> Tuple[str, str, int]:
+    """The name and the id of a ``call_id_form`` head after its call begin, and the position
+    after the head."""
+    assert fmt.call_id_form is not None
+    form = CallIdForm.parse(fmt.call_id_form)
+    if not text.startswith(form.prefix, pos):
+        raise _error(f"expected the call id's {form.prefix!r}, found {text[pos : pos + 20]!r}", pos)
+    name, after, _ = _name_at(text, pos + len(form.prefix), [form.middle])
+    digits = re.match("[0-9]+", text[after:])
+    if digits is None:
+        raise _error(f"the call id of {name!r} has no index after {form.middle!r}", after)
+    after += digits.end()
+    found = _match_first(text, after, [form.suffix + e for e in ends])
+    if found is None:
+        raise _error(
+            f"expected the end of the call's head after its id, found {text[after : after + 20]!r}", after
+        )
+    return name, form.prefix + name + form.middle + digits.group() + form.suffix, found[1]
+
+
 def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -> Tuple[Dict[str, Any], int]:
     props = tool.parameters.get("properties", {}) if tool is not None else {}
     args: Dict[str, Any] = {}
+    # where raw strings and JSON values have name ends of their own, the end says which it is
+    typed = fmt.param_name_end_json is not None and fmt.param_name_end_json != fmt.param_name_end
+    name_ends = [fmt.param_name_end, *([fmt.param_name_end_json] if typed else [])]
     while text.startswith(fmt.param_begin, pos):
-        key_end = text.find(fmt.param_name_end, pos + len(fmt.param_begin))
-        if key_end < 0:
-            raise _error("a parameter name that is not closed", pos)
-        key = text[pos + len(fmt.param_begin) : key_end].strip()
+        key, value_at, name_end = _name_at(text, pos + len(fmt.param_begin), name_ends, "parameter name")
         if key in args:
             raise _error(f"the parameter {key!r} is given twice", pos)
-        value_at = key_end + len(fmt.param_name_end)
-        raw_string = tool is not None and is_raw_string(props.get(key))
+        # a family that marks raw strings apart says so in the name's end (DSML's string="true")
+        marked_raw = typed and name_end == fmt.param_name_end
+        raw_string = marked_raw or (not typed and tool is not None and is_raw_string(props.get(key)))
         # A JSON value may hold the end marker where it has no line break (MiMo's
         # "</parameter>" inside a JSON string): a JSON value that ends right before the marker
         # is read whole; else the value ends at the first marker.
@@ -174,14 +197,21 @@ def _xml_params(fmt: "AgentFormat", text: str, pos: int, tool: Optional[Tool]) -
                     f"the value of parameter {key!r} names the key {e.key!r} twice", value_at
                 ) from None
             except JSONLimitError as e:
-                if e.kind != "constant":  # JSON, but past a limit (NaN is a word: text, below)
+                if typed or e.kind != "constant":  # JSON past a limit (NaN is a word: text, below)
                     raise _error(
                         f"the value of parameter {key!r} holds {e.problem}", value_at + e.offset
                     ) from None
                 args[key] = raw
             except ValueError:  # a string after all (validation, if any, reports it)
                 # Qwen3-Coder's template writes booleans and null the Python way (True, None).
-                args[key] = PYTHON_LITERALS[raw.strip()] if raw.strip() in PYTHON_LITERALS else raw
+                if raw.strip() in PYTHON_LITERALS:
+                    args[key] = PYTHON_LITERALS[raw.strip()]
+                elif typed:  # the family marked it as JSON (DeepSeek's string="false")
+                    raise _error(
+                        f"the value of parameter {key!r} is marked as JSON but is not", value_at
+                    ) from None
+                else:
+                    args[key] = raw
         pos = value_end + len(fmt.param_end)
     return args, pos
 
@@ -215,9 +245,15 @@ def _parse_call(
                 raise _error(f"the call id {fmt.id_key!r} of {name!r} is not a string", start)
     else:
         ends = [e for b, e in heads if b == begin]
-        name, pos, found = _name_at(text, pos, [*ends, *([fmt.id_begin] if fmt.id_begin else [])])
-        if found == fmt.id_begin:  # the call's id, up to the name's end
-            call_id, pos, _ = _name_at(text, pos, ends)
+        if fmt.call_id_form is not None:
+            name, call_id, pos = _id_head_at(fmt, text, pos, ends)
+        elif not all(ends):  # xml without a name end: the name ends where a parameter or the end starts
+            name, _, found = _name_at(text, pos, [fmt.param_begin, fmt.call_end])
+            pos = text.find(found, pos)
+        else:
+            name, pos, found = _name_at(text, pos, [*ends, *([fmt.id_begin] if fmt.id_begin else [])])
+            if found == fmt.id_begin:  # the call's id, up to the name's end
+                call_id, pos, _ = _name_at(text, pos, ends)
         if fmt.call_layout == "pythonic":
             try:
                 args, pos = read_arguments(text, pos)

@@ -96,8 +96,9 @@ def check_param_name(name: str, markers: Sequence[str]) -> Optional[str]:
     parameter's begin) and ``markers[1]`` (its name end) and read back whole, or None when it
     can. ``markers``: the begin, the name end, then the layout's other markers. A name must be
     non-empty, without surrounding whitespace (``parse`` strips it), control characters or line
-    breaks (other readers take a name on one line), the name end's text (``>``: other readers
-    end the name at the first one) or any other marker of the layout.
+    breaks (other readers take a name on one line), the name end's text or its first character
+    (``>`` of ``<parameter=K>``, ``"`` of ``<parameter name="K">``: other readers end the name
+    at the first one) or any other marker of the layout.
 
     Example:
         >>> check_param_name("city", ["<parameter=", ">\\n", "\\n</parameter>\\n"]) is None
@@ -115,6 +116,8 @@ def check_param_name(name: str, markers: Sequence[str]) -> Optional[str]:
     name_end = markers[1].strip() if len(markers) > 1 else ""
     if name_end and name_end in name:
         return f"the name holds {name_end!r}, the end of a parameter name"
+    if name_end and name_end[0] in name:
+        return f"the name holds {name_end[0]!r}, where a parameter name ends"
     if len(markers) > 1 and not fits_raw(name, markers[1]):
         return f"the name runs into the end of a parameter name {markers[1]!r}"
     for marker in markers:
@@ -276,12 +279,15 @@ def params_content(
     json_format: Callable[[Any], st.Format],
     any_order: bool = False,
     markers: Sequence[str] = (),
+    param_name_end_json: Optional[str] = None,
 ) -> st.Format:
     """The content of one call of ``tool`` in the xml layout: one tag per parameter, raw strings
     (``raw_string_content``) and JSON (``json_format(schema)``) otherwise. An optional parameter
     whose schema accepts no value is left out; a required one is a ``ToolError`` naming the tool
     and the parameter. So is a parameter whose name cannot be written in the layout
     (``check_param_name``, against the parameter markers and the layout's other ``markers``).
+    ``param_name_end_json``: the name end before a JSON value, where it differs from the one
+    before a raw string (DeepSeek-V3.2's ``" string="false">`` and ``" string="true">``).
 
     Example:
         >>> from agentgrammar import Grammar, Tool
@@ -302,7 +308,8 @@ def params_content(
     defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
     required = set(schema.get("required", ()))
     elements: List[Tuple[st.Format, bool]] = []
-    layout = (param_begin, param_name_end, param_end, *markers)
+    json_end = param_name_end if param_name_end_json is None else param_name_end_json
+    layout = (param_begin, param_name_end, param_end, json_end, *markers)
     for key, sub in props.items():
         problem = check_param_name(key, layout)
         if problem is not None:
@@ -312,6 +319,7 @@ def params_content(
                 field=key,
             )
         is_required = key in required
+        name_end = param_name_end if is_raw_string(sub) else json_end
         try:
             if is_raw_string(sub):
                 content = raw_string_content(sub, param_end)
@@ -330,7 +338,7 @@ def params_content(
                 tool=tool.name,
                 field=key,
             ) from e
-        tag: st.Format = st.Tag(begin=param_begin + key + param_name_end, content=content, end=param_end)
+        tag: st.Format = st.Tag(begin=param_begin + key + name_end, content=content, end=param_end)
         elements.append((tag, is_required))
     if any_order and 2 <= len(elements) <= ANY_ORDER_XML_LIMIT:
         return _any_order(elements)

@@ -28,6 +28,12 @@ def test_each_kit_template_is_detected_as_its_preset(case: KitCase) -> None:
         ("mistral-small-3.1-24b-instruct-2503", "mistral_v7"),
         ("mistral-small-3.2-24b-instruct-2506", "mistral_small_3_2"),
         ("glm-4.6", "glm4"),
+        ("glm-4.5.llamacpp", "glm4_5"),
+        ("kimi-k2-instruct-0711", "kimi_k2"),
+        # MiniMax-M2 writes the think block only for a turn with reasoning: found on the
+        # second probe
+        ("minimax-m2", "minimax_m2"),
+        ("deepseek-v3.2", "deepseek_v3_2"),
     ],
 )
 def test_template_only_families_are_detected(template: str, preset: str) -> None:
@@ -39,23 +45,23 @@ def test_template_only_families_are_detected(template: str, preset: str) -> None
 
 
 def test_a_template_no_preset_reads_names_the_closest() -> None:
+    # MiniMax-M2's template with its calls renamed: a layout no preset has
     tok = kit_tokenizer("qwen3")
-    minimax = {"chat_template": kit_template("templates-only", "minimax-m2")}
+    renamed = kit_template("templates-only", "minimax-m2").replace("<invoke name=", "<call_tool name=")
+    other = {"chat_template": renamed}
     with pytest.raises(FormatDetectError, match="no preset reads the tool call") as err:
-        detect(tok, template_kwargs=minimax)
-    assert err.value.closest and "<minimax:tool_call>" in str(err.value)
+        detect(tok, template_kwargs=other)
+    assert err.value.closest[0] == "minimax_m2" and "<call_tool name=" in str(err.value)
     with pytest.raises(AgentError, match="cannot tell the model's format"):
-        Agent(None, tok, ToolRegistry(), template_kwargs=minimax)
+        Agent(None, tok, ToolRegistry(), template_kwargs=other)
 
 
-def test_glm_4_5s_llama_cpp_copy_is_not_read_but_named_closest_to_glm4() -> None:
-    # llama.cpp's adapted GLM-4.5 template drops the newlines after the name and after each
-    # </arg_value> that the GLM-4.6 template (the glm4 preset's form) writes
+@pytest.mark.parametrize("thinking", [False, True])
+def test_deepseek_v3_2_is_detected_with_thinking_on_and_off(thinking: bool) -> None:
+    # thinking off: the prompt writes "<think></think>", the template's turn "</think>" alone
     tok = kit_tokenizer("qwen3")
-    glm45 = {"chat_template": kit_template("templates-only", "glm-4.5.llamacpp")}
-    with pytest.raises(FormatDetectError, match="get_weather<arg_key>") as err:
-        detect(tok, template_kwargs=glm45)
-    assert err.value.closest[0] == "glm4"
+    kwargs = {"chat_template": kit_template("templates-only", "deepseek-v3.2"), "thinking": thinking}
+    assert detect(tok, template_kwargs=kwargs).name == "deepseek_v3_2"
 
 
 def test_the_agent_uses_the_detected_preset_and_tags_without_a_template() -> None:

@@ -23,8 +23,14 @@ def _markers(fmt_name: str) -> List[str]:
 
 
 def _round_trips_or_refused(fmt_name: str, out: AgentOutput) -> Optional[str]:
-    """None when ``render`` refused ``out`` or ``parse`` reads it back unchanged; else why not."""
+    """None when ``render`` refused ``out`` or ``parse`` reads it back unchanged; else why not.
+    A format whose call heads hold the call id (Kimi-K2) gets calls with ids of its form."""
     fmt = get(fmt_name)
+    if fmt.call_id_form is not None:
+        calls = [
+            ToolCall(c.name, c.arguments, fmt.new_call_id(i, c.name)) for i, c in enumerate(out.tool_calls)
+        ]
+        out = AgentOutput(think=out.think, tool_calls=calls, response=out.response, text=out.text)
     try:
         text = fmt.render(out, tools=[TOOL])
     except RenderError:

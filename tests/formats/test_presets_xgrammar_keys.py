@@ -11,7 +11,7 @@ import pytest
 
 from agentgrammar import Tool, ToolCall
 from agentgrammar.formats import FormatParseError, get, names
-from agentgrammar.formats.presets.aliases_b import _ALIASES_B
+from agentgrammar.formats.presets.aliases import ALIASES
 
 xgr = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string as xgr_accepts  # noqa: E402
@@ -165,7 +165,7 @@ def test_malformed_calls_are_refused_by_both(key: str) -> None:
 
 
 def test_aliases_name_presets_and_stay_out_of_names() -> None:
-    for alias, target in _ALIASES_B.items():
+    for alias, target in ALIASES.items():
         assert get(alias) is get(target) and alias not in names()
     for key in ("harmony", "deepseek_r1", "deepseek_v3_1", "mimo", "exaone"):
         assert key in names()

@@ -40,8 +40,13 @@ PROMPTS = [
 ]
 MAX_NEW = 40
 # DeepSeek's markers are full-width characters the Llama-3.2 vocabulary spells in pieces; a GLM
-# call writes its name and each argument inside <arg_key>/<arg_value> tags.
-BUDGET = {"deepseek_r1": 72, "deepseek_v3_1": 72, "glm4": 72}
+# call writes its name and each argument inside <arg_key>/<arg_value> tags; the DSML, Kimi-K2
+# and MiniMax markers are long in that vocabulary too.
+BUDGET = {"deepseek_r1": 72, "deepseek_v3_1": 72, "glm4": 72, "glm4_5": 72, "glm_4_7": 72}
+BUDGET.update(
+    dict.fromkeys(["deepseek_v3_2", "deepseek_v4", "deepseek_v4_1", "kimi_k2", "kimi_k2_thinking"], 128)
+)
+BUDGET["minimax_m2"] = 96
 # Formats that allow free text after the required call (tags: an optional <response> block),
 # which the long-token bias happily writes until the budget runs out.
 NO_END_AFTER_CALL = {"tags"}

@@ -11,7 +11,18 @@ and parser also accept the other forms the family's models and servers write.
 ``"deepseek_r1"``         ``<think>`` then ``<｜tool▁calls▁begin｜>`` ... calls with fenced JSON
 ``"deepseek_v3_1"``       DeepSeek-V3.1: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}``
                           ``<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>``, ``<think>`` with ``thinking``
+``"deepseek_v3_2"``       DeepSeek-V3.2 DSML: ``\\n\\n<｜DSML｜function_calls>\\n<｜DSML｜invoke name="NAME">\\n``
+                          ``<｜DSML｜parameter name="K" string="true">V</｜DSML｜parameter>\\n`` ...
+``"deepseek_v4"``         DeepSeek-V4 (xgrammar's tag): the same in ``<｜DSML｜tool_calls>``
+``"deepseek_v4_1"``       DeepSeek-V4.1 (xgrammar's tag): ``<｜DSML｜ calls>``, ``<｜DSML｜ invoke`` ...
 ``"glm4"``                GLM-4.6: ``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>``
+``"glm4_5"``              GLM-4.5: ``<tool_call>NAME<arg_key>K</arg_key>\\n<arg_value>V</arg_value></tool_call>``
+``"glm_4_7"``             GLM-4.7 / 5 (xgrammar's tag): ``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>``
+``"kimi_k2"``             Kimi-K2-Instruct: ``<|tool_calls_section_begin|><|tool_call_begin|>functions.NAME:IDX``
+                          ``<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>``
+``"kimi_k2_thinking"``    Kimi-K2-Thinking / K2.5: ``<think>...</think>`` then the Kimi-K2 calls
+``"minimax_m2"``          MiniMax-M2: ``<think>`` then ``\\n<minimax:tool_call>\\n<invoke name="NAME">\\n``
+                          ``<parameter name="K">V</parameter>\\n</invoke>\\n</minimax:tool_call>``
 ``"mistral"``             Mistral-Nemo (v3-tekken): ``[TOOL_CALLS][{"name": ..., "arguments": ..., "id": ...}]``
 ``"mistral_v7"``          Mistral-Small-3.1 (v7): the same after ``[TOOL_CALLS] `` (a space)
 ``"mistral_small_3_2"``   Mistral-Small-3.2: ``[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{...}`` per call
@@ -25,7 +36,7 @@ and parser also accept the other forms the family's models and servers write.
 ========================  =================================================================
 
 xgrammar's model keys name presets too (``get("qwen_3")`` is ``get("qwen3")``): ``llama``,
-``qwen_3``, ``qwen_3_coder`` and ``qwen_3_5`` are aliases (``aliases_b``); ``harmony``,
+``qwen_3``, ``qwen_3_coder`` and ``qwen_3_5`` are aliases (``aliases``); ``harmony``,
 ``deepseek_r1``, ``deepseek_v3_1``, ``mimo`` and ``exaone`` are preset names.
 
 Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
@@ -34,12 +45,18 @@ exactly those tokens by the grammar of ``token_markers.with_token_markers(fmt, m
 ``vocab.with_token_markers(markers)`` (``agentgrammar.Agent`` does this). Other special tokens
 stay out of every grammar.
 
+Some presets are also found by the model key of xgrammar's ``get_model_structural_tag`` where
+that names the same layout (``aliases()``: ``"kimi"`` is ``kimi_k2_thinking``, ``"minimax"`` is
+``minimax_m2``); ``names()`` lists the canonical names only.
+
 Example:
     >>> from agentgrammar.formats import get, names
     >>> "qwen3" in names()
     True
     >>> get("qwen3").think_begin, get("qwen3").trigger
     ('<think>', '<tool_call>')
+    >>> get("minimax") is get("minimax_m2")
+    True
 """
 
 from __future__ import annotations
@@ -47,10 +64,10 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from ..format import AgentFormat
-from . import deepseek, exaone, glm, harmony, llama, mimo, mistral, qwen, tags
-from .aliases_b import _ALIASES_B
+from . import deepseek, exaone, glm, harmony, kimi, llama, mimo, minimax, mistral, qwen, tags
+from .aliases import ALIASES
 
-__all__ = ["get", "names"]
+__all__ = ["aliases", "get", "names"]
 
 # One module per family; the order here is the order of ``names()``.
 _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
@@ -58,6 +75,8 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
     **llama.PRESETS,
     **deepseek.PRESETS,
     **glm.PRESETS,
+    **kimi.PRESETS,
+    **minimax.PRESETS,
     **mistral.PRESETS,
     **harmony.PRESETS,
     **tags.PRESETS,
@@ -78,23 +97,36 @@ def names() -> List[str]:
     return list(_FACTORIES)
 
 
+def aliases() -> Dict[str, str]:
+    """Other names ``get`` takes, each with the preset it names.
+
+    Example:
+        >>> aliases()["minimax"]
+        'minimax_m2'
+    """
+    return dict(ALIASES)
+
+
 def get(name: str) -> AgentFormat:
-    """The preset format ``name`` (the same object on every call; formats are immutable, and
-    ``dataclasses.replace(get(name), ...)`` makes a variant), or the preset an alias names (an
-    xgrammar model key such as ``"qwen_3"``, or ``"pythonic"``). ``ValueError`` for an unknown
-    name.
+    """The preset format ``name``, or the one an alias names (an xgrammar model key such as
+    ``"qwen_3"``, or ``"pythonic"``; see ``aliases()``): the same object on every call (formats
+    are immutable, and ``dataclasses.replace(get(name), ...)`` makes a variant). ``ValueError``
+    for an unknown name.
 
     Example:
         >>> get("llama3").arguments_key
         'parameters'
-        >>> get("qwen_3") is get("qwen3")
-        True
+        >>> get("qwen_3") is get("qwen3"), get("kimi").name
+        (True, 'kimi_k2_thinking')
     """
-    name = _ALIASES_B.get(name, name) if name not in _FACTORIES else name
+    name = ALIASES.get(name, name) if isinstance(name, str) and name not in _FACTORIES else name
     found = _PRESETS.get(name)
     if found is None:
         factory = _FACTORIES.get(name)
         if factory is None:
-            raise ValueError(f"unknown format {name!r}; the presets are {', '.join(map(repr, _FACTORIES))}")
+            raise ValueError(
+                f"unknown format {name!r}; the presets are {', '.join(map(repr, _FACTORIES))} "
+                f"(aliases: {', '.join(map(repr, ALIASES))})"
+            )
         found = _PRESETS[name] = factory()
     return found

@@ -1,14 +1,13 @@
 """Other names of presets: xgrammar 0.2.9's ``get_model_structural_tag`` keys whose layout is
-one of ours (where the names differ), and ``pythonic``. ``presets.get`` resolves them; ``names()``
+one of ours under another name, and ``pythonic``. ``presets.get`` resolves them; ``names()``
 lists only the presets themselves.
 
 The xgrammar keys that name a preset as they are (``harmony``, ``deepseek_r1``,
-``deepseek_v3_1``, ``mimo``, ``exaone``) need no entry. ``gemma_4`` and ``cohere`` have no preset:
-their arguments are neither JSON nor the xml layout (Gemma 4's unquoted keys and ``<|"|>``
-strings, Cohere's typed ``<cofl:value>`` elements).
+``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``, ``deepseek_v4_1``, ``glm_4_7``, ``mimo``,
+``exaone``) need no entry.
 
 Example:
-    >>> _ALIASES_B["qwen_3"]
+    >>> ALIASES["qwen_3"]
     'qwen3'
 """
 
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-_ALIASES_B: Dict[str, str] = {
+ALIASES: Dict[str, str] = {
     # xgrammar's llama tag also triggers calls in free text and takes several; llama3 follows
     # the Llama-3.1/3.2 templates: one call or text (docs/models.md)
     "llama": "llama3",
@@ -26,4 +25,8 @@ _ALIASES_B: Dict[str, str] = {
     "qwen_3_coder": "qwen3_coder",
     "qwen_3_5": "qwen3_5",
     "pythonic": "llama4_pythonic",
+    # xgrammar's kimi tag has K2's calls after an optional "<think>" block (K2-Thinking, K2.5);
+    # with reasoning="disabled" it is K2-Instruct's layout
+    "kimi": "kimi_k2_thinking",
+    "minimax": "minimax_m2",
 }
