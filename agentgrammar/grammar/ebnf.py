@@ -24,9 +24,10 @@ llama.cpp's GBNF) work unchanged and can be checked against xgrammar:
   raw byte, ``%xHH.HH.HH`` a raw byte string and ``%xHH-HH`` a raw byte range.
 
 xgrammar's ``TagDispatch(("trigger", rule), ..., loop_after_dispatch=true, excludes=("x"))``
-macro is supported (see ``ir.TagDispatch``; ``stop_eos=`` and ``stop_str=(...)`` too). Its other
-macros (``Regex(...)``, ``Token(...)``, ...) and rule attributes (``name[max_tokens=3] ::=``) are
-reported as not supported yet.
+macro is supported (see ``ir.TagDispatch``; ``stop_eos=`` and ``stop_str=(...)`` too), and so
+are ``Substring("chunk", ...)`` and ``Regex("pattern", flags="is")`` (``ebnf_macros``). Its other
+macros (``Token(...)``, ...) and rule attributes (``name[max_tokens=3] ::=``) are reported as not
+supported yet.
 
 Example:
     >>> from agentgrammar.grammar.ebnf import parse_ebnf
@@ -41,6 +42,7 @@ import re
 from typing import Dict, Iterable, List, NoReturn, Optional, Tuple
 
 from ..errors import GrammarError
+from .ebnf_macros import regex_macro, substring_rules
 from .ir import (
     EMPTY,
     MAX_CODE_POINT,
@@ -444,6 +446,10 @@ class _Parser:
         self.rule_name = ""
         # (referenced name, referencing rule, token) of every reference, checked once all rules are known.
         self.refs: List[Tuple[str, str, _Token]] = []
+        # Rules that macros add (Substring), after the defined ones, named apart from them.
+        self.extra: List[Rule] = []
+        self.taken = {t.value for t in self.toks if t.kind == _NAME}
+        self.counters: Dict[str, int] = {}
 
     def fail(self, offset: int, message: str) -> NoReturn:
         self.lexer.fail(offset, message)
@@ -522,7 +528,7 @@ class _Parser:
         for ref, in_rule, tok in self.refs:
             if ref not in where:
                 self.fail(tok.start, f"rule '{ref}' is not defined (referenced in rule '{in_rule}')")
-        return rules
+        return rules + self.extra
 
     def mark_rule_names(self) -> None:
         toks = self.toks
@@ -678,6 +684,10 @@ class _Parser:
                 return CharClass((), negated=True)
             if name == "TagDispatch" and self.peek().kind == _LPAREN:
                 return self.tag_dispatch()
+            if name == "Substring" and self.peek().kind == _LPAREN:
+                return self.substring()
+            if name == "Regex" and self.peek().kind == _LPAREN:
+                return self.regex()
             if name in XGRAMMAR_MACROS and self.peek().kind == _LPAREN:
                 self.fail(tok.start, f"the xgrammar macro {name}(...) is not supported yet")
             self.refs.append((name, self.rule_name, tok))
@@ -728,6 +738,47 @@ class _Parser:
             self.i += 1
         self.expect_rparen(open_tok)
         return tuple(out)
+
+    def substring(self) -> Expr:
+        """``Substring("chunk", ...)``: its rules join the grammar's (``ebnf_macros``)."""
+        open_tok = self.expect(_LPAREN, "'('")
+        chunks: List[bytes] = []
+        while self.peek().kind != _RPAREN:
+            tok = self.expect(_STRING, "a string chunk of Substring(...)")
+            assert isinstance(tok.value, bytes)
+            chunks.append(tok.value)
+            if self.peek().kind != _COMMA:
+                break
+            self.i += 1
+        self.expect_rparen(open_tok)
+        expr, rules = substring_rules(chunks, f"{self.rule_name}_substring", self.taken, self.counters)
+        self.extra.extend(rules)
+        return expr
+
+    def regex(self) -> Expr:
+        """``Regex("pattern")``, with ``flags="isu"``; ``json_string=true`` is not supported."""
+        open_tok = self.expect(_LPAREN, "'('")
+        tok = self.expect(_STRING, "the pattern of Regex(...)")
+        assert isinstance(tok.value, bytes)
+        flags: Optional[str] = None
+        while self.peek().kind == _COMMA and self.peek(1).kind == _NAME and self.peek(2).kind == _EQ:
+            key = self.peek(1)
+            self.i += 3
+            if key.value == "flags":
+                flags = self.expect(_STRING, "the flags string").value.decode()  # type: ignore[union-attr]
+            elif key.value == "json_string":
+                flag = self.expect(_NAME, "true or false")
+                if flag.value == "true":
+                    self.fail(key.start, "Regex(..., json_string=true) is not supported yet")
+                if flag.value != "false":
+                    self.fail(flag.start, "json_string must be true or false")
+            else:
+                self.fail(key.start, f"unknown Regex argument {key.value!r}")
+        self.expect_rparen(open_tok)
+        try:
+            return regex_macro(tok.value.decode("utf-8"), flags)
+        except GrammarError as e:
+            self.fail(tok.start, f"in Regex(...): {e}")
 
     def trigger(self) -> Tuple[bytes, str]:
         """``("trigger", rule)``."""

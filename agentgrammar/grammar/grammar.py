@@ -219,6 +219,32 @@ class Grammar(GrammarBase, CountedOnce):
         return cls(rules, root)
 
     @classmethod
+    def union(cls, *grammars: "Grammar") -> "Grammar":
+        """The texts of any one of ``grammars`` (see ``grammar.combine``).
+
+        Example:
+            >>> g = Grammar.union(Grammar.from_regex("a+"), Grammar.from_ebnf('root ::= "b"'))
+            >>> g.accepts("aa"), g.accepts("b"), g.accepts("ab")
+            (True, True, False)
+        """
+        from .combine import combine_rules
+
+        return cls(*combine_rules(grammars, union=True))
+
+    @classmethod
+    def concat(cls, *grammars: "Grammar") -> "Grammar":
+        """A text of each of ``grammars``, in order (see ``grammar.combine``).
+
+        Example:
+            >>> g = Grammar.concat(Grammar.from_regex("a+"), Grammar.from_ebnf('root ::= "b"'))
+            >>> g.accepts("aab"), g.accepts("b")
+            (True, False)
+        """
+        from .combine import combine_rules
+
+        return cls(*combine_rules(grammars, union=False))
+
+    @classmethod
     def builtin_json(cls, *, any_value: bool = False) -> "Grammar":
         """JSON text: the same language as xgrammar's built-in JSON grammar (an object or array
         at the top); ``any_value=True`` also allows a scalar at the top.

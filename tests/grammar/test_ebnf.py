@@ -257,7 +257,7 @@ def test_error_caret_keeps_tabs():
             54,
         ),
         ('root ::= TagDispatch(("<a>" a))\na ::= "x"', "expected ',' after the trigger", 1, 29),
-        ('root ::= Regex("a+")', "macro Regex(...) is not supported yet", 1, 10),
+        ('root ::= Token("a")', "macro Token(...) is not supported yet", 1, 10),
         (
             'root[max_tokens=10] ::= "a"',
             "rule attributes such as [max_tokens=10] are not supported yet",
