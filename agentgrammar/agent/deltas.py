@@ -32,6 +32,7 @@ import json
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ..formats import AgentFormat
+from ..formats.call_ids import CallIdForm
 from ..registry import ToolCall
 from .events import (
     AgentEvent,
@@ -158,7 +159,9 @@ class CallScanner:
     as they are written. ``arguments_texts`` lists the complete calls' arguments text (JSON
     layouts: as written; xml and pythonic: ``None``)."""
 
-    def __init__(self, fmt: AgentFormat, call_id: Optional[Callable[[int], Optional[str]]] = None) -> None:
+    def __init__(
+        self, fmt: AgentFormat, call_id: Optional[Callable[[int, str], Optional[str]]] = None
+    ) -> None:
         self.fmt = fmt
         self.call_id = call_id
         self.index = 0  # the current call
@@ -175,6 +178,7 @@ class CallScanner:
         self._in_string = False
         self._escape = False
         self._quote = '"'
+        self._form = CallIdForm.parse(fmt.call_id_form) if fmt.call_id_form is not None else None
         item, key = fmt.separators
         self._json_head = "{" + json.dumps(fmt.name_key) + key + '"'
         self._after_name = '"' + item + json.dumps(fmt.arguments_key) + key
@@ -205,6 +209,10 @@ class CallScanner:
             return self._call_begin(final)
         if state in ("name", "id", "json_id"):
             return self._word(out, final)
+        if state == "id_prefix":
+            return self._literal([self._form.prefix], ["name"], final)
+        if state == "id_index":
+            return self._id_index(out, final)
         if state == "after_name":
             return self._literal([self._after_name], ["args"], final)
         if state == "name_end":
@@ -254,7 +262,7 @@ class CallScanner:
         self._buf = self._buf[len(markers[k]) :]
         self._begin, self._name, self._id, self._args = begins[k], "", "", []
         self._json_depth, self._in_string, self._escape = 0, False, False
-        self._state = "name"
+        self._state = "id_prefix" if self._form is not None else "name"
         return True
 
     def _word(self, out: List[AgentEvent], final: bool) -> bool:
@@ -281,6 +289,8 @@ class CallScanner:
         if state == "id":
             if not self._literal(ends, ["args"], final):
                 return False
+        elif self._form is not None:  # the call's id holds the name: its index follows
+            return self._literal([self._form.middle], ["id_index"], final)
         elif fmt.call_layout == "json_object":
             if self._buf[0] != '"':
                 self._state = "lost"
@@ -296,6 +306,26 @@ class CallScanner:
         self._named(out)
         return True
 
+    def _id_index(self, out: List[AgentEvent], final: bool) -> bool:
+        """A ``call_id_form`` head's index (digits), then the rest of the head: the call is
+        named, its id the whole head (Kimi-K2's ``functions.NAME:IDX``)."""
+        n = 0
+        while n < len(self._buf) and self._buf[n].isascii() and self._buf[n].isdigit():
+            n += 1
+        self._id += self._buf[:n]
+        self._buf = self._buf[n:]
+        if not self._buf or not self._id:
+            self._state = "lost" if self._buf else self._state
+            return False
+        form = self._form
+        assert form is not None
+        ends = [form.suffix + e for b, e in self._heads if b == self._begin]
+        if not self._literal(ends, ["args"] * len(ends), final):
+            return False
+        self._id = form.prefix + self._name + form.middle + self._id + form.suffix
+        self._named(out)
+        return True
+
     def _name_end(self, final: bool) -> bool:
         ends = [e for b, e in self._heads if b == self._begin]
         after = {"xml": "params", "pythonic": "py_key"}.get(self.fmt.call_layout, "args")
@@ -305,7 +335,7 @@ class CallScanner:
         fmt = self.fmt
         call_id: Optional[str] = self._id or None
         if call_id is None and fmt.id_key is None and fmt.id_begin is None and self.call_id is not None:
-            call_id = self.call_id(self.index)
+            call_id = self.call_id(self.index, self._name)
         out.append(ToolCallNamed(self.index, self._name, call_id))
 
     def _json_args(self, out: List[AgentEvent]) -> bool:
@@ -368,10 +398,13 @@ class CallScanner:
         return self._literal([fmt.call_end], ["done"], final)
 
     def _param_key(self, final: bool) -> bool:
-        end = self.fmt.param_name_end
-        at = self._buf.find(end)
-        if at < 0:
+        fmt = self.fmt
+        # a family that marks raw strings apart has a second name end (DSML's string="false")
+        ends = [e for e in (fmt.param_name_end, fmt.param_name_end_json) if e]
+        found = [(at, e) for at, e in ((self._buf.find(e), e) for e in ends) if at >= 0]
+        if not found:
             return False
+        at, end = min(found)
         self._key = self._buf[:at].strip()
         self._buf = self._buf[at + len(end) :]
         self._state = "value"
@@ -481,7 +514,7 @@ class TurnDeltas:
     """The structured deltas of one assistant turn of ``fmt`` (see the module docstring).
 
     ``feed(text)`` takes the turn's text as it arrives and returns the events now known;
-    ``finish()`` the rest at the end of the turn. ``call_id(index)``, when given, is the id the
+    ``finish()`` the rest at the end of the turn. ``call_id(index, name)``, when given, is the id the
     agent gives the turn's ``index``-th call if the model writes none (``ToolCallNamed.id``).
     ``opened``: the start of the turn that the prompt already wrote (an opened think block): it
     sets where the turn is and is not reported. ``token_events``: also report each labelled
@@ -492,7 +525,7 @@ class TurnDeltas:
         self,
         fmt: AgentFormat,
         *,
-        call_id: Optional[Callable[[int], Optional[str]]] = None,
+        call_id: Optional[Callable[[int, str], Optional[str]]] = None,
         opened: str = "",
         token_events: bool = False,
     ) -> None:
