@@ -199,6 +199,13 @@ def _tool_choice(value: str) -> Any:
     )
 
 
+def _budget(value: str) -> int:
+    """``--reasoning-budget``: a token count (argparse shows the message as one line)."""
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number of tokens >= 0, got {value!r}")
+    return int(value)
+
+
 def _error_console():  # type: ignore[no-untyped-def]
     from rich.console import Console
 
@@ -319,6 +326,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         seed=args.seed,
         train_steps=args.train_steps,
+        reasoning_budget=args.reasoning_budget,
     )
     return run_demo_command(options, load_registry(args.tools))
 
@@ -359,6 +367,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=int, default=0, help="run k samples with seed SEED + k")
     demo.add_argument("--train-steps", type=int, default=None, help="the embedded model's training budget")
+    demo.add_argument(
+        "--reasoning-budget",
+        type=_budget,
+        default=None,
+        metavar="N",
+        help="at most N tokens of reasoning per turn in the constrained runs (formats with a think block)",
+    )
     demo.set_defaults(func=cmd_demo)
 
     grammar = sub.add_parser("grammar", help="print the request grammar of a tool set and format as EBNF")

@@ -219,6 +219,11 @@ def test_demo_argument_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--model" in capsys.readouterr().err
     assert main(["demo", "--runs", "0"]) == 2
     assert main(["demo", "--format", "nope"]) == 2
+    with pytest.raises(SystemExit):  # argparse: one line naming the option
+        main(["demo", "--reasoning-budget", "many"])
+    assert "--reasoning-budget: expected a number of tokens >= 0, got 'many'" in capsys.readouterr().err
+    assert main(["demo", "--format", "hermes", "--reasoning-budget", "8", "--runs", "1"]) == 2
+    assert "needs a format with a think block" in capsys.readouterr().err
 
 
 @pytest.mark.slow

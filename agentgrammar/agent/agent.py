@@ -42,6 +42,7 @@ from ..engine import Compiler, Vocabulary
 from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
 from ..errors import AgentError, AgentGrammarError, ToolError
 from ..formats import AgentFormat, AgentOutput, FormatParseError
+from ..formats.reasoning import check_reasoning_budget, reasoning_budget
 from ..formats.token_markers import marker_tokens, with_token_markers
 from ..registry import Tool, ToolCall, ToolRegistry
 from .deltas import call_arguments_texts
@@ -169,6 +170,7 @@ class Agent:
         tools: ToolsSelection = None,
         tool_choice: Any = "auto",
         reasoning: str = "enabled",
+        reasoning_budget: Optional[int] = None,
         parallel_tool_calls: bool = True,
         max_turns: int = 8,
         max_new_tokens: int = 256,
@@ -185,6 +187,8 @@ class Agent:
         ``prompt_or_messages``: a user prompt, or a list of ``{"role", "content"}`` messages.
         ``tools``: tool names, a ``ToolRegistry`` or ``None`` (all of the agent's tools).
         ``tool_choice``, ``reasoning``, ``parallel_tool_calls``: as for ``AgentFormat.grammar``;
+        ``reasoning_budget=N``: at most N tokens of reasoning per turn, then the think block
+        must close (counted from the think block the generation prompt may already open);
         ``tool_choice`` applies to the first turn only, later turns use ``"auto"`` (so a
         ``"required"`` run can answer once it has the results). ``constrained=False``
         generates without the grammar: a turn that does not parse is recorded in
@@ -212,6 +216,7 @@ class Agent:
         tools: ToolsSelection = None,
         tool_choice: Any = "auto",
         reasoning: str = "enabled",
+        reasoning_budget: Optional[int] = None,
         parallel_tool_calls: bool = True,
         max_turns: int = 8,
         max_new_tokens: int = 256,
@@ -238,6 +243,7 @@ class Agent:
         tools: ToolsSelection = None,
         tool_choice: Any = "auto",
         reasoning: str = "enabled",
+        reasoning_budget: Optional[int] = None,
         parallel_tool_calls: bool = True,
         max_turns: int = 8,
         max_new_tokens: int = 256,
@@ -277,6 +283,7 @@ class Agent:
         tools: ToolsSelection = None,
         tool_choice: Any = "auto",
         reasoning: str = "enabled",
+        reasoning_budget: Optional[int] = None,
         parallel_tool_calls: bool = True,
         max_turns: int = 8,
         max_new_tokens: int = 256,
@@ -377,6 +384,7 @@ class Agent:
             registry=self._select(options["tools"]),
             tool_choice=options["tool_choice"],
             reasoning=options["reasoning"],
+            reasoning_budget=self._checked_budget(options["reasoning_budget"]),
             parallel_tool_calls=bool(options["parallel_tool_calls"]),
             max_turns=options["max_turns"],
             max_new_tokens=options["max_new_tokens"],
@@ -387,6 +395,20 @@ class Agent:
             on_event=on_event,
             output=OutputSpec(options["output_type"]) if options["output_type"] is not None else None,
         )
+
+    def _checked_budget(self, budget: Optional[int]) -> Optional[int]:
+        """``reasoning_budget`` checked: a non-negative int, for a format with a think block."""
+        if budget is None:
+            return None
+        try:
+            check_reasoning_budget(budget)
+        except ValueError as e:
+            raise AgentError(str(e)) from None
+        if not self.format.has_think:
+            raise AgentError(
+                f"reasoning_budget needs a format with a think block; {self.format.name!r} has none"
+            )
+        return budget
 
     def _select(self, tools: ToolsSelection) -> ToolRegistry:
         if tools is None:
@@ -432,12 +454,20 @@ class Agent:
         if prompt.opened:  # the think block is already open (or written): the grammar has it
             reasoning = "enabled"
         fmt, choice = self._grammar_format, request.tool_choice if turn == 0 else "auto"
-        options = dict(
+        options: Dict[str, Any] = dict(
             tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, reasoning=reasoning
         )
+        if self._budgeted(request, prompt):
+            options["reasoning_budget"] = request.reasoning_budget
         if request.output is None:
             return fmt.grammar(request.tools, **options)
         return request.output.grammar(fmt, request.tools, **options)
+
+    def _budgeted(self, request: RunRequest, prompt: Prompt) -> bool:
+        """Whether this turn's think block has a token budget (reasoning on, or opened)."""
+        return request.reasoning_budget is not None and (
+            request.reasoning != "disabled" or bool(prompt.opened)
+        )
 
     def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
         import torch
@@ -478,7 +508,11 @@ class Agent:
             start = time.perf_counter()
             compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
             step.grammar_build_s = time.perf_counter() - start
-            processor = GrammarLogitsProcessor(compiled, prefix_token_ids=prefix)
+            budgets = []
+            if self._budgeted(request, prompt):
+                assert request.reasoning_budget is not None
+                budgets.append(reasoning_budget(self._grammar_format, request.reasoning_budget))
+            processor = GrammarLogitsProcessor(compiled, prefix_token_ids=prefix, token_budgets=budgets)
             kwargs["logits_processor"] = [processor]
             # the next step's masks are computed while the model runs its forward pass
             kwargs["stopping_criteria"] = [*kwargs.get("stopping_criteria", ()), processor.early_masks]

@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from ..errors import AgentError
 from ..formats import AgentFormat
@@ -82,6 +82,7 @@ class OutputSpec:
         tool_choice: Any = "auto",
         parallel_tool_calls: bool = True,
         reasoning: str = "enabled",
+        reasoning_budget: Optional[int] = None,
     ) -> Grammar:
         """``fmt.grammar(tools, ...)`` with the answer made the schema's JSON (see the module
         docstring): in a free-text format, a turn that must call keeps its grammar, and an
@@ -93,7 +94,9 @@ class OutputSpec:
             >>> g.accepts("42"), g.accepts("Forty-two")
             (True, False)
         """
-        options = dict(parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
+        options: Dict[str, Any] = dict(parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
+        if reasoning_budget is not None:
+            options["reasoning_budget"] = reasoning_budget
         tag = fmt.structural_tag(tools, tool_choice=tool_choice, **options)
         selected, mode = resolve_choice(list(tools), tool_choice)
         if mode in ("required", "named") and not fmt.has_response:

@@ -94,6 +94,7 @@ class RunRequest:
     registry: ToolRegistry
     tool_choice: Any
     reasoning: str
+    reasoning_budget: Optional[int]
     parallel_tool_calls: bool
     max_turns: int
     max_new_tokens: int

@@ -52,6 +52,7 @@ class DemoOptions:
     temperature: float = 1.0  # the same in both modes; 0: greedy
     seed: int = 0  # run k samples with seed ``seed + k``
     train_steps: Optional[int] = None  # the embedded model's training budget
+    reasoning_budget: Optional[int] = None  # tokens of reasoning per turn (constrained runs)
 
 
 def _progress_training(console: Any) -> Tuple[Any, Any, Any]:
@@ -133,6 +134,8 @@ def run_demo_command(options: DemoOptions, registry: ToolRegistry) -> int:
         fmt = get(options.format)
     except ValueError as e:
         raise AgentError(str(e)) from None
+    if options.reasoning_budget is not None and not fmt.has_think:
+        raise AgentError(f"--reasoning-budget needs a format with a think block; {fmt.name!r} has none")
     start = time.perf_counter()
     console = Console()
     quiet = bool(options.json_only) or not sys.stderr.isatty()
@@ -162,6 +165,7 @@ def run_demo_command(options: DemoOptions, registry: ToolRegistry) -> int:
             do_sample=options.temperature > 0,
             temperature=options.temperature if options.temperature > 0 else 1.0,
             seed=options.seed,
+            reasoning_budget=options.reasoning_budget,
             on_run_start=view.start_run if view is not None else None,
             on_run_end=view.end_run if view is not None else None,
         )

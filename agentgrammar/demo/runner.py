@@ -198,12 +198,14 @@ def run_demo(
     do_sample: bool = False,
     temperature: float = 1.0,
     seed: int = 0,
+    reasoning_budget: Optional[int] = None,
     on_run_start: Optional[Callable[[int, str, bool], Optional[Callable[[Any], None]]]] = None,
     on_run_end: Optional[Callable[[RunRecord], None]] = None,
 ) -> DemoSummary:
     """Run every prompt with the grammar, then without it, adding each run to ``summary``.
     ``on_run_start(index, prompt, constrained)`` may return an ``on_event`` handler for that
-    run; ``on_run_end(record)`` follows each run."""
+    run; ``on_run_end(record)`` follows each run. ``reasoning_budget``: the think block's token
+    budget in the constrained runs (``Agent.run(reasoning_budget=...)``)."""
     start = time.perf_counter()
     for constrained in (True, False):
         for k, prompt in enumerate(prompts):
@@ -217,6 +219,11 @@ def run_demo(
                 temperature=temperature,
                 seed=seed + k,
                 on_event=handler,
+                **(
+                    {"reasoning_budget": reasoning_budget}
+                    if constrained and reasoning_budget is not None
+                    else {}
+                ),
             )
             rec = record(prompt, constrained, run, getattr(getattr(agent, "format", None), "trigger", None))
             summary.add(rec)
