@@ -35,19 +35,18 @@ and parser also accept the other forms the family's models and servers write.
 ``"tags"``                plain ``<think>``, ``<tool_call>{...}</tool_call>``, ``<response>``
 ========================  =================================================================
 
-xgrammar's model keys name presets too (``get("qwen_3")`` is ``get("qwen3")``): ``llama``,
-``qwen_3``, ``qwen_3_coder`` and ``qwen_3_5`` are aliases (``aliases``); ``harmony``,
-``deepseek_r1``, ``deepseek_v3_1``, ``mimo`` and ``exaone`` are preset names.
+xgrammar's model keys (``get_model_structural_tag``) name presets too: ``get("qwen_3")`` is
+``get("qwen3")``. ``aliases()`` lists those whose names differ (``llama``, ``qwen_3``,
+``qwen_3_coder``, ``qwen_3_5``, ``kimi``: ``kimi_k2_thinking``, ``minimax``: ``minimax_m2``, and
+``pythonic``); ``harmony``, ``deepseek_r1``, ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``,
+``deepseek_v4_1``, ``glm_4_7``, ``mimo`` and ``exaone`` are preset names; ``names()`` lists the
+canonical names only.
 
 Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
 Harmony markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]``) are written as
 exactly those tokens by the grammar of ``token_markers.with_token_markers(fmt, markers)`` over
 ``vocab.with_token_markers(markers)`` (``agentgrammar.Agent`` does this). Other special tokens
 stay out of every grammar.
-
-Some presets are also found by the model key of xgrammar's ``get_model_structural_tag`` where
-that names the same layout (``aliases()``: ``"kimi"`` is ``kimi_k2_thinking``, ``"minimax"`` is
-``minimax_m2``); ``names()`` lists the canonical names only.
 
 Example:
     >>> from agentgrammar.formats import get, names
