@@ -1,6 +1,7 @@
 """Call ids that a family writes in the call's head in place of the bare tool name
 (``AgentFormat.call_id_form``): Kimi-K2 opens a call with ``functions.NAME:IDX``, and that whole
-text is the call's id, which the tool's result names again.
+text is the call's id, which the tool's result names again. Also the ids a format makes
+(``new_call_id``) and the checks of the ids it writes.
 
 A form is a pattern with one ``{name}`` and, after it, one ``{index}`` (ASCII digits): the text
 before the name, between the two (non-empty: it ends the name) and after the index are fixed.
@@ -17,9 +18,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple
 
-__all__ = ["CallIdForm"]
+from ..registry import ToolCall
+from .errors import RenderError
+
+if TYPE_CHECKING:
+    from .format import AgentFormat
+
+__all__ = ["MAX_INDEX_DIGITS", "CallIdForm", "check_call_id", "id_in_head", "new_call_id"]
+
+#: The most digits of a call index in a ``call_id_form`` head: bounded, so that a weak model
+#: cannot loop writing digits (a million calls in a conversation is past any real one).
+MAX_INDEX_DIGITS = 6
+
+_ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# new_call_id scrambles the index with this multiplier: odd and not a multiple of 31, so it is a
+# bijection modulo 62**n (ids never repeat) while neighbouring indices get unlike ids.
+_ID_MULTIPLIER = 0x9E3779B97F4A7C15
 
 
 @dataclass(frozen=True)
@@ -78,3 +94,61 @@ class CallIdForm:
         if not sep or not name or not re.fullmatch("[0-9]+", digits):
             return None
         return name, digits
+
+
+def new_call_id(fmt: "AgentFormat", index: int, name: Optional[str] = None) -> str:
+    """An id for the ``index``-th call of a conversation in ``fmt``'s shape:
+    ``AgentFormat.new_call_id`` (which documents it)."""
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ValueError(f"a call index is a non-negative int, got {index!r}")
+    if fmt.call_id_form is not None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"the {fmt.name} format's call ids hold the tool's name: give name")
+        if index >= 10**MAX_INDEX_DIGITS:
+            raise ValueError(f"the {fmt.name} format's call indices have up to {MAX_INDEX_DIGITS} digits")
+        return CallIdForm.parse(fmt.call_id_form).make(name, index)
+    n = fmt.call_id_length
+    if n is None:
+        return f"call_{index}"
+    space = len(_ALNUM) ** n
+    x = (index * _ID_MULTIPLIER + 0x2545F4914F6CDD1D) % space
+    out = []
+    for _ in range(n):
+        x, r = divmod(x, len(_ALNUM))
+        out.append(_ALNUM[r])
+    return "".join(out)
+
+
+def id_in_head(fmt: "AgentFormat", call: ToolCall, position: int) -> str:
+    """The id a ``call_id_form`` head holds: the call's own id (which must be of the form,
+    for this call's name), else the id of its ``position`` in the turn, as the templates
+    number calls without one."""
+    assert fmt.call_id_form is not None
+    form = CallIdForm.parse(fmt.call_id_form)
+    if call.id is None:
+        return form.make(call.name, position)
+    read = form.read(call.id)
+    if read is None or read[0] != call.name or len(read[1]) > MAX_INDEX_DIGITS:
+        raise RenderError(
+            f"the {fmt.name} format writes the call id in the call's head as "
+            f"{fmt.call_id_form!r} with the call's name ({call.name!r}) and an index of up to "
+            f"{MAX_INDEX_DIGITS} digits, got {call.id!r}"
+        )
+    return call.id
+
+
+def check_call_id(fmt: "AgentFormat", call_id: str) -> None:
+    """``RenderError`` when ``call_id`` is not of the shape ``fmt`` writes (``call_id_length``,
+    or letters and digits after ``id_begin``)."""
+    n = fmt.call_id_length
+    if n is not None and not re.fullmatch(f"[A-Za-z0-9]{{{n}}}", call_id):
+        raise RenderError(
+            f"the {fmt.name} format's call ids are {n} ASCII letters and digits, got {call_id!r} "
+            "(make one with new_call_id)"
+        )
+    # an id written raw (after id_begin) ends at the name end: the grammar's letters and
+    # digits only, so that no id holds a marker
+    if n is None and fmt.id_begin is not None and not re.fullmatch("[A-Za-z0-9]+", call_id):
+        raise RenderError(
+            f"the {fmt.name} format writes call ids raw: ASCII letters and digits only, got {call_id!r}"
+        )

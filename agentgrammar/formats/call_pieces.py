@@ -25,7 +25,7 @@ from ..grammar.memo import BoundedCache
 from ..grammar.structural_tag import compact_schema_grammar
 from ..grammar.token_markers import encode_text
 from ..registry import Tool
-from .call_ids import CallIdForm
+from .call_ids import MAX_INDEX_DIGITS, CallIdForm
 from .pythonic import arguments_grammar
 from .xml_params import params_content
 
@@ -85,10 +85,6 @@ def _after_name(
         found = _AFTER_NAME.put(key, (args, grammar))
     return found[1]
 
-
-#: The most digits of a call index in a ``call_id_form`` head: bounded, so that a weak model
-#: cannot loop writing digits (a million calls in a conversation is past any real one).
-MAX_INDEX_DIGITS = 6
 
 # (end, id of the argument grammar) -> (that grammar, what follows the name in a call_id_form
 # head: the index's digits, the end, the arguments).

@@ -78,41 +78,29 @@ Example:
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from .._gc_pause import pauses_gc
-from ..errors import ToolError
 from ..grammar import Grammar
 from ..grammar import structural_tag as st
-from ..registry import Tool, ToolCall, check_tool_name
-from ..registry.openai import tool_to_openai
-from .arguments import order_like
-from .call_ids import CallIdForm
-from .call_pieces import MAX_INDEX_DIGITS, build_call_tags
+from ..registry import Tool, ToolCall
+from .call_ids import check_call_id, id_in_head, new_call_id
+from .call_pieces import build_call_tags
 from .errors import FormatParseError, RenderError
 from .output import AgentOutput
 from .parsing import parse_output, starts_like_call
-from .pythonic import render_arguments
+from .render import check_span, dumps, json_name_end, param_markers, render_call, render_output, text_markers
 from .request import request_tag
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
-from .xml_params import check_param_name, fits_raw, is_raw_string
+from .tools_prompt import call_template, render_tools
+from .validation import validate_format
 
 __all__ = ["AgentFormat", "FormatParseError", "RenderError", "ToolsArg"]
 
 
-_LAYOUTS = ("json_object", "name_then_json", "xml", "pythonic")
 _WS = " \t\r\n"
-_ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-# new_call_id scrambles the index with this multiplier: odd and not a multiple of 31, so it is a
-# bijection modulo 62**n (ids never repeat) while neighbouring indices get unlike ids.
-_ID_MULTIPLIER = 0x9E3779B97F4A7C15
-
-
-def _as_tuple(value: Any) -> Tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value)
 
 
 # --------------------------------------------------------------------------- the format
@@ -202,81 +190,7 @@ class AgentFormat:
     tools_prompt: Optional[Callable[[Sequence[Tool]], str]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if (self.think_begin is None) != (self.think_end is None):
-            raise ValueError("think_begin and think_end go together: give both or neither")
-        if (self.response_begin is None) != (self.response_end is None):
-            raise ValueError("response_begin and response_end go together: give both or neither")
-        for label in ("think_begin", "think_end", "response_begin", "response_end"):
-            if getattr(self, label) == "":
-                raise ValueError(f"{label} must not be empty (use None for no block)")
-        for label in ("name_key", "arguments_key"):
-            if not isinstance(getattr(self, label), str):
-                raise ValueError(f"{label} must be a string (a JSON key), got {getattr(self, label)!r}")
-        if self.call_layout not in _LAYOUTS:
-            raise ValueError(f"call_layout must be one of {_LAYOUTS}, got {self.call_layout!r}")
-        if self.whitespace not in ("compact", "flexible"):
-            raise ValueError(f"whitespace must be 'compact' or 'flexible', got {self.whitespace!r}")
-        if self.call_layout == "name_then_json" and not self.name_end:
-            raise ValueError(f"the {self.call_layout} layout needs name_end (what follows the tool name)")
-        if self.call_layout == "xml" and not (self.param_begin and self.param_name_end and self.param_end):
-            raise ValueError("the xml layout needs param_begin, param_name_end and param_end")
-        if self.call_layout == "xml" and not (self.name_end or self.call_end):
-            raise ValueError("an xml layout without name_end needs call_end (the name ends at it)")
-        if self.param_name_end_json is not None and (
-            self.call_layout != "xml" or not self.param_name_end_json
-        ):
-            raise ValueError("param_name_end_json is a non-empty marker of the xml layout")
-        if self.call_id_form is not None:
-            if self.call_layout != "name_then_json" or self.id_begin is not None:
-                raise ValueError("call_id_form is for the name_then_json layout, without id_begin")
-            CallIdForm.parse(self.call_id_form)
-        if self.calls_end and not self.calls_begin:
-            raise ValueError("calls_end needs calls_begin")
-        sep = tuple(self.separators)
-        if len(sep) != 2 or not all(isinstance(s, str) for s in sep):
-            raise ValueError(f"separators must be two strings (item, key), got {self.separators!r}")
-        object.__setattr__(self, "separators", sep)
-        for label in ("stop", "call_begin_variants", "name_end_variants", "calls_begin_variants"):
-            value = _as_tuple(getattr(self, label))
-            if not all(isinstance(v, str) for v in value):
-                raise ValueError(f"{label} must be strings, got {getattr(self, label)!r}")
-            object.__setattr__(self, label, value)
-        if self.name_end_variants and (
-            self.call_layout == "json_object" or len(self.name_end_variants) != len(self.call_begin_variants)
-        ):
-            raise ValueError(
-                "name_end_variants pairs with call_begin_variants (one each, same length) in the "
-                "name_then_json and xml layouts"
-            )
-        if any(not v for v in self.name_end_variants):
-            raise ValueError("name_end_variants must not be empty strings")
-        if self.calls_begin_variants and (
-            not self.calls_begin or any(not v for v in self.calls_begin_variants)
-        ):
-            raise ValueError("calls_begin_variants needs calls_begin and non-empty variants")
-        if self.calls_or_text and self.has_response:
-            raise ValueError("calls_or_text is for formats with free text (no response block)")
-        if self.id_key is not None and (
-            self.call_layout != "json_object" or self.id_key in (self.name_key, self.arguments_key)
-        ):
-            raise ValueError(
-                "id_key is a third key of the json_object layout (not the name or arguments key)"
-            )
-        if self.id_begin is not None and (self.call_layout != "name_then_json" or not self.id_begin):
-            raise ValueError("id_begin is a non-empty marker of the name_then_json layout")
-        n = self.call_id_length
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 64):
-            raise ValueError(f"call_id_length must be an int from 1 to 64 or None, got {n!r}")
-        trigger = (
-            self.trigger
-            if self.trigger is not None
-            else (self.calls_begin or self.call_begin or self._opener())
-        )
-        if not trigger:
-            raise ValueError("tool calls need a non-empty trigger: set call_begin, calls_begin or trigger")
-        if not self._opener().startswith(trigger):
-            raise ValueError(f"the trigger {trigger!r} must start every tool call block ({self._opener()!r})")
-        object.__setattr__(self, "trigger", trigger)
+        validate_format(self)
 
     # ---- layout helpers ----------------------------------------------------------------------
 
@@ -419,57 +333,16 @@ class AgentFormat:
             ...             call_id_form="functions.{name}:{index}").new_call_id(2, "now")
             'functions.now:2'
         """
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise ValueError(f"a call index is a non-negative int, got {index!r}")
-        if self.call_id_form is not None:
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"the {self.name} format's call ids hold the tool's name: give name")
-            if index >= 10**MAX_INDEX_DIGITS:
-                raise ValueError(
-                    f"the {self.name} format's call indices have up to {MAX_INDEX_DIGITS} digits"
-                )
-            return CallIdForm.parse(self.call_id_form).make(name, index)
-        n = self.call_id_length
-        if n is None:
-            return f"call_{index}"
-        space = len(_ALNUM) ** n
-        x = (index * _ID_MULTIPLIER + 0x2545F4914F6CDD1D) % space
-        out = []
-        for _ in range(n):
-            x, r = divmod(x, len(_ALNUM))
-            out.append(_ALNUM[r])
-        return "".join(out)
+        return new_call_id(self, index, name)
 
     def _id_head(self, call: ToolCall, position: int) -> str:
         """The id a ``call_id_form`` head holds: the call's own id (which must be of the form,
         for this call's name), else the id of its ``position`` in the turn, as the templates
         number calls without one."""
-        assert self.call_id_form is not None
-        form = CallIdForm.parse(self.call_id_form)
-        if call.id is None:
-            return form.make(call.name, position)
-        read = form.read(call.id)
-        if read is None or read[0] != call.name or len(read[1]) > MAX_INDEX_DIGITS:
-            raise RenderError(
-                f"the {self.name} format writes the call id in the call's head as "
-                f"{self.call_id_form!r} with the call's name ({call.name!r}) and an index of up to "
-                f"{MAX_INDEX_DIGITS} digits, got {call.id!r}"
-            )
-        return call.id
+        return id_in_head(self, call, position)
 
     def _check_id(self, call_id: str) -> None:
-        n = self.call_id_length
-        if n is not None and not re.fullmatch(f"[A-Za-z0-9]{{{n}}}", call_id):
-            raise RenderError(
-                f"the {self.name} format's call ids are {n} ASCII letters and digits, got {call_id!r} "
-                "(make one with new_call_id)"
-            )
-        # an id written raw (after id_begin) ends at the name end: the grammar's letters and
-        # digits only, so that no id holds a marker
-        if n is None and self.id_begin is not None and not re.fullmatch("[A-Za-z0-9]+", call_id):
-            raise RenderError(
-                f"the {self.name} format writes call ids raw: ASCII letters and digits only, got {call_id!r}"
-            )
+        check_call_id(self, call_id)
 
     # ---- pieces (cached per Tool) ------------------------------------------------------------
 
@@ -585,23 +458,7 @@ class AgentFormat:
             >>> AgentFormat().call_template()
             '<tool_call>{"name": <tool-name>, "arguments": <arguments-json-object>}</tool_call>'
         """
-        if self.call_layout == "json_object":
-            item, key = self.separators
-            body = (
-                "{" + json.dumps(self.name_key) + key + "<tool-name>" + item + json.dumps(self.arguments_key)
-            )
-            call = self.call_begin + body + key + "<arguments-json-object>}" + self.call_end
-        elif self.call_layout == "name_then_json":
-            name = "<tool-name>"
-            if self.call_id_form is not None:
-                name = self.call_id_form.replace("{name}", name).replace("{index}", "<call-index>")
-            call = self.call_begin + name + self.name_end + "<arguments-json-object>" + self.call_end
-        elif self.call_layout == "pythonic":
-            call = self.call_begin + "<tool-name>" + self.name_end + "<name>=<value>, ..." + self.call_end
-        else:
-            param = self.param_begin + "<name>" + self.param_name_end + "<value>" + self.param_end
-            call = self.call_begin + "<tool-name>" + self.name_end + param + self.call_end
-        return self.calls_begin + call + self.calls_end
+        return call_template(self)
 
     def render_tools(self, tools: Optional[ToolsArg]) -> str:
         """The prompt block that describes ``tools`` the way this family was trained
@@ -620,37 +477,18 @@ class AgentFormat:
             To call a tool, write:
             <tool_call>{"name": <tool-name>, "arguments": <arguments-json-object>}</tool_call>
         """
-        offered = tool_list(tools)
-        if self.tools_prompt is not None:
-            return self.tools_prompt(offered)
-        lines = "\n".join(json.dumps(tool_to_openai(t), ensure_ascii=False) for t in offered)
-        return (
-            "# Tools\n\nYou may call one or more tools. Their definitions, one JSON object per line:\n"
-            f"<tools>\n{lines}\n</tools>\n\nTo call a tool, write:\n{self.call_template()}"
-        )
+        return render_tools(self, tools)
 
     # ---- rendering ---------------------------------------------------------------------------
 
     def _dumps(self, value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False, separators=self.separators, allow_nan=False)
+        return dumps(self, value)
 
     def _text_markers(self) -> List[Tuple[str, str]]:
         """The markers free text never holds, each with what ``parse`` would read it as: the
         triggers and every call opening (what the grammar's free text excludes), the think
         markers and the response's start."""
-        out: List[Tuple[str, str]] = [(t, "the start of tool calls") for t in self.triggers()]
-        out += [(b, "the start of a tool call") for b, _ in self._heads() if b]
-        out += [(m, "a think marker") for m in (self.think_begin, self.think_end) if m]
-        # parse reads a think marker with other whitespace around it: its core is one too
-        out += [
-            (m.strip(_WS), "a think marker") for m in (self.think_begin, self.think_end) if m and m.strip(_WS)
-        ]
-        if self.response_begin:
-            out.append((self.response_begin, "the start of the response"))
-        first: Dict[str, Tuple[str, str]] = {}
-        for marker, what in out:
-            first.setdefault(marker, (marker, what))
-        return list(first.values())
+        return text_markers(self)
 
     def _check_span(
         self, text: str, start: int, end: int, markers: Sequence[Tuple[str, str]], what: str
@@ -658,71 +496,19 @@ class AgentFormat:
         """``RenderError`` when one of ``markers`` occurs in ``text`` overlapping ``[start,
         end)``: inside the span, or across one of its edges (the span's end and the marker
         after it spelling a marker early)."""
-        for marker, role in markers:
-            at = text.find(marker, max(0, start - len(marker) + 1), end + len(marker) - 1)
-            if at >= 0:
-                raise RenderError(
-                    f"the {what} holds {marker!r} (at offset {max(at, start) - start}), which the "
-                    f"{self.name} format reads as {role}: it cannot be written in the {what}",
-                    marker=marker,
-                )
+        check_span(self, text, start, end, markers, what)
 
     def _render_call(self, call: ToolCall, tool: Optional[Tool], position: int = 0) -> str:
-        try:
-            check_tool_name(call.name)
-        except ToolError:
-            raise RenderError(
-                f"cannot write a call to {call.name!r}: not a valid tool name (a letter or '_', then "
-                "up to 63 letters, digits, '_', '.' or '-')"
-            ) from None
-        args: Any = call.arguments
-        if tool is not None:
-            args = order_like(args, tool.parameters)
-        if self.id_begin is not None and call.id is not None:
-            self._check_id(call.id)
-            head = self.call_begin + call.name + self.id_begin + call.id + self.name_end
-            return head + self._dumps(args) + self._call_tail()
-        if self.call_id_form is not None:
-            head = self.call_begin + self._id_head(call, position) + self.name_end
-            return head + self._dumps(args) + self._call_tail()
-        if self.call_layout == "pythonic":
-            try:
-                return self._call_head(call.name) + render_arguments(args) + self._call_tail()
-            except ValueError as e:
-                raise RenderError(f"cannot write the call to {call.name!r}: {e}") from None
-        if self.call_layout != "xml":
-            text = self._call_head(call.name) + self._dumps(args)
-            if self.id_key is not None and call.id is not None:
-                self._check_id(call.id)
-                item, key = self.separators
-                text += item + _json_str(self.id_key) + key + self._dumps(call.id)
-            return text + self._call_tail()
-        props = tool.parameters.get("properties", {}) if tool is not None else {}
-        parts = [self._call_head(call.name)]
-        for key, value in args.items():
-            problem = check_param_name(key, self._param_markers())
-            if problem is not None:
-                raise RenderError(f"argument {key!r} of {call.name!r}: {problem}")
-            raw = is_raw_string(props.get(key)) if tool is not None else isinstance(value, str)
-            text = value if raw and isinstance(value, str) else self._dumps(value)
-            if not fits_raw(text, self.param_end):
-                raise RenderError(
-                    f"argument {key!r} of {call.name!r} cannot be written before {self.param_end!r}",
-                    marker=self.param_end,
-                )
-            name_end = self.param_name_end if raw and isinstance(value, str) else self._json_name_end
-            parts.append(self.param_begin + key + name_end + text + self.param_end)
-        parts.append(self.call_end)
-        return "".join(parts)
+        return render_call(self, call, tool, position)
 
     @property
     def _json_name_end(self) -> str:
         """The xml layout's name end before a value written as JSON."""
-        return self.param_name_end if self.param_name_end_json is None else self.param_name_end_json
+        return json_name_end(self)
 
     def _param_markers(self) -> Tuple[str, ...]:
         """The xml layout's markers, the parameter ones first (what a parameter name never holds)."""
-        return (self.param_begin, self.param_name_end, self.param_end, *self.markers())
+        return param_markers(self)
 
     def render(self, output: AgentOutput, *, tools: Optional[ToolsArg] = None) -> str:
         """The text of ``output`` as the model writes it (the family's chat template's form:
@@ -747,70 +533,7 @@ class AgentFormat:
             ...
             agentgrammar.formats.errors.RenderError: the free text holds '<tool_call>' (at offset 4), which the custom format reads as the start of tool calls: it cannot be written in the free text
         """
-        calls = output.tool_calls
-        by_name = {t.name: t for t in tool_list(tools)}
-        if len(calls) > 1 and not self.parallel_calls:
-            raise RenderError(f"the {self.name} format makes at most one tool call per turn")
-        if self.calls_or_text and calls and output.text:
-            raise RenderError(f"the {self.name} format writes either tool calls or text in a turn, not both")
-        parts: List[str] = []
-        # (what, start, end, markers): texts checked once the whole output is written, since a
-        # marker may also start in a text and end in what follows it
-        spans: List[Tuple[str, int, int, Sequence[Tuple[str, str]]]] = []
-
-        def body(what: str, text: str, markers: Sequence[Tuple[str, str]]) -> None:
-            at = sum(map(len, parts))
-            parts.append(text)
-            spans.append((what, at, at + len(text), markers))
-
-        def block(begin: Optional[str], text: str, end: Optional[str], what: str) -> None:
-            assert begin is not None and end is not None
-            parts.append(begin + self.block_pad)
-            body(f"{what} text", text, [(end, f"the {what} block's end marker")])
-            parts.append(self.block_pad + end)
-
-        if output.think is not None:
-            if not self.has_think:
-                raise RenderError(f"the {self.name} format has no think block")
-            block(self.think_begin, output.think, self.think_end, "think")
-            parts.append(self.think_suffix)
-        if output.text:
-            if self.has_response:  # as in the grammar: the response block is the only text
-                raise RenderError(f"the {self.name} format has no free text: put the text in `response`")
-            if self.calls_or_text and self._starts_like_call(output.text, 0):
-                head = output.text.lstrip(_WS)
-                opener = next(
-                    (o for o in self._openers() if o.strip(_WS) and head.startswith(o.strip(_WS))), None
-                )
-                raise RenderError(
-                    f"the free text starts like a tool call of the {self.name} format", marker=opener or "{"
-                )
-            body("free text", output.text, self._text_markers())
-            if calls or output.response is not None:
-                parts.append(self.block_separator)
-        if calls:
-            rendered = self.call_separator.join(
-                self._render_call(c, by_name.get(c.name), i) for i, c in enumerate(calls)
-            )
-            parts.append(self.calls_begin + rendered + self.calls_end if self._wrapped else rendered)
-        if output.response is not None:
-            if not self.has_response:
-                raise RenderError(f"the {self.name} format has no response block: put the text in `text`")
-            if calls:
-                if not self.response_after_calls:
-                    raise RenderError(f"the {self.name} format has no response after tool calls")
-                parts.append(self.block_separator)
-            block(self.response_begin, output.response, self.response_end, "response")
-        out = "".join(parts)
-        for what, start, end, markers in spans:
-            self._check_span(out, start, end, markers, what)
-        for stop in self.stop:  # parse drops a stop string that ends the turn
-            if stop and out.endswith(stop) and spans and spans[-1][2] == len(out):
-                raise RenderError(
-                    f"the {spans[-1][0]} ends the turn with the stop string {stop!r}, which parse drops",
-                    marker=stop,
-                )
-        return out
+        return render_output(self, output, tools)
 
     # ---- parsing -----------------------------------------------------------------------------
 

@@ -23,11 +23,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
 
 from ..errors import GrammarError
-from .ir import EMPTY, ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq, seq
-from .utf8 import complement_ranges, normalize_ranges
+from .char_dfa_ir import dfa_to_ir
+from .char_ranges import Edge, add_range, clip, join_ranges, merge_edges, pair_state, partition
+from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
+from .utf8 import complement_ranges
 
 __all__ = ["ALPHABET", "BYTES", "MAX_STATES", "MAX_WORK", "PRODUCT_LIMIT", "CharDFA"]
 
@@ -44,8 +46,6 @@ MAX_WORK = 2_000_000
 #: The most states an intersection may have: each becomes grammar rules, so products past this
 #: (a long length bound times a complex pattern) are refused rather than slow to build and match.
 PRODUCT_LIMIT = 3_000
-
-Edge = Tuple[int, int, int]  # (lo, hi, target), inclusive code point range
 
 
 def _too_big() -> GrammarError:
@@ -146,104 +146,13 @@ class _NFA:
             ranges = list(e.ranges)
         else:
             return False
-        return _clip(ranges, self.alphabet) == list(self.alphabet)
+        return clip(ranges, self.alphabet) == list(self.alphabet)
 
     def _chars(self, start: int, ranges: Sequence[Tuple[int, int]]) -> int:
         end = self.state()
-        for lo, hi in _clip(ranges, self.alphabet):
+        for lo, hi in clip(ranges, self.alphabet):
             self.moves[start].append((lo, hi, end))
         return end
-
-
-def _clip(ranges: Sequence[Tuple[int, int]], alphabet: Alphabet) -> List[Tuple[int, int]]:
-    """``ranges`` within the alphabet (for code points: without surrogates)."""
-    out = []
-    for lo, hi in normalize_ranges(ranges):
-        for a, b in alphabet:
-            if lo <= b and a <= hi:
-                out.append((max(lo, a), min(hi, b)))
-    return out
-
-
-def _partition(moves: Sequence[Edge], work: Optional[_Work] = None) -> List[Tuple[int, int, FrozenSet[int]]]:
-    """Split overlapping ranged moves into disjoint ranges, each with its set of targets (a sweep
-    over the range ends, so a wide class among many narrow ones costs no more than they do)."""
-    events: List[Tuple[int, int, int]] = []
-    for lo, hi, t in moves:
-        events.append((lo, 1, t))
-        events.append((hi + 1, -1, t))
-    events.sort()
-    active: Dict[int, int] = {}
-    out: List[Tuple[int, int, FrozenSet[int]]] = []
-    i, n = 0, len(events)
-    steps = n
-    while i < n:
-        x = events[i][0]
-        while i < n and events[i][0] == x:
-            _, d, t = events[i]
-            c = active.get(t, 0) + d
-            if c:
-                active[t] = c
-            else:
-                del active[t]
-            i += 1
-        if active and i < n:
-            targets = frozenset(active)
-            steps += len(targets)
-            end = events[i][0] - 1
-            if out and out[-1][1] == x - 1 and out[-1][2] == targets:
-                out[-1] = (out[-1][0], end, targets)
-            else:
-                out.append((x, end, targets))
-    if work is not None:
-        work.charge(steps)
-    return out
-
-
-def _join(ranges: List[Tuple[int, int]]) -> Tuple[Tuple[int, int], ...]:
-    """Disjoint ranges sorted, with adjacent ones joined (a canonical form)."""
-    ranges.sort()
-    out: List[Tuple[int, int]] = []
-    for lo, hi in ranges:
-        if out and out[-1][1] == lo - 1:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return tuple(out)
-
-
-def _merge_edges(edges: Sequence[Edge]) -> List[Edge]:
-    """Sorted edges with adjacent ranges to the same target joined."""
-    out: List[Edge] = []
-    for lo, hi, t in sorted(edges):
-        if out and out[-1][2] == t and out[-1][1] == lo - 1:
-            out[-1] = (out[-1][0], hi, t)
-        else:
-            out.append((lo, hi, t))
-    return out
-
-
-def _pair_state(
-    ids: Dict[Tuple[int, int], int], pairs: List[Tuple[int, int]], key: Tuple[int, int], limit: int, verb: str
-) -> int:
-    """The product state of a pair of states, numbered on first sight; past ``limit``
-    states GrammarError ("<verb> the constraints needs ...")."""
-    target = ids.get(key)
-    if target is None:
-        if len(pairs) >= limit:
-            raise GrammarError(f"{verb} the constraints needs an automaton of more than {limit} states")
-        target = ids[key] = len(pairs)
-        pairs.append(key)
-    return target
-
-
-def _add_range(row: List[Edge], lo: int, hi: int, target: int) -> None:
-    """Appends the edge ``lo..hi -> target`` to a row built in order, merged into the last
-    edge when it continues it."""
-    if row and row[-1][2] == target and row[-1][1] == lo - 1:
-        row[-1] = (row[-1][0], hi, target)
-    else:
-        row.append((lo, hi, target))
 
 
 class CharDFA:
@@ -314,14 +223,14 @@ class CharDFA:
             moves = [m for s in sets[i] for m in nfa.moves[s]]
             work.charge(len(sets[i]))
             row = []
-            for lo, hi, targets in _partition(moves, work):
+            for lo, hi, targets in partition(moves, work):
                 t = by_targets.get(targets)
                 if t is None:
                     reached = frozenset().union(*(closure(t) for t in targets))
                     work.charge(len(reached))
                     t = by_targets[targets] = intern(reached)
                 row.append((lo, hi, t))
-            edges.append(_merge_edges(row))
+            edges.append(merge_edges(row))
             i += 1
         return cls(edges, [final in s for s in sets], alphabet).minimized()
 
@@ -420,8 +329,8 @@ class CharDFA:
                 lo2, hi2, t2 = right[b]
                 x, y = max(lo, lo2), min(hi, hi2)
                 if x <= y:
-                    target = _pair_state(ids, pairs, (t, t2), PRODUCT_LIMIT, "combining")
-                    _add_range(row, x, y, target)
+                    target = pair_state(ids, pairs, (t, t2), PRODUCT_LIMIT, "combining")
+                    add_range(row, x, y, target)
                 if hi < hi2:
                     a += 1
                 else:
@@ -459,8 +368,8 @@ class CharDFA:
                 t2 = tb if lb <= x else -1
                 # the segment ends where either side's current range ends or the other starts
                 y = min(ha if t1 >= 0 else la - 1, hb if t2 >= 0 else lb - 1)
-                target = _pair_state(ids, pairs, (t1, t2), limit, "uniting")
-                _add_range(row, x, y, target)
+                target = pair_state(ids, pairs, (t1, t2), limit, "uniting")
+                add_range(row, x, y, target)
                 x = y + 1
                 if t1 >= 0 and ha == y:
                     a += 1
@@ -480,8 +389,8 @@ class CharDFA:
             work.charge(2 * len(row) + 1)
             covered = [(lo, hi) for lo, hi, _ in row]
             top = self.alphabet[-1][1]
-            gaps = [r for r in _clip(complement_ranges(covered, top), self.alphabet) if r]
-            edges.append(_merge_edges(list(row) + [(lo, hi, dead) for lo, hi in gaps]))
+            gaps = [r for r in clip(complement_ranges(covered, top), self.alphabet) if r]
+            edges.append(merge_edges(list(row) + [(lo, hi, dead) for lo, hi in gaps]))
         edges.append([(a, b, dead) for a, b in self.alphabet])
         accepting = [not a for a in self.accepting] + [True]
         return CharDFA(edges, accepting, self.alphabet).minimized()
@@ -573,7 +482,7 @@ class CharDFA:
                 work.charge(len(incoming[t]) + 1)
             groups: Dict[int, Dict[Tuple[Tuple[int, int], ...], List[int]]] = {}
             for s, ranges in into.items():
-                groups.setdefault(block_of[s], {}).setdefault(_join(ranges), []).append(s)
+                groups.setdefault(block_of[s], {}).setdefault(join_ranges(ranges), []).append(s)
             for b, by_sig in groups.items():
                 members = blocks[b]
                 parts = list(by_sig.values())
@@ -612,7 +521,7 @@ class CharDFA:
                 continue
             s = next(iter(members))
             c = order[b]
-            out[c] = _merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
+            out[c] = merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
             accepting[c] = self.accepting[s]
         return CharDFA(out, accepting, self.alphabet)
 
@@ -647,7 +556,7 @@ class CharDFA:
         rows: List[List[Edge]] = []
         accepting: List[bool] = []
         for s in post:
-            row = _merge_edges([(lo, hi, cls[t]) for lo, hi, t in edges[s] if live[t]])
+            row = merge_edges([(lo, hi, cls[t]) for lo, hi, t in edges[s] if live[t]])
             work.charge(len(row) + 1)
             key = (self.accepting[s], tuple(row))
             c = ids.get(key)
@@ -680,82 +589,7 @@ class CharDFA:
 
         A self-loop becomes a repeat, so the rule nesting grows with the number of state
         changes, not with the string's length."""
-        d = self.trimmed()
-        if not d.accepting[0] and not d.edges[0]:
-            return None
-        children = [{t for _, _, t in row if t != s} for s, row in enumerate(d.edges)]
-        indegree = [0] * len(d.edges)
-        for kids in children:
-            for t in kids:
-                indegree[t] += 1
-        small = _small_states(children, indegree)
-        names: Dict[int, str] = {}
-        shared: Dict[int, Expr] = {}
-
-        def ref(t: int, depth: int) -> Expr:
-            if t in small:
-                found = shared.get(t)
-                if found is None:
-                    found = shared[t] = body(t, depth + 1)
-                return found
-            if t != 0 and indegree[t] == 1 and depth < _INLINE_DEPTH:
-                return body(t, depth + 1)
-            if t not in names:
-                names[t] = fresh(base_name)
-                rules[names[t]] = body(t, 0)
-            return RuleRef(names[t])
-
-        def body(s: int, depth: int) -> Expr:
-            groups: Dict[int, List[Tuple[int, int]]] = {}
-            for lo, hi, t in d.edges[s]:
-                groups.setdefault(t, []).append((lo, hi))
-            alts: List[Expr] = []
-            for t, ranges in groups.items():
-                if t == s:
-                    continue
-                ch = spell(ranges)
-                if ch is not None:
-                    alts.append(seq((ch, ref(t, depth))))
-            if d.accepting[s]:
-                alts.append(EMPTY)
-            rest: Expr = alts[0] if len(alts) == 1 else Choice(tuple(alts))
-            loop = spell(groups[s]) if s in groups else None
-            return seq((Repeat(loop, 0, None), rest)) if loop is not None else rest
-
-        return ref(0, 0)
-
-
-def _small_states(children: List[Set[int]], indegree: List[int]) -> Set[int]:
-    """The states (not the start) that several others lead to, from which only a few
-    states, and no cycle but self-loops, can be reached: at most ``_SHARED_SIZE``
-    alternatives and characters written out. ``children[s]``: the states s leads to, s
-    itself left out; ``indegree[t]``: how many others lead to t. Such a state is written as one expression
-    shared where it is reached, not as a rule: the C core then builds the whole
-    automaton as bytes. A rule reference there (the "any string" after the first
-    character of a key that is none of an object's names) made the mask cache resolve
-    every token that crossed it with the Earley parser, 120k tokens on a 128k
-    vocabulary, at the key's first visit."""
-    n = len(children)
-    parents: List[List[int]] = [[] for _ in range(n)]
-    for s, kids in enumerate(children):
-        for t in kids:
-            parents[t].append(s)
-    # Sizes in reverse topological order; a state that reaches a cycle is never sized.
-    waiting = [len(kids) for kids in children]
-    ready = [s for s in range(n) if waiting[s] == 0]
-    size: Dict[int, int] = {}
-    while ready:
-        s = ready.pop()
-        total = 1
-        for t in children[s]:
-            inlined = indegree[t] == 1 or size[t] <= _SHARED_SIZE
-            total += 1 + (size[t] if inlined else 0)
-        size[s] = min(total, _SHARED_SIZE + 1)
-        for p in parents[s]:
-            waiting[p] -= 1
-            if waiting[p] == 0:
-                ready.append(p)
-    return {s for s, v in size.items() if s != 0 and indegree[s] > 1 and v <= _SHARED_SIZE}
+        return dfa_to_ir(self, spell, rules, fresh, base_name)
 
 
 def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:
@@ -768,7 +602,3 @@ def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:
 def _anything(alphabet: Alphabet) -> Expr:
     cls = ByteClass(alphabet) if alphabet == BYTES else CharClass(alphabet)
     return Repeat(cls, 0, None)
-
-
-_INLINE_DEPTH = 48  # deeper chains of single-entry states become rules (bounded recursion)
-_SHARED_SIZE = 64  # the most a state shared by several (_small_states) may write out

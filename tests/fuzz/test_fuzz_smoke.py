@@ -1,4 +1,4 @@
-"""Each fuzz harness of ``tools/fuzz.py`` for about two seconds, in-process and tame (no huge
+"""Each fuzz harness of ``tools/fuzz/`` for about two seconds, in-process and tame (no huge
 bounds or deep nesting, so no input runs long): the harnesses work and the contract holds.
 
 Any finding (an exception outside ``AgentGrammarError``, a crash, a hang) fails the test with
@@ -7,30 +7,18 @@ the saved input's path; slow inputs are only reported.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
+from tools.fuzz.driver import fuzz, table
+from tools.fuzz.findings import replay, save_finding
+from tools.fuzz.harnesses import HARNESSES
 
 
-def load_fuzz():
-    spec = importlib.util.spec_from_file_location("agentgrammar_tools_fuzz", TOOLS / "fuzz.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz = load_fuzz()
-
-
-@pytest.mark.parametrize("name", list(fuzz.HARNESSES))
+@pytest.mark.parametrize("name", list(HARNESSES))
 def test_harness_runs_and_keeps_the_contract(name: str, tmp_path: Path) -> None:
-    res = fuzz.fuzz(name, 2.0, seed=0, findings=tmp_path, in_process=True, tame=True)
+    res = fuzz(name, 2.0, seed=0, findings=tmp_path, in_process=True, tame=True)
     assert res.executions > 0
     unknown = [(kind, head, where) for kind, head, where in res.details if kind != "slow"]
     assert not unknown, f"{name}: {unknown[:5]} (inputs saved under {tmp_path})"
@@ -38,9 +26,9 @@ def test_harness_runs_and_keeps_the_contract(name: str, tmp_path: Path) -> None:
 
 def test_summary_table_and_worker_mode(tmp_path: Path) -> None:
     """The CLI path: a worker subprocess, the table, and a replay of a saved input."""
-    res = fuzz.fuzz("regex", 1.0, seed=1, findings=tmp_path, timeout=30.0, tame=True)
+    res = fuzz("regex", 1.0, seed=1, findings=tmp_path, timeout=30.0, tame=True)
     assert res.executions > 0
-    text = fuzz.table([res.row()])
+    text = table([res.row()])
     assert text.splitlines()[0].split()[:3] == ["harness", "executions", "exec/s"]
-    path = fuzz.save_finding(tmp_path, "regex", "slow", "a{2}", "detail", 0.0)
-    assert fuzz.replay(Path(path)) == 0
+    path = save_finding(tmp_path, "regex", "slow", "a{2}", "detail", 0.0)
+    assert replay(Path(path)) == 0

@@ -582,7 +582,7 @@ def test_shared_rules_and_names() -> None:
 
 
 def test_conversion_is_deterministic() -> None:
-    # (its speed is measured by tools/bench_json_schema.py, not asserted in a unit test)
+    # (its speed is measured by tools/bench/json_schema.py, not asserted in a unit test)
     first, _ = json_schema_rules(WEATHER)
     again, _ = json_schema_rules(WEATHER)
     assert [(r.name, r.body) for r in first] == [(r.name, r.body) for r in again]

@@ -506,7 +506,7 @@ def test_formats_against_the_json_schema_test_suite(name):
 
 
 def test_formats_are_cached_and_compile():
-    # (how long they take is measured by tools/bench_json_schema.py, not asserted here)
+    # (how long they take is measured by tools/bench/json_schema.py, not asserted here)
     for name in SUPPORTED_FORMATS:
         expr: Optional[Expr] = format_string(name)
         assert expr is not None and format_string(name) is expr  # cached

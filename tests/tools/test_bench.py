@@ -1,4 +1,4 @@
-"""Smoke test of tools/bench.py with tiny sizes (skipped without xgrammar, llguidance or the
+"""Smoke test of tools/bench/ with tiny sizes (skipped without xgrammar, llguidance or the
 Llama-3.2 tokenizer)."""
 
 from __future__ import annotations
@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tools import bench
+from tools.bench.caches import clear_ours
+from tools.bench.cli import main
+from tools.bench.instances import instance
+from tools.bench.stats import dist_us, ratio_to, ratio_to_best
+from tools.bench.walkers import ENGINES
 
 
 def test_instance_fills_bfcl_style_schemas() -> None:
@@ -24,21 +28,21 @@ def test_instance_fills_bfcl_style_schemas() -> None:
         },
         "required": ["city", "days", "unit", "tags"],
     }
-    assert bench.instance(schema) == {"city": "San F", "days": 8, "unit": "c", "tags": [0.5]}
+    assert instance(schema) == {"city": "San F", "days": 8, "unit": "c", "tags": [0.5]}
     with pytest.raises(ValueError):
-        bench.instance({"type": "string", "pattern": "^a+$"})
+        instance({"type": "string", "pattern": "^a+$"})
 
 
 def test_ratio_to_best_and_dist() -> None:
-    assert bench.ratio_to_best({"ours": 2.0, "xgr": 4.0, "llg": 1.0}) == 2.0
-    assert math.isnan(bench.ratio_to_best({"ours": 2.0, "xgr": float("nan")}))
+    assert ratio_to_best({"ours": 2.0, "xgr": 4.0, "llg": 1.0}) == 2.0
+    assert math.isnan(ratio_to_best({"ours": 2.0, "xgr": float("nan")}))
     # the peer a target names, even when another peer is faster
     row = {"ours": 3.0, "xgr": 6.0, "xgr-jit": 4.0, "llg": 1.0}
-    assert bench.ratio_to(row, ("llg",)) == 3.0
-    assert bench.ratio_to(row, ("xgr", "xgr-jit")) == 0.75
-    assert bench.ratio_to(row, ("xgr",)) == 0.5
-    assert math.isnan(bench.ratio_to({"ours": 1.0, "llg": float("nan")}, ("llg",)))
-    d = bench.dist_us([1e-6, 2e-6, 3e-6])
+    assert ratio_to(row, ("llg",)) == 3.0
+    assert ratio_to(row, ("xgr", "xgr-jit")) == 0.75
+    assert ratio_to(row, ("xgr",)) == 0.5
+    assert math.isnan(ratio_to({"ours": 1.0, "llg": float("nan")}, ("llg",)))
+    d = dist_us([1e-6, 2e-6, 3e-6])
     assert d["n"] == 3 and d["p50"] == pytest.approx(2.0) and d["max"] == pytest.approx(3.0)
 
 
@@ -95,7 +99,7 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     mb.mkdir()
     _bfcl(bfcl)
     _maskbench(mb)
-    out = bench.main(
+    out = main(
         [str(bfcl), str(mb), "--workloads", "agentic", "maskbench", "batch", "--sizes", "2", "4",
          "--requests", "1", "--maskbench-sample", "5", "--maskbench-repeats", "2",
          "--batch-rows", "3", "--batch-threads", "2", "--json"]
@@ -105,16 +109,16 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert out["agentic"]["callable"] == 4
     for size in ("2", "4"):
         res = out["agentic"]["sizes"][size]
-        assert res["rejected_outputs"] == dict.fromkeys(bench.ENGINES, 0)
-        for engine in bench.ENGINES:
+        assert res["rejected_outputs"] == dict.fromkeys(ENGINES, 0)
+        for engine in ENGINES:
             figures = res["engines"][engine]
             assert figures["per_token_us"]["n"] == res["tokens_per_output"] > 20
             assert 0 < figures["cold_ms"] <= figures["cold_ttfm_ms"]
     mres = out["maskbench"]
     assert mres["sample"] == mres["schemas_compared"] == 2 and mres["repeats"] == 2
     assert mres["instances_compared"] == 4
-    assert mres["instances_rejected"] == dict.fromkeys(bench.ENGINES, 0)
-    for engine in bench.ENGINES:
+    assert mres["instances_rejected"] == dict.fromkeys(ENGINES, 0)
+    for engine in ENGINES:
         assert mres["ttfm_us"][engine]["n"] == 2 and mres["between_us"][engine]["n"] > 0
     mem = out["agentic"]["memory"]
     assert mem["tools"] == 4 and mem["peak_rss_mib"] >= mem["rss_after_setup_mib"] > 0
@@ -134,7 +138,7 @@ def test_clear_ours_keeps_process_tables_only() -> None:
     Grammar.from_json_schema({"type": "string", "pattern": "^[^\\s,]+$"})
     assert jv._python_shorthand_ranges.cache_info().currsize >= 1
     assert jv.pattern_chars.cache_info().currsize >= 1
-    bench.clear_ours()
+    clear_ours()
     # the Unicode table depends on no schema: kept; the pattern's expression: cleared
     assert jv._python_shorthand_ranges.cache_info().currsize >= 1
     assert jv.pattern_chars.cache_info().currsize == 0

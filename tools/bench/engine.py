@@ -5,7 +5,7 @@ grammar is compiled by both engines; then one random valid path (chosen by a see
 random walk over agentgrammar's masks) is replayed through both matchers, timing every
 mask fill. Figures are medians over repeats; compare ratios, not absolute times.
 
-    python tools/bench_engine.py [--steps 64] [--repeats 5] [--seed 0]
+    python -m tools.bench.engine [--steps 64] [--repeats 5] [--seed 0]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fuzz harnesses for the engine under hostile use, loaded by ``tools/fuzz.py`` (issue 38).
+"""Fuzz harnesses for the engine under hostile use (issue 38), listed in ``harnesses``.
 
 ``threads``
     One matcher (sometimes two) shared by 2 to 8 threads, each running its own random list of
@@ -24,7 +24,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 #: How far past its budget a budgeted call may run: the clock is read every few thousand
 #: parser steps, and the machine may be busy (a hang is seconds to minutes).
@@ -369,12 +369,3 @@ HARNESSES: List[Tuple[str, Any, Any, str]] = [
         "highly ambiguous grammars under accept and mask time budgets: no call past its budget",
     ),
 ]
-
-
-def _main(argv: Optional[List[str]] = None) -> None:  # pragma: no cover - a convenience
-    """Run through ``tools/fuzz.py``, which loads this module: ``python tools/fuzz.py threads``."""
-    raise SystemExit("run these harnesses with: python tools/fuzz.py threads|ambiguous --seconds N")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _main()

@@ -1,4 +1,4 @@
-"""Fuzz harnesses for model output, which is hostile input (loaded by ``tools/fuzz.py``).
+"""Fuzz harnesses for model output, which is hostile input (listed in ``harnesses``).
 
 * ``outputs``: a hand-written turn of every preset (``fmt.render`` of random valid calls to a
   fixed set of tools), then mutated: characters deleted, inserted, replaced or duplicated, a JSON

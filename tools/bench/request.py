@@ -22,7 +22,7 @@ Then two measurements of our own, with the same tools:
   The first turn pays each state's first visit; later turns get the compiled grammar back.
 
     pip download --no-deps bfcl-eval -d /tmp/bfcl
-    python tools/bench_request.py /tmp/bfcl/bfcl_eval-*.whl
+    python -m tools.bench.request /tmp/bfcl/bfcl_eval-*.whl
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ on the critical path. ``--model 100m`` (about 92M parameters) gives a forward pa
 length, ``--batch 8`` eight left-padded rows; the last line of each grammar is the time per token
 of each row against no processor.
 
-    python tools/bench_hf.py --repeats 5 --max-new-tokens 64
-    python tools/bench_hf.py --model 100m --batch 8 --threads 2 --repeats 3
+    python -m tools.bench.hf --repeats 5 --max-new-tokens 64
+    python -m tools.bench.hf --model 100m --batch 8 --threads 2 --repeats 3
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ import os
 import statistics
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .stats import fmt, print_table
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -303,6 +305,52 @@ def main(argv: Optional[List[str]] = None) -> None:
         "steps / runs"
     )
     _print_table(results)
+
+
+def run_hf(args: Any) -> Dict[str, Any]:
+    """The ``hf`` workload of ``tools/bench.py``: both grammars, as one JSON-ready result."""
+    return {
+        "source": "tools/bench/hf.py",
+        "results": [
+            bench(kind, args.hf_repeats, args.hf_max_new_tokens, args.hf_prompt) for kind in ("json", "tools")
+        ],
+    }
+
+
+def print_hf(res: Dict[str, Any]) -> None:
+    """The ``hf`` table of ``tools/bench.py``."""
+    if not res["results"]:
+        print(f"\nHF generate(): n/a ({res.get('error')})")
+        return
+    rows = []
+    for r in res["results"]:
+        ours, xgr = r["rows"]["agentgrammar"], r["rows"]["xgrammar"]
+        for key, label in (
+            ("step_median_ms", "processor step p50 ms"),
+            ("step_mean_ms", "processor step mean ms"),
+            ("step_p90_ms", "processor step p90 ms"),
+            ("generate_median_ms", "generate() ms"),
+            ("overhead_per_token_ms", "overhead / token ms"),
+        ):
+            a, b = ours[key], xgr[key]
+            ratio = a / b if a > 0 and b > 0 else float("nan")  # overheads under noise can be < 0
+            rows.append([r["grammar"], label, f"{a:.3f}", f"{b:.3f}", fmt(ratio, 2)])
+        rows.append(
+            [
+                r["grammar"],
+                "tokens / same output",
+                str(ours["tokens"]),
+                str(xgr["tokens"]),
+                str(r["same_output"]),
+            ]
+        )
+    r0 = res["results"][0]
+    print_table(
+        f"HF generate(): per-step logits-processor time, tiny random Llama, {r0['repeats']} runs of "
+        f"{r0['max_new_tokens']} new tokens (via {res['source']})",
+        ["grammar", "measure", "ours", "xgr", "ours/best"],
+        rows,
+    )
 
 
 if __name__ == "__main__":
