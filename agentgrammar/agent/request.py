@@ -94,7 +94,6 @@ class RunRequest:
     registry: ToolRegistry
     tool_choice: Any
     reasoning: str
-    reasoning_budget: Optional[int]
     parallel_tool_calls: bool
     max_turns: int
     max_new_tokens: int
@@ -104,6 +103,7 @@ class RunRequest:
     top_p: float
     on_event: Optional[EventHandler]
     output: Optional[OutputSpec] = None
+    reasoning_budget: Optional[int] = None  # tokens of reasoning per turn (formats/reasoning.py)
     n_calls: int = 0  # calls made so far in the conversation (call ids count them)
     cancel: Optional[threading.Event] = None  # set: stop at the next token (streaming)
     folded: List[AgentEvent] = field(default_factory=list)  # the events the run folds
