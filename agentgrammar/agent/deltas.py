@@ -42,6 +42,7 @@ from .events import (
     ToolCallArgumentsDelta,
     ToolCallNamed,
 )
+from .nesting import Nesting
 from .regions import RegionTracker
 
 __all__ = ["CallScanner", "TurnDeltas", "call_arguments_texts"]
@@ -174,10 +175,8 @@ class CallScanner:
         self._id = ""
         self._args: List[str] = []
         self._key = ""
-        self._json_depth = 0
-        self._in_string = False
-        self._escape = False
-        self._quote = '"'
+        self._json = Nesting()  # the JSON arguments being read
+        self._py = Nesting(quotes="\"'", opens="([{", closes=")]}")  # a pythonic value being read
         self._form = CallIdForm.parse(fmt.call_id_form) if fmt.call_id_form is not None else None
         item, key = fmt.separators
         self._json_head = "{" + json.dumps(fmt.name_key) + key + '"'
@@ -261,7 +260,7 @@ class CallScanner:
             return False
         self._buf = self._buf[len(markers[k]) :]
         self._begin, self._name, self._id, self._args = begins[k], "", "", []
-        self._json_depth, self._in_string, self._escape = 0, False, False
+        self._json.reset()
         self._state = "id_prefix" if self._form is not None else "name"
         return True
 
@@ -352,24 +351,10 @@ class CallScanner:
         start = pos
         ended = False
         while pos < len(buf):
-            ch = buf[pos]
             pos += 1
-            if self._in_string:
-                if self._escape:
-                    self._escape = False
-                elif ch == "\\":
-                    self._escape = True
-                elif ch == '"':
-                    self._in_string = False
-            elif ch == '"':
-                self._in_string = True
-            elif ch in "{[":
-                self._json_depth += 1
-            elif ch in "}]":
-                self._json_depth -= 1
-                if self._json_depth == 0:
-                    ended = True
-                    break
+            if self._json.feed(buf[pos - 1]) < 0 and self._json.depth == 0:
+                ended = True
+                break
         piece = buf[start:pos]
         self._buf = buf[pos:]
         if piece:
@@ -437,7 +422,7 @@ class CallScanner:
             self._buf = buf
             return False
         self._key, self._buf, self._state = key.strip(), buf[at + 1 :], "py_value"
-        self._json_depth, self._in_string, self._escape = 0, False, False
+        self._py.reset()
         return True
 
     def _py_value(self, out: List[AgentEvent]) -> bool:
@@ -445,26 +430,10 @@ class CallScanner:
         its own level (outside strings, which may be quoted either way)."""
         buf, pos, ended = self._buf, 0, False
         while pos < len(buf):
-            ch = buf[pos]
-            if self._in_string:
-                if self._escape:
-                    self._escape = False
-                elif ch == "\\":
-                    self._escape = True
-                elif ch == self._quote:
-                    self._in_string = False
-            elif ch in "\"'":
-                self._in_string, self._quote = True, ch
-            elif ch in "([{":
-                self._json_depth += 1
-            elif ch in ")]}":
-                if self._json_depth == 0:
-                    ended = True
-                    break
-                self._json_depth -= 1
-            elif ch == "," and self._json_depth == 0:
+            if self._py.at_top and buf[pos] in ",)]}":  # the value's end: a comma or the call's ")"
                 ended = True
                 break
+            self._py.feed(buf[pos])
             pos += 1
         piece = buf[:pos]
         if piece:

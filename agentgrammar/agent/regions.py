@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import Collection, List, Optional, Tuple
 
 from ..formats import AgentFormat
+from .nesting import Nesting
 
 __all__ = ["RegionTracker"]
 
@@ -74,9 +75,7 @@ class RegionTracker:
         self._think_allowed = fmt.has_think
         self._json = fmt.call_layout != "xml"
         # The JSON scan of the current tool-call block.
-        self._depth = 0
-        self._in_string = False
-        self._escape = False
+        self._nest = Nesting()
         self._opened = False
         self._head = False
         if fmt.calls_begin:
@@ -190,7 +189,8 @@ class RegionTracker:
             self._think_allowed = False
 
     def _start_call(self, opener: str) -> None:
-        self._depth, self._in_string, self._escape, self._opened = 0, False, False, False
+        self._nest.reset()
+        self._opened = False
         # NAME then JSON: the arguments' JSON starts after the name's end marker.
         self._head = self.fmt.call_layout == "name_then_json"
         if self._json and not self.fmt.calls_begin and not self.fmt.call_begin:
@@ -198,20 +198,8 @@ class RegionTracker:
                 self._json_char(ch)
 
     def _json_char(self, ch: str) -> None:
-        if self._in_string:
-            if self._escape:
-                self._escape = False
-            elif ch == "\\":
-                self._escape = True
-            elif ch == '"':
-                self._in_string = False
-        elif ch == '"':
-            self._in_string = True
-        elif ch in "{[":
-            self._depth += 1
+        if self._nest.feed(ch) > 0:
             self._opened = True
-        elif ch in "}]":
-            self._depth = max(0, self._depth - 1)
 
     def _scan_head(self, buf: str, pos: int, out: List[Piece]) -> int:
         """A call's name up to the end of its name marker (any variant), as the call's text."""
@@ -236,7 +224,7 @@ class RegionTracker:
         end = self._call_end
         start = pos
         while pos < len(buf):
-            at_top = not self._in_string and self._depth == 0
+            at_top = self._nest.at_top
             if at_top and end and not self._runs_to_end:
                 if buf.startswith(end, pos):
                     self._emit(buf[start : pos + len(end)], "tool_call", out)
@@ -248,13 +236,7 @@ class RegionTracker:
                     return -1
             self._json_char(buf[pos])
             pos += 1
-            if (
-                not end
-                and not self._runs_to_end
-                and self._opened
-                and self._depth == 0
-                and not self._in_string
-            ):
+            if not end and not self._runs_to_end and self._opened and self._nest.at_top:
                 self._emit(buf[start:pos], "tool_call", out)
                 self._enter("text")
                 return pos
