@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-__all__ = ["CallIdForm"]
+__all__ = ["CallIdForm", "CallIndexForm"]
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,49 @@ class CallIdForm:
         if not sep or not name or not re.fullmatch("[0-9]+", digits):
             return None
         return name, digits
+
+
+@dataclass(frozen=True)
+class CallIndexForm:
+    """A call head that holds the call's index (digits) beside the name, in either order, as
+    ``"{index}SEP{name}"`` or ``"{name}SEP{index}"`` (``AgentFormat.call_index``: Cohere's
+    ``id="0" name="NAME"``, Kimi-K3's ``tool="NAME" index="0"``); the index is the call's id.
+
+    Example:
+        >>> form = CallIndexForm.parse('{index}" name="{name}')
+        >>> form.index_first, form.separator, form.make("now", 2)
+        (True, '" name="', '2" name="now')
+    """
+
+    index_first: bool
+    separator: str
+
+    @classmethod
+    def parse(cls, form: str) -> "CallIndexForm":
+        """The form of the pattern ``form``; ``ValueError`` naming what is wrong with it.
+
+        Example:
+            >>> CallIndexForm.parse("{name}{index}")
+            Traceback (most recent call last):
+            ...
+            ValueError: call_index must be '{index}SEP{name}' or '{name}SEP{index}' with a non-empty SEP without braces or digits, got '{name}{index}'
+        """
+        if isinstance(form, str):
+            for first, second, index_first in (("{index}", "{name}", True), ("{name}", "{index}", False)):
+                sep = form[len(first) : len(form) - len(second)]
+                if (
+                    form.startswith(first)
+                    and form.endswith(second)
+                    and len(form) > len(first) + len(second)
+                    and not any(c in "{}0123456789" for c in sep)
+                ):
+                    return cls(index_first, sep)
+        raise ValueError(
+            "call_index must be '{index}SEP{name}' or '{name}SEP{index}' with a non-empty SEP "
+            f"without braces or digits, got {form!r}"
+        )
+
+    def make(self, name: str, index: str | int) -> str:
+        """The head's text between the call's begin and its name end."""
+        first, second = (index, name) if self.index_first else (name, index)
+        return f"{first}{self.separator}{second}"

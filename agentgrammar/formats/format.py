@@ -29,7 +29,12 @@ Layouts of the arguments of one call (``call_layout``):
   name then ends where the first parameter or the call's end starts (GLM-4.5);
 * ``"pythonic"``: ``call_begin NAME name_end`` then keyword arguments whose values are Python
   literals, ``city="Oslo", days=3``, then ``call_end`` (Llama-4's ``[get_weather(city="Oslo")]``
-  with ``name_end="("`` and ``call_end=")"``; see ``pythonic``).
+  with ``name_end="("`` and ``call_end=")"``; see ``pythonic``);
+* ``"styled"``: ``call_begin NAME name_end`` then the arguments in one of xgrammar's XML
+  parameter styles (``argument_style``: ``gemma``, ``cohere_xml``, ``kimi_k3_xml``,
+  ``minimax_m3_xml``; see ``styled``), then ``call_end``. ``name_end`` may be empty (Gemma 4's
+  ``<|tool_call>call:NAME{...}``). With ``call_index`` the head also holds the call's index,
+  before or after the name (Cohere's ``id="0" name="NAME"``); the index is the call's id.
 
 With ``call_id_form`` (``name_then_json``), the call's head holds its id in place of the bare
 name (Kimi-K2's ``functions.NAME:IDX``, ``call_ids``): the grammar requires it (an index of up
@@ -97,13 +102,14 @@ from .output import AgentOutput
 from .parsing import parse_output, starts_like_call
 from .pythonic import render_arguments
 from .request import request_tag
+from .styled_call import check_styled, render_styled_call, styled_call_template
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
 from .xml_params import check_param_name, fits_raw, is_raw_string
 
 __all__ = ["AgentFormat", "FormatParseError", "RenderError", "ToolsArg"]
 
 
-_LAYOUTS = ("json_object", "name_then_json", "xml", "pythonic")
+_LAYOUTS = ("json_object", "name_then_json", "xml", "pythonic", "styled")
 _WS = " \t\r\n"
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 # new_call_id scrambles the index with this multiplier: odd and not a multiple of 31, so it is a
@@ -154,7 +160,13 @@ class AgentFormat:
     and digits (Mistral's 9); ``call_id_form`` (``name_then_json``) is an id written in the
     head in place of the name, ``"functions.{name}:{index}"`` for Kimi-K2; ``new_call_id`` makes
     ids of the family's shape. ``param_name_end_json`` (``xml``): the name end before a value
-    written as JSON, where it differs from the one before a raw string.
+    written as JSON, where it differs from the one before a raw string. ``argument_style``
+    (``styled``): the arguments' style; ``argument_excludes``: texts its strings never hold
+    (``gemma`` only); ``call_index`` (``styled``): ``"{index}SEP{name}"`` or
+    ``"{name}SEP{index}"``, the head's text between ``call_begin`` and ``name_end``.
+    ``response_first``: the response block opens the turn (after the think block), always, and
+    the calls follow it (Kimi-K3). ``turn_end``: a text the grammar requires at the end of every
+    turn, which ``render`` writes and ``parse`` drops (Kimi-K3's ``<|close|>message<|sep|>``).
 
     Example:
         >>> fmt = AgentFormat(name="fn", call_layout="name_then_json", call_begin="<function=",
@@ -199,6 +211,11 @@ class AgentFormat:
     id_begin: Optional[str] = None
     call_id_form: Optional[str] = None
     param_name_end_json: Optional[str] = None
+    argument_style: Optional[str] = None
+    argument_excludes: Tuple[str, ...] = ()
+    call_index: Optional[str] = None
+    response_first: bool = False
+    turn_end: str = ""
     tools_prompt: Optional[Callable[[Sequence[Tool]], str]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -226,6 +243,7 @@ class AgentFormat:
             self.call_layout != "xml" or not self.param_name_end_json
         ):
             raise ValueError("param_name_end_json is a non-empty marker of the xml layout")
+        check_styled(self)
         if self.call_id_form is not None:
             if self.call_layout != "name_then_json" or self.id_begin is not None:
                 raise ValueError("call_id_form is for the name_then_json layout, without id_begin")
@@ -236,7 +254,13 @@ class AgentFormat:
         if len(sep) != 2 or not all(isinstance(s, str) for s in sep):
             raise ValueError(f"separators must be two strings (item, key), got {self.separators!r}")
         object.__setattr__(self, "separators", sep)
-        for label in ("stop", "call_begin_variants", "name_end_variants", "calls_begin_variants"):
+        for label in (
+            "stop",
+            "call_begin_variants",
+            "name_end_variants",
+            "calls_begin_variants",
+            "argument_excludes",
+        ):
             value = _as_tuple(getattr(self, label))
             if not all(isinstance(v, str) for v in value):
                 raise ValueError(f"{label} must be strings, got {getattr(self, label)!r}")
@@ -373,6 +397,9 @@ class AgentFormat:
             self.id_begin,
             self.call_id_form,
             self.param_name_end_json,
+            self.argument_style,
+            self.argument_excludes,
+            self.call_index,
         )
 
     def markers(self) -> List[str]:
@@ -395,6 +422,7 @@ class AgentFormat:
             self.call_end,
             self.response_begin,
             self.response_end,
+            self.turn_end,
         ]
         if self.call_layout != "json_object":
             out += [self.name_end, *self.name_end_variants, self.id_begin]
@@ -421,6 +449,8 @@ class AgentFormat:
         """
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ValueError(f"a call index is a non-negative int, got {index!r}")
+        if self.call_index is not None:  # the head holds the index: it is the id
+            return str(index)
         if self.call_id_form is not None:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"the {self.name} format's call ids hold the tool's name: give name")
@@ -598,6 +628,8 @@ class AgentFormat:
             call = self.call_begin + name + self.name_end + "<arguments-json-object>" + self.call_end
         elif self.call_layout == "pythonic":
             call = self.call_begin + "<tool-name>" + self.name_end + "<name>=<value>, ..." + self.call_end
+        elif self.call_layout == "styled":
+            call = styled_call_template(self)
         else:
             param = self.param_begin + "<name>" + self.param_name_end + "<value>" + self.param_end
             call = self.call_begin + "<tool-name>" + self.name_end + param + self.call_end
@@ -685,6 +717,8 @@ class AgentFormat:
         if self.call_id_form is not None:
             head = self.call_begin + self._id_head(call, position) + self.name_end
             return head + self._dumps(args) + self._call_tail()
+        if self.call_layout == "styled":
+            return render_styled_call(self, call, args, tool, position)
         if self.call_layout == "pythonic":
             try:
                 return self._call_head(call.name) + render_arguments(args) + self._call_tail()
@@ -774,6 +808,10 @@ class AgentFormat:
                 raise RenderError(f"the {self.name} format has no think block")
             block(self.think_begin, output.think, self.think_end, "think")
             parts.append(self.think_suffix)
+        if self.response_first:  # the response block opens the turn, even when empty
+            block(self.response_begin, output.response or "", self.response_end, "response")
+            if calls:
+                parts.append(self.block_separator)
         if output.text:
             if self.has_response:  # as in the grammar: the response block is the only text
                 raise RenderError(f"the {self.name} format has no free text: put the text in `response`")
@@ -793,7 +831,7 @@ class AgentFormat:
                 self._render_call(c, by_name.get(c.name), i) for i, c in enumerate(calls)
             )
             parts.append(self.calls_begin + rendered + self.calls_end if self._wrapped else rendered)
-        if output.response is not None:
+        if output.response is not None and not self.response_first:
             if not self.has_response:
                 raise RenderError(f"the {self.name} format has no response block: put the text in `text`")
             if calls:
@@ -801,6 +839,7 @@ class AgentFormat:
                     raise RenderError(f"the {self.name} format has no response after tool calls")
                 parts.append(self.block_separator)
             block(self.response_begin, output.response, self.response_end, "response")
+        parts.append(self.turn_end)
         out = "".join(parts)
         for what, start, end, markers in spans:
             self._check_span(out, start, end, markers, what)

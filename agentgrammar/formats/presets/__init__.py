@@ -64,7 +64,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from ..format import AgentFormat
-from . import deepseek, exaone, glm, harmony, kimi, llama, mimo, minimax, mistral, qwen, tags
+from . import cohere, deepseek, exaone, gemma, glm, harmony, kimi, llama, mimo, minimax, mistral, qwen, tags
 from .aliases import ALIASES
 
 __all__ = ["aliases", "get", "names"]
@@ -82,6 +82,8 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
     **tags.PRESETS,
     **mimo.PRESETS,
     **exaone.PRESETS,
+    **gemma.PRESETS,
+    **cohere.PRESETS,
 }
 
 _PRESETS: Dict[str, AgentFormat] = {}
