@@ -492,7 +492,7 @@ class Agent:
                 stop_token_ids=self._stop_ids,
                 kept_stop_ids=self._marker_ids,
                 opened=prompt.opened,
-                call_id=lambda index: self._call_id(first + index),
+                call_id=lambda index, name: self._call_id(first + index, name),
             )
         if request.cancel is not None:
             kwargs["stopping_criteria"] = [

@@ -34,7 +34,7 @@ def make_streamer(
     stop_token_ids: Collection[int] = (),
     kept_stop_ids: Collection[int] = (),
     opened: str = "",
-    call_id: Optional[Callable[[int], Optional[str]]] = None,
+    call_id: Optional[Callable[[int, str], Optional[str]]] = None,
 ) -> Any:
     """A ``transformers`` streamer (``generate(streamer=...)``, batch size 1) that reports
     ``TokenEvent`` s with their region, the turn's structured deltas (``agent.deltas``:
