@@ -166,7 +166,8 @@ class AgentFormat:
     ``"{name}SEP{index}"``, the head's text between ``call_begin`` and ``name_end``.
     ``response_first``: the response block opens the turn (after the think block), always, and
     the calls follow it (Kimi-K3). ``turn_end``: a text the grammar requires at the end of every
-    turn, which ``render`` writes and ``parse`` drops (Kimi-K3's ``<|close|>message<|sep|>``).
+    turn, which ``render`` writes and ``parse`` requires and drops (Kimi-K3's
+    ``<|close|>message<|sep|>``).
 
     Example:
         >>> fmt = AgentFormat(name="fn", call_layout="name_then_json", call_begin="<function=",

@@ -332,7 +332,9 @@ def parse_output(fmt: "AgentFormat", text: str, tools: Optional[ToolsArg]) -> Ag
         if s and text.endswith(s):
             text = text[: -len(s)]
             break
-    if fmt.turn_end and text.rstrip(_WS).endswith(fmt.turn_end):
+    if fmt.turn_end:  # the grammar ends every turn with it: a turn without it was cut off
+        if not text.rstrip(_WS).endswith(fmt.turn_end):
+            raise _error(f"the turn does not end with {fmt.turn_end!r} (cut off?)", len(text))
         text = text.rstrip(_WS)[: -len(fmt.turn_end)]
     by_name = {t.name: t for t in tool_list(tools)} if tools is not None else None
     pos, think = 0, None

@@ -32,6 +32,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from .errors import RenderError
+from .xml_params import is_raw_string
 
 __all__ = [
     "COHERE_END",
@@ -142,20 +143,27 @@ def _cohere(value: Any, where: str) -> str:
     return ' type="json">' + _json(value) + COHERE_END
 
 
-def _m3(value: Any, where: str) -> str:
-    if isinstance(value, str):
+def _raw_here(value: Any, schema: Any) -> bool:
+    """Whether a string is written raw: unless the schema, when known, is not a string's (a
+    string there is written as JSON, so that it reads back as a string)."""
+    return isinstance(value, str) and (schema is None or is_raw_string(schema))
+
+
+def _m3(value: Any, schema: Any, where: str) -> str:
+    if _raw_here(value, schema):
         return _raw(value, (M3_NS,), f"string {where}")
     if isinstance(value, Mapping):
-        return "".join(_m3_element(str(k), v, f"{where}.{k}") for k, v in value.items())
+        return "".join(_m3_element(str(k), v, schema_of(schema, k), f"{where}.{k}") for k, v in value.items())
     if isinstance(value, (list, tuple)):
-        return "".join(_m3_element("item", v, f"{where}[{i}]") for i, v in enumerate(value))
+        items = schema.get("items") if isinstance(schema, Mapping) else None
+        return "".join(_m3_element("item", v, items, f"{where}[{i}]") for i, v in enumerate(value))
     return _json(value)
 
 
-def _m3_element(key: str, value: Any, where: str) -> str:
+def _m3_element(key: str, value: Any, schema: Any, where: str) -> str:
     if not key or any(c in key for c in "<>/ \t\r\n") or M3_NS in key:
         raise RenderError(f"the key {key!r} {where} cannot be an element name in the minimax_m3_xml style")
-    return f"{M3_NS}<{key}>{_m3(value, where)}{M3_NS}</{key}>"
+    return f"{M3_NS}<{key}>{_m3(value, schema, where)}{M3_NS}</{key}>"
 
 
 def _kimi(args: Mapping[str, Any], schema: Any) -> str:
@@ -163,8 +171,10 @@ def _kimi(args: Mapping[str, Any], schema: Any) -> str:
     for key, value in args.items():
         if not key or any(m in key for m in ('"', "<|open|>", "<|close|>", "<|sep|>")):
             raise RenderError(f"the argument name {key!r} cannot be written in the kimi_k3_xml style")
-        kind = kimi_type(schema_of(schema, key), value)
-        text = _raw(value, (KIMI_END,), f"argument {key!r}") if isinstance(value, str) else _json(value)
+        sub = schema_of(schema, key) if schema is not None else None
+        kind = kimi_type(sub, value)
+        raw = _raw_here(value, sub) or (isinstance(value, str) and kind == "string")
+        text = _raw(value, (KIMI_END,), f"argument {key!r}") if raw else _json(value)
         parts.append(f'{KIMI_OPEN}{key}" type="{kind}"<|sep|>{text}{KIMI_END}')
     return "".join(parts)
 
@@ -192,5 +202,5 @@ def render_arguments(
     if style == "kimi_k3_xml":
         return _kimi(args, schema)
     if style == "minimax_m3_xml":
-        return _m3(args, "in the arguments")
+        return _m3(args, schema, "in the arguments")
     raise ValueError(f"argument_style must be one of {STYLES}, got {style!r}")

@@ -81,13 +81,17 @@ def styled_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) ->
         ['<cofl:tool_call id="']
     """
     assert fmt.argument_style is not None
-    args = st.JSONSchema(
+    args: st.Format = st.JSONSchema(
         json_schema=tool.parameters,
         style=fmt.argument_style,
         any_order=any_order,
         max_whitespace_cnt=fmt.max_whitespace,
         excludes=list(fmt.argument_excludes),
     )
+    if not tool.parameters.get("properties"):
+        # The styles read an object without properties as any object; a tool's arguments are
+        # closed (as in the other layouts, and as Tool.validate checks): none at all.
+        args = st.ConstString(value="{}" if fmt.argument_style == "gemma" else "")
     form = _form(fmt)
     if form is None:
         return (st.Tag(begin=fmt.call_begin + tool.name + fmt.name_end, content=args, end=fmt.call_end),)

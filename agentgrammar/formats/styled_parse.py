@@ -29,13 +29,18 @@ from .styled import COHERE_END, GEMMA_QUOTE, KIMI_END, M3_NS, schema_of
 __all__ = ["StyledParseError", "read_arguments"]
 
 _WS = " \t\r\n"
-_SCALAR = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null")
+# a scalar: JSON's, a JSON string (not the style's, read all the same) and NaN / Infinity (for
+# loads_strict to name)
+_SCALAR = re.compile(
+    r'-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null|"(?:[^"\\]|\\.)*"|-?Infinity|NaN'
+)
 _GEMMA_KEY_END = re.compile(r"[:,{}\[\]]|<\|\"\|>")
 _COHERE_NAME = '<cofl:value name="'
 _KIMI_OPEN = '<|open|>argument key="'
 _UNESCAPE = (("&quot;", '"'), ("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
 
-Node = Tuple[str, Any]  # MiniMax-M3: ("raw", text) or ("children", [(key, node, offset)])
+# MiniMax-M3: ("raw", text, offset) or ("children", [(key, node, offset of the element)], offset)
+Node = Tuple[str, Any, int]
 
 
 class StyledParseError(AgentGrammarError, ValueError):
@@ -241,20 +246,20 @@ class _Reader:
         text, p = self.text, self.ws(pos)
         if text.startswith(M3_NS + "<", p) and not text.startswith(M3_NS + "</", p):
             children, q = self.m3_children(p, depth)
-            return ("children", children), self.ws(q)
+            return ("children", children, p), self.ws(q)
         end = self.up_to(pos, M3_NS, "a value")
-        return ("raw", text[pos:end]), end
+        return ("raw", text[pos:end], pos), end
 
-    def m3_value(self, node: Node, schema: Any, at: int) -> Any:
-        kind = _kind(schema)
+    def m3_value(self, node: Node, schema: Any) -> Any:
+        kind, at = _kind(schema), node[2]
         if node[0] == "children":
             children = node[1]
             if kind == "array" or (kind is None and all(k == "item" for k, _, _ in children)):
                 items = schema.get("items") if isinstance(schema, Mapping) else None
-                return [self.m3_value(n, items, p) for _, n, p in children]
+                return [self.m3_value(n, items) for _, n, _ in children]
             out: Dict[str, Any] = {}
             for key, child, p in children:
-                self.put(out, key, self.m3_value(child, schema_of(schema, key), p), p)
+                self.put(out, key, self.m3_value(child, schema_of(schema, key)), p)
             return out
         raw = node[1]
         if kind == "string":
@@ -292,5 +297,5 @@ def read_arguments(style: str, text: str, pos: int, schema: Any = None) -> Tuple
     if style == "minimax_m3_xml":
         children, end = r.m3_children(pos, 1)
         params = {**(schema if isinstance(schema, Mapping) else {}), "type": "object"}
-        return r.m3_value(("children", children), params, pos), end
+        return r.m3_value(("children", children, pos), params), end
     raise ValueError(f"unknown argument style {style!r}")

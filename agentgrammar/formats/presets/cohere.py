@@ -20,6 +20,7 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         think_begin="<|START_THINKING|>",
         think_end="<|END_THINKING|>",
         call_layout="styled",
+        max_whitespace=4,  # between argument elements (xgrammar: any); no loops in whitespace
         argument_style="cohere_xml",
         calls_begin="<cofl:tool_calls>",
         calls_end="</cofl:tool_calls>",

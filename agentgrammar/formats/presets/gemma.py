@@ -20,6 +20,7 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         think_begin="<|channel>thought\n",
         think_end="<channel|>",
         call_layout="styled",
+        max_whitespace=4,  # between argument elements (xgrammar: any); no loops in whitespace
         argument_style="gemma",
         argument_excludes=("<|tool_call>", "<tool_call|>", "<|channel>", "<channel|>"),
         call_begin="<|tool_call>call:",

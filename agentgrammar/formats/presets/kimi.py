@@ -74,6 +74,7 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         response_first=True,
         response_after_calls=False,
         call_layout="styled",
+        max_whitespace=4,  # between argument elements (xgrammar: any); no loops in whitespace
         argument_style="kimi_k3_xml",
         calls_begin="<|open|>tools<|sep|>",
         calls_end="<|close|>tools<|sep|>",

@@ -71,6 +71,7 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         think_begin="<mm:think>",
         think_end="</mm:think>",
         call_layout="styled",
+        max_whitespace=4,  # between argument elements (xgrammar: any); no loops in whitespace
         argument_style="minimax_m3_xml",
         trigger="]<]minimax[>[<tool_call>",
         calls_begin="]<]minimax[>[<tool_call>\n",
