@@ -33,11 +33,18 @@ and parser also accept the other forms the family's models and servers write.
 ``"exaone"``              EXAONE-4.0: ``<think>...</think>\n\n``, ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
 ``"harmony"``             gpt-oss: analysis, a ``functions.NAME`` commentary call, or final
 ``"tags"``                plain ``<think>``, ``<tool_call>{...}</tool_call>``, ``<response>``
+``"gemma_4"``             Gemma 4 (xgrammar's tag): ``<|tool_call>call:NAME{key:<|"|>V<|"|>,n:1}<tool_call|>``
+``"cohere"``              Cohere (xgrammar's tag): ``<cofl:tool_calls><cofl:tool_call id="N" name="NAME">``
+                          ``<cofl:value name="K" type="raw">V</cofl:value>...</cofl:tool_call></cofl:tool_calls>``
+``"kimi_k3"``             Kimi-K3 (xgrammar's tag): ``<|open|>response<|sep|>...<|close|>response<|sep|>``, then
+                          ``<|open|>call tool="NAME" index="N"<|sep|><|open|>argument key="K" type="T"<|sep|>V...``
+``"minimax_m3"``          MiniMax-M3 (xgrammar's tag): ``]<]minimax[>[<invoke name="NAME">]<]minimax[>[<K>V]<]minimax[>[</K>``
 ========================  =================================================================
 
 xgrammar's model keys name presets too (``get("qwen_3")`` is ``get("qwen3")``): ``llama``,
 ``qwen_3``, ``qwen_3_coder`` and ``qwen_3_5`` are aliases (``aliases``); ``harmony``,
-``deepseek_r1``, ``deepseek_v3_1``, ``mimo`` and ``exaone`` are preset names.
+``deepseek_r1``, ``deepseek_v3_1``, ``mimo``, ``exaone``, ``gemma_4``, ``cohere``, ``kimi_k3``
+and ``minimax_m3`` are preset names: every key names a preset.
 
 Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
 Harmony markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]``) are written as
