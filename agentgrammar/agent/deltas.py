@@ -32,7 +32,8 @@ import json
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from ..formats import AgentFormat
-from ..formats.call_ids import CallIdForm
+from ..formats.call_ids import CallIdForm, CallIndexForm
+from ..formats.styled_parse import StyledParseError, read_arguments
 from ..registry import ToolCall
 from .events import (
     AgentEvent,
@@ -158,7 +159,10 @@ class CallScanner:
     """Follows the text of a turn's tool-call region (every ``"tool_call"`` piece of the turn,
     in order) through the layout of ``fmt``'s calls and reports each call's name and arguments
     as they are written. ``arguments_texts`` lists the complete calls' arguments text (JSON
-    layouts: as written; xml and pythonic: ``None``)."""
+    layouts: as written; xml and pythonic: ``None``; styled: the arguments' JSON).
+
+    The styled layout's arguments come as one delta, their JSON, once the call's end arrives
+    (their text says a value's type only at its end, and nested values end together)."""
 
     def __init__(
         self, fmt: AgentFormat, call_id: Optional[Callable[[int, str], Optional[str]]] = None
@@ -177,11 +181,17 @@ class CallScanner:
         self._key = ""
         self._json = Nesting()  # the JSON arguments being read
         self._py = Nesting(quotes="\"'", opens="([{", closes=")]}")  # a pythonic value being read
-        self._form = CallIdForm.parse(fmt.call_id_form) if fmt.call_id_form is not None else None
         item, key = fmt.separators
         self._json_head = "{" + json.dumps(fmt.name_key) + key + '"'
         self._after_name = '"' + item + json.dumps(fmt.arguments_key) + key
         self._id_head = item + json.dumps(fmt.id_key) + key + '"' if fmt.id_key else None
+        self._index = CallIndexForm.parse(fmt.call_index) if fmt.call_index is not None else None
+        # Kimi-K2's "functions.NAME:IDX": the whole head is the call's id
+        self._id_form = CallIdForm.parse(fmt.call_id_form) if fmt.call_id_form is not None else None
+        self._args_state = {"xml": "params", "pythonic": "py_key", "styled": "styled_args"}.get(
+            fmt.call_layout, "args"
+        )
+        self._styled_from = 0  # where to look for the call's end next, in the styled arguments
 
     @property
     def lost(self) -> bool:
@@ -206,12 +216,8 @@ class CallScanner:
             return self._literal(self.fmt._openers(), ["call"] * len(self.fmt._openers()), final)
         if state == "call":
             return self._call_begin(final)
-        if state in ("name", "id", "json_id"):
+        if state in ("name", "id", "json_id", "lead_id"):
             return self._word(out, final)
-        if state == "id_prefix":
-            return self._literal([self._form.prefix], ["name"], final)
-        if state == "id_index":
-            return self._id_index(out, final)
         if state == "after_name":
             return self._literal([self._after_name], ["args"], final)
         if state == "name_end":
@@ -231,6 +237,8 @@ class CallScanner:
             return self._py_key()
         if state == "py_value":
             return self._py_value(out)
+        if state == "styled_args":
+            return self._styled_args(out, final)
         if state == "done":
             return self._call_done()
         if state == "between":
@@ -252,6 +260,8 @@ class CallScanner:
         json_object = self.fmt.call_layout == "json_object"
         begins = [b for b, _ in self._heads]
         markers = [b + self._json_head if json_object else b for b in begins]
+        if self._id_form is not None:
+            markers = [b + self._id_form.prefix for b in begins]
         k = _match_marker(self._buf, markers, final)
         if k == _WAIT:
             return False
@@ -261,7 +271,9 @@ class CallScanner:
         self._buf = self._buf[len(markers[k]) :]
         self._begin, self._name, self._id, self._args = begins[k], "", "", []
         self._json.reset()
-        self._state = "id_prefix" if self._form is not None else "name"
+        self._styled_from = 0
+        # a head that holds the call's index before the name (Cohere's id="0" name="NAME")
+        self._state = "lead_id" if self._index is not None and self._index.index_first else "name"
         return True
 
     def _word(self, out: List[AgentEvent], final: bool) -> bool:
@@ -284,12 +296,19 @@ class CallScanner:
         fmt, state = self.fmt, self._state
         if state == "json_id":
             return self._literal(['"}' + fmt.call_end], ["done"], final)
+        if state == "lead_id":
+            assert self._index is not None
+            return self._literal([self._index.separator], ["name"], final)
         ends = [e for b, e in self._heads if b == self._begin]
+        if self._id_form is not None:
+            if state == "name":  # the index follows the name
+                return self._literal([self._id_form.middle], ["id"], final)
+            ends = [self._id_form.suffix + e for e in ends]
         if state == "id":
-            if not self._literal(ends, ["args"], final):
+            if not self._literal(ends, [self._args_state], final):
                 return False
-        elif self._form is not None:  # the call's id holds the name: its index follows
-            return self._literal([self._form.middle], ["id_index"], final)
+        elif self._index is not None and not self._index.index_first:  # the index follows the name
+            return self._literal([self._index.separator], ["id"], final)
         elif fmt.call_layout == "json_object":
             if self._buf[0] != '"':
                 self._state = "lost"
@@ -305,34 +324,16 @@ class CallScanner:
         self._named(out)
         return True
 
-    def _id_index(self, out: List[AgentEvent], final: bool) -> bool:
-        """A ``call_id_form`` head's index (digits), then the rest of the head: the call is
-        named, its id the whole head (Kimi-K2's ``functions.NAME:IDX``)."""
-        n = 0
-        while n < len(self._buf) and self._buf[n].isascii() and self._buf[n].isdigit():
-            n += 1
-        self._id += self._buf[:n]
-        self._buf = self._buf[n:]
-        if not self._buf or not self._id:
-            self._state = "lost" if self._buf else self._state
-            return False
-        form = self._form
-        assert form is not None
-        ends = [form.suffix + e for b, e in self._heads if b == self._begin]
-        if not self._literal(ends, ["args"] * len(ends), final):
-            return False
-        self._id = form.prefix + self._name + form.middle + self._id + form.suffix
-        self._named(out)
-        return True
-
     def _name_end(self, final: bool) -> bool:
         ends = [e for b, e in self._heads if b == self._begin]
-        after = {"xml": "params", "pythonic": "py_key"}.get(self.fmt.call_layout, "args")
-        return self._literal(ends, [after] * len(ends), final)
+        return self._literal(ends, [self._args_state] * len(ends), final)
 
     def _named(self, out: List[AgentEvent]) -> None:
         fmt = self.fmt
         call_id: Optional[str] = self._id or None
+        if self._id_form is not None and call_id is not None:
+            form = self._id_form
+            call_id = form.prefix + self._name + form.middle + call_id + form.suffix
         if call_id is None and fmt.id_key is None and fmt.id_begin is None and self.call_id is not None:
             call_id = self.call_id(self.index, self._name)
         out.append(ToolCallNamed(self.index, self._name, call_id))
@@ -383,13 +384,13 @@ class CallScanner:
         return self._literal([fmt.call_end], ["done"], final)
 
     def _param_key(self, final: bool) -> bool:
-        fmt = self.fmt
-        # a family that marks raw strings apart has a second name end (DSML's string="false")
-        ends = [e for e in (fmt.param_name_end, fmt.param_name_end_json) if e]
-        found = [(at, e) for at, e in ((self._buf.find(e), e) for e in ends) if at >= 0]
-        if not found:
+        # DSML marks JSON values apart (string="false"): the key ends at either marker
+        ends = [e for e in (self.fmt.param_name_end, self.fmt.param_name_end_json) if e]
+        hits = [(self._buf.find(e), -len(e), e) for e in ends]
+        hits = [h for h in hits if h[0] >= 0]
+        if not hits:
             return False
-        at, end = min(found)
+        at, _, end = min(hits)
         self._key = self._buf[:at].strip()
         self._buf = self._buf[at + len(end) :]
         self._state = "value"
@@ -444,6 +445,29 @@ class CallScanner:
         else:
             self._buf = ""
         return ended
+
+    def _styled_args(self, out: List[AgentEvent], final: bool) -> bool:
+        """Styled layout: the arguments, complete once the call's end follows text that reads
+        as them (a raw value may hold the end marker: each place it occurs is tried)."""
+        fmt, buf = self.fmt, self._buf
+        assert fmt.argument_style is not None
+        at = buf.find(fmt.call_end, self._styled_from)
+        while at >= 0:
+            try:
+                args, end = read_arguments(fmt.argument_style, buf, 0)
+            except StyledParseError:
+                end = -1
+            if 0 <= end <= at and not buf[end:at].strip(_WS):
+                text = json.dumps(args, ensure_ascii=False)
+                self._args.append(text)
+                out.append(ToolCallArgumentsDelta(self.index, text))
+                self._buf, self._state = buf[at:], "tail"
+                return True
+            at = buf.find(fmt.call_end, at + 1)
+        self._styled_from = max(0, len(buf) - len(fmt.call_end) + 1)
+        if final:
+            self._state = "lost"
+        return False
 
     def _call_done(self) -> bool:
         is_json = self.fmt.call_layout not in ("xml", "pythonic")

@@ -73,7 +73,7 @@ class RegionTracker:
         self._pending = ""
         self._think_parts: List[str] = []
         self._think_allowed = fmt.has_think
-        self._json = fmt.call_layout != "xml"
+        self._json = fmt.call_layout not in ("xml", "styled")
         # The JSON scan of the current tool-call block.
         self._nest = Nesting()
         self._opened = False

@@ -26,7 +26,7 @@ from .errors import RenderError
 if TYPE_CHECKING:
     from .format import AgentFormat
 
-__all__ = ["MAX_INDEX_DIGITS", "CallIdForm", "check_call_id", "id_in_head", "new_call_id"]
+__all__ = ["MAX_INDEX_DIGITS", "CallIdForm", "CallIndexForm", "check_call_id", "id_in_head", "new_call_id"]
 
 #: The most digits of a call index in a ``call_id_form`` head: bounded, so that a weak model
 #: cannot loop writing digits (a million calls in a conversation is past any real one).
@@ -96,11 +96,59 @@ class CallIdForm:
         return name, digits
 
 
+@dataclass(frozen=True)
+class CallIndexForm:
+    """A call head that holds the call's index (digits) beside the name, in either order, as
+    ``"{index}SEP{name}"`` or ``"{name}SEP{index}"`` (``AgentFormat.call_index``: Cohere's
+    ``id="0" name="NAME"``, Kimi-K3's ``tool="NAME" index="0"``); the index is the call's id.
+
+    Example:
+        >>> form = CallIndexForm.parse('{index}" name="{name}')
+        >>> form.index_first, form.separator, form.make("now", 2)
+        (True, '" name="', '2" name="now')
+    """
+
+    index_first: bool
+    separator: str
+
+    @classmethod
+    def parse(cls, form: str) -> "CallIndexForm":
+        """The form of the pattern ``form``; ``ValueError`` naming what is wrong with it.
+
+        Example:
+            >>> CallIndexForm.parse("{name}{index}")
+            Traceback (most recent call last):
+            ...
+            ValueError: call_index must be '{index}SEP{name}' or '{name}SEP{index}' with a non-empty SEP without braces or digits, got '{name}{index}'
+        """
+        if isinstance(form, str):
+            for first, second, index_first in (("{index}", "{name}", True), ("{name}", "{index}", False)):
+                sep = form[len(first) : len(form) - len(second)]
+                if (
+                    form.startswith(first)
+                    and form.endswith(second)
+                    and len(form) > len(first) + len(second)
+                    and not any(c in "{}0123456789" for c in sep)
+                ):
+                    return cls(index_first, sep)
+        raise ValueError(
+            "call_index must be '{index}SEP{name}' or '{name}SEP{index}' with a non-empty SEP "
+            f"without braces or digits, got {form!r}"
+        )
+
+    def make(self, name: str, index: str | int) -> str:
+        """The head's text between the call's begin and its name end."""
+        first, second = (index, name) if self.index_first else (name, index)
+        return f"{first}{self.separator}{second}"
+
+
 def new_call_id(fmt: "AgentFormat", index: int, name: Optional[str] = None) -> str:
     """An id for the ``index``-th call of a conversation in ``fmt``'s shape:
     ``AgentFormat.new_call_id`` (which documents it)."""
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise ValueError(f"a call index is a non-negative int, got {index!r}")
+    if fmt.call_index is not None:  # the head holds the index: it is the id
+        return str(index)
     if fmt.call_id_form is not None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"the {fmt.name} format's call ids hold the tool's name: give name")

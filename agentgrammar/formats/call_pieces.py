@@ -27,6 +27,7 @@ from ..grammar.token_markers import encode_text
 from ..registry import Tool
 from .call_ids import MAX_INDEX_DIGITS, CallIdForm
 from .pythonic import arguments_grammar
+from .styled_call import styled_call_tags
 from .xml_params import params_content
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -201,6 +202,8 @@ def build_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> 
         >>> [t.begin for t in build_call_tags(get("llama3"), Tool("now", "", {"type": "object"}))]
         ['{"name": "now", "parameters": ', '<|python_tag|>{"name": "now", "parameters": ']
     """
+    if fmt.call_layout == "styled":  # the arguments in one of xgrammar's XML parameter styles
+        return styled_call_tags(fmt, tool, any_order)
     if fmt.call_layout == "xml":
         content = params_content(
             tool,

@@ -29,7 +29,12 @@ Layouts of the arguments of one call (``call_layout``):
   name then ends where the first parameter or the call's end starts (GLM-4.5);
 * ``"pythonic"``: ``call_begin NAME name_end`` then keyword arguments whose values are Python
   literals, ``city="Oslo", days=3``, then ``call_end`` (Llama-4's ``[get_weather(city="Oslo")]``
-  with ``name_end="("`` and ``call_end=")"``; see ``pythonic``).
+  with ``name_end="("`` and ``call_end=")"``; see ``pythonic``);
+* ``"styled"``: ``call_begin NAME name_end`` then the arguments in one of xgrammar's XML
+  parameter styles (``argument_style``: ``gemma``, ``cohere_xml``, ``kimi_k3_xml``,
+  ``minimax_m3_xml``; see ``styled``), then ``call_end``. ``name_end`` may be empty (Gemma 4's
+  ``<|tool_call>call:NAME{...}``). With ``call_index`` the head also holds the call's index,
+  before or after the name (Cohere's ``id="0" name="NAME"``); the index is the call's id.
 
 With ``call_id_form`` (``name_then_json``), the call's head holds its id in place of the bare
 name (Kimi-K2's ``functions.NAME:IDX``, ``call_ids``): the grammar requires it (an index of up
@@ -142,7 +147,14 @@ class AgentFormat:
     and digits (Mistral's 9); ``call_id_form`` (``name_then_json``) is an id written in the
     head in place of the name, ``"functions.{name}:{index}"`` for Kimi-K2; ``new_call_id`` makes
     ids of the family's shape. ``param_name_end_json`` (``xml``): the name end before a value
-    written as JSON, where it differs from the one before a raw string.
+    written as JSON, where it differs from the one before a raw string. ``argument_style``
+    (``styled``): the arguments' style; ``argument_excludes``: texts its strings never hold
+    (``gemma`` only); ``call_index`` (``styled``): ``"{index}SEP{name}"`` or
+    ``"{name}SEP{index}"``, the head's text between ``call_begin`` and ``name_end``.
+    ``response_first``: the response block opens the turn (after the think block), always, and
+    the calls follow it (Kimi-K3). ``turn_end``: a text the grammar requires at the end of every
+    turn, which ``render`` writes and ``parse`` requires and drops (Kimi-K3's
+    ``<|close|>message<|sep|>``).
 
     Example:
         >>> fmt = AgentFormat(name="fn", call_layout="name_then_json", call_begin="<function=",
@@ -187,6 +199,11 @@ class AgentFormat:
     id_begin: Optional[str] = None
     call_id_form: Optional[str] = None
     param_name_end_json: Optional[str] = None
+    argument_style: Optional[str] = None
+    argument_excludes: Tuple[str, ...] = ()
+    call_index: Optional[str] = None
+    response_first: bool = False
+    turn_end: str = ""
     tools_prompt: Optional[Callable[[Sequence[Tool]], str]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -287,6 +304,9 @@ class AgentFormat:
             self.id_begin,
             self.call_id_form,
             self.param_name_end_json,
+            self.argument_style,
+            self.argument_excludes,
+            self.call_index,
         )
 
     def markers(self) -> List[str]:
@@ -309,6 +329,7 @@ class AgentFormat:
             self.call_end,
             self.response_begin,
             self.response_end,
+            self.turn_end,
         ]
         if self.call_layout != "json_object":
             out += [self.name_end, *self.name_end_variants, self.id_begin]

@@ -26,6 +26,7 @@ from .call_ids import CallIdForm
 from .errors import FormatParseError
 from .output import AgentOutput
 from .pythonic_parse import PythonLiteralError, read_arguments
+from .styled_call import read_styled_call
 from .tools import ToolsArg, tool_list
 from .xml_params import PYTHON_LITERALS, is_raw_string
 
@@ -229,7 +230,9 @@ def _parse_call(
     else:
         raise _error(f"expected the call marker {fmt.call_begin!r}, found {text[pos : pos + 20]!r}", pos)
     call_id: Optional[str] = None
-    if fmt.call_layout == "json_object":
+    if fmt.call_layout == "styled":
+        name, call_id, args, pos = read_styled_call(fmt, text, pos, tools)
+    elif fmt.call_layout == "json_object":
         obj, pos = _json_at(text, pos, "the tool call")
         if not isinstance(obj, dict) or not isinstance(obj.get(fmt.name_key), str):
             raise _error(f"a tool call without a {fmt.name_key!r} string", start)
@@ -329,6 +332,10 @@ def parse_output(fmt: "AgentFormat", text: str, tools: Optional[ToolsArg]) -> Ag
         if s and text.endswith(s):
             text = text[: -len(s)]
             break
+    if fmt.turn_end:  # the grammar ends every turn with it: a turn without it was cut off
+        if not text.rstrip(_WS).endswith(fmt.turn_end):
+            raise _error(f"the turn does not end with {fmt.turn_end!r} (cut off?)", len(text))
+        text = text.rstrip(_WS)[: -len(fmt.turn_end)]
     by_name = {t.name: t for t in tool_list(tools)} if tools is not None else None
     pos, think = 0, None
     if fmt.think_begin is not None and fmt.think_end is not None:
@@ -387,4 +394,6 @@ def parse_output(fmt: "AgentFormat", text: str, tools: Optional[ToolsArg]) -> Ag
     joined = "\n".join(p for i, p in enumerate(pieces) if p and (i == 0 or p not in glue))
     if by_name is not None:
         calls = [_validated(c, by_name) for c in calls]
+    if fmt.response_first and not response:  # the block is always there, empty for no response
+        response = None
     return AgentOutput(think=think, tool_calls=calls, response=response, text=joined or None)

@@ -21,6 +21,7 @@ from .errors import RenderError
 from .output import AgentOutput
 from .parsing import starts_like_call
 from .pythonic import render_arguments
+from .styled_call import render_styled_call
 from .tools import ToolsArg, tool_list
 from .xml_params import check_param_name, fits_raw, is_raw_string
 
@@ -107,6 +108,8 @@ def render_call(fmt: "AgentFormat", call: ToolCall, tool: Optional[Tool], positi
     if fmt.call_id_form is not None:
         head = fmt.call_begin + id_in_head(fmt, call, position) + fmt.name_end
         return head + dumps(fmt, args) + fmt._call_tail()
+    if fmt.call_layout == "styled":
+        return render_styled_call(fmt, call, args, tool, position)
     if fmt.call_layout == "pythonic":
         try:
             return fmt._call_head(call.name) + render_arguments(args) + fmt._call_tail()
@@ -167,6 +170,10 @@ def render_output(fmt: "AgentFormat", output: AgentOutput, tools: Optional[Tools
             raise RenderError(f"the {fmt.name} format has no think block")
         block(fmt.think_begin, output.think, fmt.think_end, "think")
         parts.append(fmt.think_suffix)
+    if fmt.response_first:  # the response block opens the turn, even when empty
+        block(fmt.response_begin, output.response or "", fmt.response_end, "response")
+        if calls:
+            parts.append(fmt.block_separator)
     if output.text:
         if fmt.has_response:  # as in the grammar: the response block is the only text
             raise RenderError(f"the {fmt.name} format has no free text: put the text in `response`")
@@ -184,7 +191,7 @@ def render_output(fmt: "AgentFormat", output: AgentOutput, tools: Optional[Tools
             render_call(fmt, c, by_name.get(c.name), i) for i, c in enumerate(calls)
         )
         parts.append(fmt.calls_begin + rendered + fmt.calls_end if fmt._wrapped else rendered)
-    if output.response is not None:
+    if output.response is not None and not fmt.response_first:
         if not fmt.has_response:
             raise RenderError(f"the {fmt.name} format has no response block: put the text in `text`")
         if calls:
@@ -192,6 +199,7 @@ def render_output(fmt: "AgentFormat", output: AgentOutput, tools: Optional[Tools
                 raise RenderError(f"the {fmt.name} format has no response after tool calls")
             parts.append(fmt.block_separator)
         block(fmt.response_begin, output.response, fmt.response_end, "response")
+    parts.append(fmt.turn_end)
     out = "".join(parts)
     for what, start, end, markers in spans:
         check_span(fmt, out, start, end, markers, what)

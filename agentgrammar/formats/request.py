@@ -151,6 +151,12 @@ def _body(fmt: "AgentFormat", tools: List[Tool], mode: str, parallel: bool, any_
         response = st.Tag(begin=fmt.response_begin, content=st.AnyText(), end=fmt.response_end)
         if not tags:
             return response
+        if fmt.response_first:  # the response, then the calls (Kimi-K3)
+            block: st.Format = _calls_block(fmt, tags, parallel)
+            if fmt.block_separator:
+                block = st.Sequence(elements=[st.ConstString(value=fmt.block_separator), block])
+            after = block if mode in ("required", "named") else st.OptionalFormat(content=block)
+            return st.Sequence(elements=[response, after])
         calls = _calls_block(fmt, tags, parallel)
         if fmt.response_after_calls and not named:
             after = st.Sequence(elements=[st.ConstString(value=fmt.block_separator), response])
@@ -195,4 +201,6 @@ def request_tag(
     """
     think = _think_format(fmt, reasoning, reasoning_budget)
     body = _body(fmt, tools, mode, parallel, any_order)
+    if fmt.turn_end:
+        body = st.Sequence(elements=[body, st.ConstString(value=fmt.turn_end)])
     return st.StructuralTag(format=body if think is None else st.Sequence(elements=[think, body]))

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Optional
 
 from ..registry.openai import tool_to_openai
+from .styled_call import styled_call_template
 from .tools import ToolsArg, tool_list
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def call_template(fmt: "AgentFormat") -> str:
         call = fmt.call_begin + name + fmt.name_end + "<arguments-json-object>" + fmt.call_end
     elif fmt.call_layout == "pythonic":
         call = fmt.call_begin + "<tool-name>" + fmt.name_end + "<name>=<value>, ..." + fmt.call_end
+    elif fmt.call_layout == "styled":
+        call = styled_call_template(fmt)
     else:
         param = fmt.param_begin + "<name>" + fmt.param_name_end + "<value>" + fmt.param_end
         call = fmt.call_begin + "<tool-name>" + fmt.name_end + param + fmt.call_end

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Tuple
 
 from .call_ids import CallIdForm
+from .styled_call import check_styled
 
 if TYPE_CHECKING:
     from .format import AgentFormat
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["LAYOUTS", "validate_format"]
 
 #: The values of ``AgentFormat.call_layout``.
-LAYOUTS = ("json_object", "name_then_json", "xml", "pythonic")
+LAYOUTS = ("json_object", "name_then_json", "xml", "pythonic", "styled")
 
 
 def _as_tuple(value: Any) -> Tuple[str, ...]:
@@ -54,6 +55,7 @@ def validate_format(fmt: "AgentFormat") -> None:
         raise ValueError("an xml layout without name_end needs call_end (the name ends at it)")
     if fmt.param_name_end_json is not None and (fmt.call_layout != "xml" or not fmt.param_name_end_json):
         raise ValueError("param_name_end_json is a non-empty marker of the xml layout")
+    check_styled(fmt)
     if fmt.call_id_form is not None:
         if fmt.call_layout != "name_then_json" or fmt.id_begin is not None:
             raise ValueError("call_id_form is for the name_then_json layout, without id_begin")
@@ -64,7 +66,13 @@ def validate_format(fmt: "AgentFormat") -> None:
     if len(sep) != 2 or not all(isinstance(s, str) for s in sep):
         raise ValueError(f"separators must be two strings (item, key), got {fmt.separators!r}")
     object.__setattr__(fmt, "separators", sep)
-    for label in ("stop", "call_begin_variants", "name_end_variants", "calls_begin_variants"):
+    for label in (
+        "stop",
+        "call_begin_variants",
+        "name_end_variants",
+        "calls_begin_variants",
+        "argument_excludes",
+    ):
         value = _as_tuple(getattr(fmt, label))
         if not all(isinstance(v, str) for v in value):
             raise ValueError(f"{label} must be strings, got {getattr(fmt, label)!r}")

@@ -119,7 +119,8 @@ def _check_turn(fmt: Any, events: List[Any], step: Any) -> None:
             assert values == {k: written(v) for k, v in e.call.arguments.items()}
         else:
             assert "".join(x.text for _, x in pieces) == e.arguments_text
-            assert e.arguments_text in step.text
+            if fmt.call_layout != "styled":  # styled: the arguments' JSON, not their text
+                assert e.arguments_text in step.text
 
 
 def _xml_value(value: Any) -> str:
@@ -156,7 +157,8 @@ def test_stream_of_every_preset(tok, compiler, name: str) -> None:
     first, answer = _script(name)
     ran: List[str] = []
     agent = Agent(_model(tok, first, answer), tok, _registry(ran), compiler=compiler, format=name)
-    events = list(agent.stream(PROMPT, max_new_tokens=160))
+    # Kimi-K3's markers are several byte tokens each on this vocabulary: its turn is 190 tokens
+    events = list(agent.stream(PROMPT, max_new_tokens=256))
     streamed = AgentRun.from_events(events)
     assert streamed.stopped_reason == "response" and streamed.valid, streamed.summary()
     assert streamed.steps[0].text == first and streamed.steps[1].text == answer
@@ -164,7 +166,7 @@ def test_stream_of_every_preset(tok, compiler, name: str) -> None:
     # the same run through run(): the fold of its events, and equal to the streamed one
     seen: List[Any] = []
     agent = Agent(_model(tok, first, answer), tok, _registry(ran), compiler=compiler, format=name)
-    run = agent.run(PROMPT, max_new_tokens=160, on_event=seen.append)
+    run = agent.run(PROMPT, max_new_tokens=256, on_event=seen.append)
     assert AgentRun.from_events(seen) == run
     assert _untimed(run) == _untimed(streamed)
     assert ran == [c.arguments.get("city", "now") for c in run.tool_calls] * 2

@@ -68,13 +68,14 @@ def _with(preset: str, value: str, **kw: Any) -> str:
 
 
 def _json_presets() -> List[str]:
-    return [n for n in names() if get(n).call_layout != "xml"]
+    # the styled layouts write strings raw (Gemma 4's between <|"|>): no JSON escapes in them
+    return [n for n in names() if get(n).call_layout not in ("xml", "styled")]
 
 
 # --------------------------------------------------------------------------- non-finite numbers
 
 
-@pytest.mark.parametrize("preset", _json_presets())
+@pytest.mark.parametrize("preset", [n for n in names() if get(n).call_layout != "xml"])
 @pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"])
 def test_non_finite_numbers_are_refused(preset: str, value: str) -> None:
     text = _with(preset, value)

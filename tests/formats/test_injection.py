@@ -24,9 +24,10 @@ def _markers(fmt_name: str) -> List[str]:
 
 def _round_trips_or_refused(fmt_name: str, out: AgentOutput) -> Optional[str]:
     """None when ``render`` refused ``out`` or ``parse`` reads it back unchanged; else why not.
-    A format whose call heads hold the call id (Kimi-K2) gets calls with ids of its form."""
+    A format whose call heads hold the call id (Kimi-K2, Cohere's index) gets calls with ids of
+    its form."""
     fmt = get(fmt_name)
-    if fmt.call_id_form is not None:
+    if fmt.call_id_form is not None or fmt.call_index is not None:
         calls = [
             ToolCall(c.name, c.arguments, fmt.new_call_id(i, c.name)) for i, c in enumerate(out.tool_calls)
         ]
@@ -53,6 +54,9 @@ def test_free_text_that_spells_a_call_is_refused(fmt_name: str) -> None:
         if fmt.has_response:  # no free text at all: the response block holds the text
             assert "no free text" in str(info.value)
             out = AgentOutput(response=text.strip())
+            if fmt.response_first:  # a rendered turn holds the (empty) response block's end
+                assert _round_trips_or_refused(fmt_name, out) is None
+                continue
             assert fmt.parse(fmt.render(out)) == out  # inside the response, a call is text
             continue
         assert info.value.marker is not None and info.value.marker in text

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from agentgrammar import Compiler, Grammar, Matcher, Tool, ToolCall, ToolError, ToolRegistry, Vocabulary
 from agentgrammar.formats import AgentFormat, AgentOutput, FormatParseError, get, names
+from agentgrammar.formats.styled import COHERE_END, GEMMA_QUOTE, KIMI_END, M3_NS
 
 FAST = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -162,7 +163,8 @@ def requests(draw: Any, fmt: AgentFormat) -> Tuple[List[str], Dict[str, Any], Ag
     for _ in range(n_calls):
         name = draw(st.sampled_from(allowed))
         call_id = fmt.new_call_id(draw(st.integers(0, 10**6))) if with_ids else None
-        if fmt.call_id_form is not None:  # the head always holds the id (Kimi-K2's functions.NAME:IDX)
+        # the head always holds the id (Kimi-K2's functions.NAME:IDX, Cohere's id="IDX")
+        if fmt.call_id_form is not None or fmt.call_index is not None:
             call_id = fmt.new_call_id(draw(st.integers(0, 999_999)), name)
         calls.append(ToolCall(name, _in_schema_order(name, draw(_ARGS[name])), call_id))
     think = None
@@ -172,6 +174,8 @@ def requests(draw: Any, fmt: AgentFormat) -> Tuple[List[str], Dict[str, Any], Ag
     if fmt.has_response:
         if not calls or (choice != "named" and fmt.response_after_calls and draw(st.booleans())):
             response = draw(_texts())
+        if fmt.response_first and not response:  # the block is always written: empty is none
+            response = None
     elif choice == "auto" and not (fmt.calls_or_text and calls):
         # with a required call the output starts with it; a calls_or_text turn is one or the
         # other, and its text cannot start like a call
@@ -276,7 +280,8 @@ def test_render_is_accepted_and_parses_back(name: str, data: Any) -> None:
     text = fmt.render(output, tools=REGISTRY)
     assert grammar_for(fmt, subset, **options).accepts(text), text
     assert fmt.parse(text, tools=REGISTRY.select(subset)) == output
-    if fmt.call_layout != "xml":  # xml values are typed by the tools' schemas
+    # xml values (and MiniMax-M3's) are typed by the tools' schemas
+    if fmt.call_layout != "xml" and fmt.argument_style != "minimax_m3_xml":
         assert fmt.parse(text) == output
 
 
@@ -330,14 +335,16 @@ def _reject_cases(fmt: AgentFormat) -> List[Tuple[str, List[str], Dict[str, Any]
         ("sequential, two calls", subset, {"parallel_tool_calls": False}, out(good, good)),
         ("allowed subset", subset, {"tool_choice": _allowed(["search"])}, out(good)),
     ]
-    if fmt.call_layout != "xml":  # (xml writes strings raw: 7 is the string "7" there)
+    # xml writes strings raw: 7 is the string "7" there (so do MiniMax-M3, and Kimi-K3 whose
+    # type attribute comes from the schema)
+    if fmt.call_layout != "xml" and fmt.argument_style not in ("kimi_k3_xml", "minimax_m3_xml"):
         cases.append(("wrong type", subset, {}, out(ToolCall("get_weather", {"city": 7}))))
     if not fmt.parallel_calls:
         cases.append(("one call per turn", subset, {}, out(good, good)))
     if fmt.has_think:
         cases.append(("reasoning enabled, no think", subset, {}, out(good, think=None)))
         cases.append(("reasoning disabled, think", subset, {"reasoning": "disabled"}, out(good)))
-    if fmt.has_response:
+    if fmt.has_response and not fmt.response_first:  # (response_first: an empty one is written)
         cases.append(("neither call nor response", subset, {}, AgentOutput(think=think)))
     return cases
 
@@ -440,6 +447,8 @@ def _moves(fmt: AgentFormat, tok: Any, subset: List[str]) -> List[List[int]]:
     strings = [*fmt.markers(), fmt.think_suffix, fmt.call_separator, fmt.block_separator]
     strings += [fmt.call_tag(REGISTRY[n]).begin for n in subset]
     strings += ['"', "}", "]", '"}', '"}}', ", ", "1", "true", "\n"]
+    if fmt.argument_style is not None:  # what closes a value of the styled layouts
+        strings += [GEMMA_QUOTE, COHERE_END, KIMI_END, M3_NS]
     return [tok.encode(s, add_special_tokens=False) for s in dict.fromkeys(strings) if s]
 
 

@@ -169,9 +169,15 @@ def test_aliases_name_presets_and_stay_out_of_names() -> None:
         assert get(alias) is get(target) and alias not in names()
     for key in ("harmony", "deepseek_r1", "deepseek_v3_1", "mimo", "exaone"):
         assert key in names()
-    for key in ("gemma_4", "cohere"):  # no preset: their argument layouts are neither JSON nor xml
-        with pytest.raises(ValueError, match="unknown format"):
-            get(key)
+    with pytest.raises(ValueError, match="unknown format"):
+        get("no_such_family")
+
+
+def test_every_xgrammar_key_names_a_preset() -> None:
+    keys = set(xgr.builtin_structural_tag._structural_tag_registry)
+    assert {"gemma_4", "cohere", "kimi_k3", "minimax_m3"} <= keys
+    for key in keys:
+        assert get(key).name in names(), key
 
 
 def test_llama3_is_one_call_or_text_where_xgrammars_llama_tag_is_wider() -> None:

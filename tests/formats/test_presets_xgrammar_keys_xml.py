@@ -1,8 +1,9 @@
 """Presets under xgrammar 0.2.9's model keys of the XML and DSML families (Kimi, MiniMax, DeepSeek-V3.2/V4, GLM-4.7) (``get_model_structural_tag``): the key is a preset
 name or an alias (``aliases()``), and texts that xgrammar's builtin tag for that key accepts (a
 call with arguments, two calls, text then a call) are accepted by the preset's grammar and
-parse back; malformed calls are refused. (xgrammar's ``kimi_k3`` and ``minimax_m3`` layouts have
-no preset yet: see docs/models.md.)"""
+parse back; malformed calls are refused. (xgrammar's ``kimi_k3``, ``minimax_m3``, ``gemma_4``
+and ``cohere`` layouts: test_presets_kimi_k3.py, test_presets_minimax_m3.py,
+test_presets_gemma.py, test_presets_cohere.py.)"""
 
 from __future__ import annotations
 

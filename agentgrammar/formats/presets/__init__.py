@@ -33,14 +33,21 @@ and parser also accept the other forms the family's models and servers write.
 ``"exaone"``              EXAONE-4.0: ``<think>...</think>\n\n``, ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
 ``"harmony"``             gpt-oss: analysis, a ``functions.NAME`` commentary call, or final
 ``"tags"``                plain ``<think>``, ``<tool_call>{...}</tool_call>``, ``<response>``
+``"gemma_4"``             Gemma 4 (xgrammar's tag): ``<|tool_call>call:NAME{key:<|"|>V<|"|>,n:1}<tool_call|>``
+``"cohere"``              Cohere (xgrammar's tag): ``<cofl:tool_calls><cofl:tool_call id="N" name="NAME">``
+                          ``<cofl:value name="K" type="raw">V</cofl:value>...</cofl:tool_call></cofl:tool_calls>``
+``"kimi_k3"``             Kimi-K3 (xgrammar's tag): ``<|open|>response<|sep|>...<|close|>response<|sep|>``, then
+                          ``<|open|>call tool="NAME" index="N"<|sep|><|open|>argument key="K" type="T"<|sep|>V...``
+``"minimax_m3"``          MiniMax-M3 (xgrammar's tag): ``]<]minimax[>[<invoke name="NAME">]<]minimax[>[<K>V]<]minimax[>[</K>``
 ========================  =================================================================
 
 xgrammar's model keys (``get_model_structural_tag``) name presets too: ``get("qwen_3")`` is
 ``get("qwen3")``. ``aliases()`` lists those whose names differ (``llama``, ``qwen_3``,
 ``qwen_3_coder``, ``qwen_3_5``, ``kimi``: ``kimi_k2_thinking``, ``minimax``: ``minimax_m2``, and
 ``pythonic``); ``harmony``, ``deepseek_r1``, ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``,
-``deepseek_v4_1``, ``glm_4_7``, ``mimo`` and ``exaone`` are preset names; ``names()`` lists the
-canonical names only.
+``deepseek_v4_1``, ``glm_4_7``, ``mimo``, ``exaone``, ``gemma_4``, ``cohere``, ``kimi_k3`` and
+``minimax_m3`` are preset names: every key names a preset. ``names()`` lists the canonical names
+only.
 
 Markers that are tokens of the family's own vocabulary (``<tool_call>``, ``<|python_tag|>``, the
 Harmony markers, DeepSeek's ``<｜...｜>`` markers, Mistral's ``[TOOL_CALLS]``) are written as
@@ -63,7 +70,7 @@ from __future__ import annotations
 from typing import Callable, Dict, List
 
 from ..format import AgentFormat
-from . import deepseek, exaone, glm, harmony, kimi, llama, mimo, minimax, mistral, qwen, tags
+from . import cohere, deepseek, exaone, gemma, glm, harmony, kimi, llama, mimo, minimax, mistral, qwen, tags
 from .aliases import ALIASES
 
 __all__ = ["aliases", "get", "names"]
@@ -81,6 +88,8 @@ _FACTORIES: Dict[str, Callable[[], AgentFormat]] = {
     **tags.PRESETS,
     **mimo.PRESETS,
     **exaone.PRESETS,
+    **gemma.PRESETS,
+    **cohere.PRESETS,
 }
 
 _PRESETS: Dict[str, AgentFormat] = {}

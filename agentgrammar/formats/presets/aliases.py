@@ -4,7 +4,7 @@ lists only the presets themselves.
 
 The xgrammar keys that name a preset as they are (``harmony``, ``deepseek_r1``,
 ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``, ``deepseek_v4_1``, ``glm_4_7``, ``mimo``,
-``exaone``) need no entry.
+``exaone``, ``gemma_4``, ``cohere``, ``kimi_k3``, ``minimax_m3``) need no entry.
 
 Example:
     >>> ALIASES["qwen_3"]

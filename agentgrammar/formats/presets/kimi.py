@@ -1,6 +1,7 @@
 """Kimi presets: ``kimi_k2`` (Kimi-K2-Instruct) and ``kimi_k2_thinking`` (Kimi-K2-Thinking,
 K2.5), written from the kit's ``kimi-k2-instruct-0711.jinja`` and
-``kimi-k2-thinking.llamacpp.jinja``."""
+``kimi-k2-thinking.llamacpp.jinja``; ``kimi_k3`` (Kimi-K3), for which the kit has no template,
+written from xgrammar 0.2.9's builtin ``kimi_k3`` tag (``get_model_structural_tag``)."""
 
 from __future__ import annotations
 
@@ -54,5 +55,36 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         think_begin="<think>",
         think_end="</think>",
         **_KIMI_K2,  # type: ignore[arg-type]
+    ),
+    # Kimi-K3: blocks "<|open|>KIND<|sep|>...<|close|>KIND<|sep|>": the think block, then the
+    # response block (always, maybe empty), then optionally "<|open|>tools<|sep|>" with per call
+    # '<|open|>call tool="NAME" index="N"<|sep|>' (N is the call's id), the arguments in
+    # xgrammar's "kimi_k3_xml" style ('<|open|>argument key="K" type="T"<|sep|>V
+    # <|close|>argument<|sep|>'), "<|close|>call<|sep|>", then "<|close|>tools<|sep|>"; then
+    # "<|close|>message<|sep|>", which the grammar requires. The generation prompt opens the
+    # first block (the think block, or the response block with reasoning off): the grammar's
+    # turn starts with its marker, which Agent finds in the prompt for the think block.
+    # The tools block is Kimi-K2's.
+    "kimi_k3": lambda: AgentFormat(
+        name="kimi_k3",
+        think_begin="<|open|>think<|sep|>",
+        think_end="<|close|>think<|sep|>",
+        response_begin="<|open|>response<|sep|>",
+        response_end="<|close|>response<|sep|>",
+        response_first=True,
+        response_after_calls=False,
+        call_layout="styled",
+        max_whitespace=4,  # between argument elements (xgrammar: any); no loops in whitespace
+        argument_style="kimi_k3_xml",
+        calls_begin="<|open|>tools<|sep|>",
+        calls_end="<|close|>tools<|sep|>",
+        call_begin='<|open|>call tool="',
+        call_index='{name}" index="{index}',
+        name_end='"<|sep|>',
+        call_end="<|close|>call<|sep|>",
+        call_separator="",
+        block_separator="",
+        turn_end="<|close|>message<|sep|>",
+        tools_prompt=kimi_tools,
     ),
 }

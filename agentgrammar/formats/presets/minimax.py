@@ -1,5 +1,6 @@
 """MiniMax presets: ``minimax_m2`` (MiniMax-M2, M2.5), written from the kit's
-``minimax-m2.jinja``."""
+``minimax-m2.jinja``; ``minimax_m3`` (MiniMax-M3), for which the kit has no template, written
+from xgrammar 0.2.9's builtin ``minimax_m3`` tag (``get_model_structural_tag``)."""
 
 from __future__ import annotations
 
@@ -58,5 +59,27 @@ PRESETS: Dict[str, Callable[[], AgentFormat]] = {
         block_separator="",
         stop=("[e~[",),
         tools_prompt=minimax_tools,
+    ),
+    # MiniMax-M3: "<mm:think>...</mm:think>" (the generation prompt opens it with reasoning
+    # on), then free text and one "]<]minimax[>[<tool_call>\n" block: per call
+    # ']<]minimax[>[<invoke name="NAME">', the arguments in xgrammar's "minimax_m3_xml" style
+    # (']<]minimax[>[<KEY>VALUE]<]minimax[>[</KEY>', objects and arrays nested as elements),
+    # ']<]minimax[>[</invoke>\n'; then "]<]minimax[>[</tool_call>". The tools block is the
+    # generic one (M2's describes M2's layout).
+    "minimax_m3": lambda: AgentFormat(
+        name="minimax_m3",
+        think_begin="<mm:think>",
+        think_end="</mm:think>",
+        call_layout="styled",
+        max_whitespace=4,  # between argument elements (xgrammar: any); no loops in whitespace
+        argument_style="minimax_m3_xml",
+        trigger="]<]minimax[>[<tool_call>",
+        calls_begin="]<]minimax[>[<tool_call>\n",
+        calls_end="]<]minimax[>[</tool_call>",
+        call_begin=']<]minimax[>[<invoke name="',
+        name_end='">',
+        call_end="]<]minimax[>[</invoke>\n",
+        call_separator="",
+        block_separator="",
     ),
 }
