@@ -92,16 +92,15 @@ def filtered_key(conv: Converter, names: Sequence[str], hint: str) -> Optional[E
 def filtered_literal(s: str, excludes: Sequence[str]) -> Optional[Expr]:
     """The spellings of the JSON string ``s`` (raw UTF-8, ``ensure_ascii``) that hold no
     excluded word between their quotes; None when both do."""
-    forms = [json.dumps(s)]
+    forms = [json.dumps(s).encode("ascii")]
     try:
-        forms.append(json.dumps(s, ensure_ascii=False))
+        forms.append(json.dumps(s, ensure_ascii=False).encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate: only the escaped spelling exists
         pass
-    kept = [f for f in dict.fromkeys(forms) if not excluded(f[1:-1], excludes)]
+    kept = [f for f in dict.fromkeys(forms) if not excluded(f[1:-1].decode("utf-8"), excludes)]
     if not kept:
         return None
-    lits = tuple(Literal(f.encode("utf-8", "surrogatepass")) for f in kept)
-    return lits[0] if len(lits) == 1 else Choice(lits)
+    return Literal(kept[0]) if len(kept) == 1 else Choice(tuple(Literal(f) for f in kept))
 
 
 def warn_lengths_dropped(path: str) -> None:
