@@ -180,8 +180,13 @@ def test_qwen_xml_layout_example() -> None:
 
 
 def test_styles_refuse_excludes_and_non_object_schemas() -> None:
-    with pytest.raises(StructuralTagError, match="excludes"):
-        Grammar.from_structural_tag(_tag("qwen_xml", CASES["plain"][0], excludes=["x"]))
+    for style in ("cohere_xml", "minimax_m3_xml"):  # as xgrammar: no excludes there
+        with pytest.raises(StructuralTagError, match="excludes"):
+            Grammar.from_structural_tag(_tag(style, CASES["plain"][0], excludes=["x"]))
+        with pytest.raises(RuntimeError, match="excludes"):
+            xgr.Grammar.from_structural_tag(json.dumps(_tag(style, CASES["plain"][0], excludes=["x"])))
+    with pytest.raises(StructuralTagError, match="whitespace"):
+        Grammar.from_structural_tag(_tag("qwen_xml", CASES["plain"][0], excludes=["x "]))
     with pytest.raises(StructuralTagError, match="object schema"):
         Grammar.from_structural_tag(_tag("glm_xml", {"type": "string"}))
     with pytest.raises(StructuralTagError, match="without constraints"):
@@ -224,6 +229,38 @@ def test_gemma_excludes_accept_what_xgrammar_accepts() -> None:
                 assert ours.accepts(bad) == _is_grammar_accept_string(theirs, bad), bad
     with pytest.raises(StructuralTagError, match="whitespace"):
         Grammar.from_structural_tag(_tag("gemma", schema, excludes=[" x"]))
+
+
+# Kimi-K3's builtin markers, and words that meet names, constants and JSON escapes.
+EXCLUDES = ["<|open|>", "<|close|>", "<|sep|>", "ag", "f", "\\n", "Bo"]
+FLAT = [s for s in STYLES if s not in ("cohere_xml", "minimax_m3_xml", "gemma")]
+EXCLUDE_SCHEMA = {"type": "object", "properties": {
+    "name": {"type": "string"}, "tag": {"type": "integer"}, "unit": {"enum": ["c", "f", "bf"]},
+    "city": {"type": "string", "maxLength": 4}, "code": {"type": "string", "pattern": "^[a-z]+$"},
+    "loc": {"type": "object", "properties": {"n": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+    "tags": {"type": "array", "items": {"type": "string"}}, "any": {}},
+    "required": ["name"]}  # fmt: skip
+EXCLUDE_ARGS = [{"name": "Ann"}, {"name": 'a "q"\n<x>', "unit": "c", "city": "Oslo", "code": "abc"},
+                {"name": "x", "loc": {"n": "a\nb", "more": "q"}, "tags": ["t", 'u"v'], "any": {"k": [1]}}]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:the length bounds")  # checked in test_json_schema_excludes.py
+@pytest.mark.parametrize("style", ["json", *FLAT])
+def test_excludes_in_strings_accept_what_xgrammar_accepts(style: str) -> None:
+    """Excluded words never in a string as written (escapes included: "\\n" is excluded), nor
+    in a property name; a constant holding one is dropped, a length bound is ignored, a
+    pattern is matched alone (and the excluded "ag" drops the declared property "tag")."""
+    ours, theirs = _pair(style, EXCLUDE_SCHEMA, excludes=EXCLUDES)
+    rng = random.Random(style)
+    texts = [json.dumps(a) if style == "json" else write(style, EXCLUDE_SCHEMA, a, rng) for a in EXCLUDE_ARGS]
+    assert all(_is_grammar_accept_string(theirs, t) for t in texts[:1]), texts[0]
+    for text in texts:
+        cuts = sorted(rng.sample(range(len(text) + 1), min(12, len(text) + 1)))
+        for i in cuts:
+            for word in [*EXCLUDES, "c", "ab", "\\u0041", "Oslo+"]:
+                bad = text[:i] + word + text[i:]
+                assert ours.accepts(bad) == _is_grammar_accept_string(theirs, bad), f"{style}: {bad!r}"
+        assert ours.accepts(text) == _is_grammar_accept_string(theirs, text), f"{style}: {text!r}"
 
 
 MALFORMED = [

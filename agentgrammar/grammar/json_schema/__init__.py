@@ -7,7 +7,8 @@ One concern per module: ``schema_rules`` (the entry points), ``convert`` (the co
 and its dispatch), ``resolve`` (``$ref``), ``merge`` (``allOf``), ``negate`` (``not``),
 ``combinators`` (``anyOf`` / ``oneOf`` / ``if``), ``enums``, ``strings``, ``numbers``,
 ``objects``, ``arrays``, ``formats``, ``base_rules`` (the helper rules all conversions share),
-``unevaluated``, ``layout``, ``lexical`` (string spellings), ``key_trie``, ``keywords`` and ``instances``.
+``unevaluated``, ``layout``, ``lexical`` (string spellings), ``key_trie``, ``keywords``, ``instances``
+and ``excludes`` (xgrammar's substring filter on strings, the ``excludes`` option).
 
 Semantics follow draft 2020-12 (with the older spellings ``definitions``, ``items`` as an array +
 ``additionalItems`` and draft-4 boolean ``exclusiveMinimum`` / ``exclusiveMaximum``).

@@ -17,6 +17,7 @@ from ..ir import (
     referenced_rules,
     seq,
 )
+from .excludes import filtered_string
 from .formats import _format_rule_body
 from .lexical import _DQ, _SHORT_ESCAPE_CLASS, _SURROGATE_PAIR_TAIL, _hex4_in, _opt, choice
 
@@ -33,6 +34,8 @@ _BASE_CACHE: Dict[Tuple[Any, str], Tuple[Expr, Tuple[str, ...], pieces.PieceInfo
 
 def _from_cache(conv: Converter, name: str) -> bool:
     """Install base rule ``name`` (and what it references) from the module cache."""
+    if conv.excludes:  # filtered strings: their rules are the conversion's (not cached)
+        return False
     found = _BASE_CACHE.get((conv.layout.sig, name))
     if found is None:
         return False
@@ -50,7 +53,7 @@ def _from_cache(conv: Converter, name: str) -> bool:
 
 def _to_cache(conv: Converter, name: str, body: Expr) -> None:
     deps = referenced_rules(body)
-    if len(_BASE_CACHE) < 4096:
+    if len(_BASE_CACHE) < 4096 and not conv.excludes:
         # a piece: every grammar that installs it from the cache has the same body object,
         # so its checks, normalization and serialized nodes are derived once
         body = pieces.mark(body)
@@ -94,6 +97,8 @@ def _plain_escape(conv: Converter) -> Expr:
 
 
 def _string(conv: Converter) -> Expr:
+    if conv.excludes:
+        return filtered_string(conv)
     return seq([_DQ, Repeat(base(conv, "json_any_char"), 0, None), _DQ])
 
 

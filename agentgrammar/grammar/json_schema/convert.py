@@ -66,16 +66,18 @@ MakePart = Callable[[Sequence[Rule], str], Any]
 _VALUE_GRAMMARS: Dict[Tuple[Any, ...], Embed] = {}
 
 
-def _value_embed(layout: _Layout, make_part: MakePart) -> Embed:
-    """An ``Embed`` of the grammar of any JSON value in ``layout``, made once by ``make_part``."""
-    key = (layout.sig, make_part)
+def _value_embed(layout: _Layout, make_part: MakePart, excludes: Tuple[str, ...] = ()) -> Embed:
+    """An ``Embed`` of the grammar of any JSON value in ``layout`` (its strings holding none of
+    ``excludes``), made once by ``make_part``."""
+    key = (layout.sig, make_part, excludes)
     found = _VALUE_GRAMMARS.get(key)
     if found is None:
-        conv = Converter(True, layout, strict=False, lenient=False)
+        conv = Converter(True, layout, strict=False, lenient=False, excludes=excludes)
         value_rule(conv, 0)
         if layout.mode != "compact":
             base(conv, "ws")
         rules = [Rule(n, b) for n, b in conv.base_rules.items()]
+        rules += [Rule(n, b) for n, b in conv.rules.items()]  # a filtered string's automaton
         found = _VALUE_GRAMMARS.setdefault(key, Embed(make_part(rules, "json_value")))
     return found
 
@@ -99,6 +101,7 @@ class Converter:
         any_order: bool = False,
         xgrammar: bool = False,
         make_part: Optional[MakePart] = None,
+        excludes: Tuple[str, ...] = (),
     ) -> None:
         self.root = root
         self.make_part = make_part  # any value as an Embed of the part it makes (any_value)
@@ -108,6 +111,7 @@ class Converter:
         self.lenient = lenient
         self.any_order = any_order
         self.xgrammar = xgrammar
+        self.excludes = excludes  # substrings no string may hold (excludes.py)
         self.rules: Dict[str, Expr] = {}
         self.memo: Dict[Tuple[str, int], Expr] = {}
         self.ref_memo: Dict[Tuple[str, int], str] = {}
@@ -160,7 +164,7 @@ class Converter:
         it, and whose token masks one compiler computes once for all of them: ``{"type":
         "object"}``, ``additionalProperties`` and ``items`` left open are in most schemas."""
         if self.make_part is not None and self.layout.mode != "indent":
-            self.value_embed = _value_embed(self.layout, self.make_part)
+            self.value_embed = _value_embed(self.layout, self.make_part, self.excludes)
             return self.value_embed
         return value_rule(self, depth)
 

@@ -18,6 +18,7 @@ from ..ir import (
     Literal,
     seq,
 )
+from .excludes import filtered_literal
 from .instances import _json_equal, _type_of, _values_key
 from .keywords import (
     _AND_PATTERNS,
@@ -92,8 +93,9 @@ def enum_schema(
     return choice([json_literal(conv, v, depth) for v in kept])
 
 
-def json_literal(conv: Converter, v: Any, depth: int) -> Expr:
-    """One JSON value, spelled with the layout at ``depth``."""
+def json_literal(conv: Converter, v: Any, depth: int) -> Optional[Expr]:
+    """One JSON value, spelled with the layout at ``depth``; None when every spelling of one
+    of its strings holds one of ``conv.excludes``."""
     lay = conv.layout
     if v is None or isinstance(v, bool):
         return Literal(json.dumps(v).encode())
@@ -107,16 +109,16 @@ def json_literal(conv: Converter, v: Any, depth: int) -> Expr:
         assert out is not None
         return out
     if isinstance(v, str):
-        return _string_literal(v)
+        return filtered_literal(v, conv.excludes) if conv.excludes else _string_literal(v)
     if isinstance(v, list):
         if not v:
             return lay.empty(depth, b"[]")
-        items: List[Expr] = []
+        items: List[Optional[Expr]] = []
         for i, x in enumerate(v):
             if i:
                 items.append(lay.sep(depth))
             items.append(json_literal(conv, x, depth + 1))
-        return lay.container(depth, b"[]", seq(items))
+        return None if None in items else lay.container(depth, b"[]", seq(items))
     if isinstance(v, dict):
         if not v:
             return lay.empty(depth, b"{}")
@@ -124,6 +126,6 @@ def json_literal(conv: Converter, v: Any, depth: int) -> Expr:
         for i, (k, x) in enumerate(v.items()):
             if i:
                 items.append(lay.sep(depth))
-            items += [_string_literal(str(k)), lay.colon(depth), json_literal(conv, x, depth + 1)]
-        return lay.container(depth, b"{}", seq(items))
+            items += [json_literal(conv, str(k), depth), lay.colon(depth), json_literal(conv, x, depth + 1)]
+        return None if None in items else lay.container(depth, b"{}", seq(items))
     raise SchemaError(f"not a JSON value: {v!r}")

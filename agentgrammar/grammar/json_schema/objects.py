@@ -25,6 +25,7 @@ from ..ir import (
     seq,
 )
 from .base_rules import base
+from .excludes import filtered_key, filtered_literal
 from .formats import _format_dfa
 from .key_trie import _PLAIN_ASCII, _key_not_in
 from .keywords import _count, _is_annotation, _ptr, _sanitize
@@ -126,11 +127,12 @@ def declared_members(
     members: List[Tuple[Expr, bool]] = []
     for k, s in props.items():
         v = conv.sub(s, _ptr(path, "properties", k), depth + 1, f"{hint}_prop_{_sanitize(k)}")
-        if v is None:
+        name = filtered_literal(k, conv.excludes) if conv.excludes else _string_literal(k)
+        if v is None or name is None:  # no value, or a name holding an excluded word
             if k in req:
                 return None
             continue
-        members.append((seq([_string_literal(k), conv.layout.colon(depth), v]), k in req))
+        members.append((seq([name, conv.layout.colon(depth), v]), k in req))
     if patterns or names_dfa is not None:
         add = extra_members(conv, props, patterns, addl, names_dfa, path, depth, hint)
     else:
@@ -332,6 +334,13 @@ def additional_members(
         return None
     names = tuple(props)
     key = conv.key_rules.get(names)
+    if key is None and conv.excludes:  # the filtered key: an automaton over written characters
+        body = filtered_key(conv, names, f"{hint}_other")
+        if body is None:
+            return None
+        key = RuleRef(conv.fresh(f"{hint}_other_key"))
+        conv.rules[key.name] = body
+        conv.key_rules[names] = key
     if key is None:  # one rule per set of names: objects reached by several paths share it
         # the tail (characters, closing quote) spelled out, not a rule of its own: a
         # reference is a rule edge one character into the key, and at a key position
@@ -365,6 +374,9 @@ def extra_members(
     """A member whose key is none of ``props``, under ``patternProperties`` and
     ``propertyNames``: keys are split by the set of patterns they match, and each class
     gets the merge of those patterns' schemas (``additionalProperties`` when none)."""
+    if conv.excludes:
+        keyword = "patternProperties" if patterns else "propertyNames"
+        raise conv.fail(f"'{keyword}' together with excludes is not supported", path, keyword)
     if len(patterns) > _MAX_PATTERN_PROPERTIES:
         conv.unsupported(
             "patternProperties",

@@ -7,6 +7,7 @@ from typing import (
     Any,
     List,
     Optional,
+    Sequence,
     Tuple,
     Union,
 )
@@ -18,6 +19,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .convert import Converter, MakePart
+from .excludes import check_excludes
 from .layout import _layout
 
 #: How deep a schema document may nest (objects and arrays), checked before converting it.
@@ -79,6 +81,7 @@ def schema_rules_and_parts(
     max_whitespace: Optional[int] = None,
     lenient: bool = False,
     xgrammar_types: bool = False,
+    excludes: Sequence[str] = (),
     make_part: Optional[MakePart] = None,
 ) -> Tuple[List[Rule], str, Tuple[Any, ...]]:
     """Grammar rules (root first) for the JSON texts valid against ``schema``, the root name, and
@@ -94,6 +97,8 @@ def schema_rules_and_parts(
     ``additionalItems``) allows them, as xgrammar's ``strict_mode``.
     ``xgrammar_types=True`` reads a schema without ``type`` but with object (or array) keywords
     as an object (or array) schema, as xgrammar does inside structural tags.
+    ``excludes``: substrings no string may hold as written (xgrammar's ``excludes`` of a
+    ``json_schema`` item; see ``excludes.py`` for which strings and how).
 
     Where any value is allowed and ``make_part`` is given (``Grammar.from_json_schema`` gives
     ``Grammar._shared_part``), the rules embed (``ir.Embed``) one grammar of any JSON value that
@@ -119,6 +124,7 @@ def schema_rules_and_parts(
         any_order=any_order,
         xgrammar=xgrammar_types,
         make_part=make_part,
+        excludes=check_excludes(excludes),
     )
     conv.taken.add("root")
     conv.ref_memo[("", 0)] = "root"

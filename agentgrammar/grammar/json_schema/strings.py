@@ -21,6 +21,7 @@ from ..ir import (
     seq,
 )
 from .base_rules import base
+from .excludes import warn_lengths_dropped
 from .formats import _FORMAT_RULES, _format_dfa
 from .keywords import (
     _AND_PATTERNS,
@@ -82,6 +83,14 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         fmt = None
     internal = any(schema.get(k) for k in _INTERNAL_KW)
     constraints = [c for c in (pattern, fmt) if c is not None]
+    if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
+        if internal:
+            raise conv.fail(
+                "a negated string constraint together with excludes is not supported", path, "not"
+            )
+        if lo or hi is not None:
+            warn_lengths_dropped(path)
+        return base(conv, "json_string")
     if internal or len(constraints) > 1 or (constraints and (lo or hi is not None)):
         return string_by_automaton(conv, schema, path, hint)
     if pattern is not None:
@@ -122,6 +131,8 @@ def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> 
     makes 13,000 rules apart and 1,500 united. (False, None) when some branch is not such
     a string, or the union would have more states than the branches' automata together:
     the caller converts the branches one by one then, exactly as without this."""
+    if conv.excludes:  # filtered strings are converted one by one (string_schema)
+        return False, None
     leaves: List[Dict[str, Any]] = []
     lenient, conv.lenient = conv.lenient, False  # anything over-approximated: not here
     try:

@@ -22,7 +22,7 @@ class BuilderBase:
     """Collects rules while walking the format tree; each format's ``fmt_<type>`` method is
     in a subclass."""
 
-    def __init__(self, markers: Sequence[Any] = ()) -> None:
+    def __init__(self, markers: Sequence[Any] = (), marked: Sequence[Any] = ()) -> None:
         self.rules: Dict[str, Expr] = {}
         self.taken: Set[str] = {"root"}
         self.counters: Dict[str, int] = {}
@@ -30,13 +30,19 @@ class BuilderBase:
         # where the marker is a trigger or an end (which win over an exclude at the same byte).
         # A marker by id has no text the grammar knows: only its token is excluded.
         self.marker_words = [w for m in markers for w in (token_marker(m), m) if isinstance(w, str)]
+        # Every token the tag names (excluded ones too), all marked in the vocabulary: xgrammar
+        # reads such a token as its text, so free text that excludes a word of that text
+        # excludes the token too (its private spelling holds no text).
+        self.marked_texts = [m for m in marked if isinstance(m, str)]
 
     def words(self, excludes: Sequence[str], words: Sequence[str] = ()) -> Tuple[bytes, ...]:
         """The exclude words of a piece of free text: ``excludes`` and the marker words but
         its own ``words`` (triggers and ends)."""
+        tokens = [token_marker(m) for m in self.marked_texts if any(x and x in m for x in excludes)]
+        tokens = [t for t in tokens if t not in words]
         if not self.marker_words:
-            return _words(excludes)
-        return _words([*excludes, *(w for w in self.marker_words if w not in words)])
+            return _words([*excludes, *tokens])
+        return _words([*excludes, *tokens, *(w for w in self.marker_words if w not in words)])
 
     def fresh(self, base: str) -> str:
         return fresh_name(base, self.taken, self.counters)

@@ -39,7 +39,7 @@ from . import models as st
 from .parse import parse_structural_tag
 from .schemas import _ebnf_grammar, _schema_grammars
 from .tags import TagFormats
-from .text import _check_any_text, _markers_of, _tag_text
+from .text import _check_any_text, _markers_of, _named_tokens, _tag_text
 from .token_items import TokenFormats
 from .xml_styles import xml_style_expr
 
@@ -61,10 +61,6 @@ class _Builder(TokenFormats, TagFormats):
     def fmt_json_schema(self, f: st.JSONSchema, path: str) -> Optional[Expr]:
         if f.style != "json":
             return xml_style_expr(self, f, path)
-        if f.excludes:
-            raise StructuralTagError(
-                "'excludes' inside json_schema is not supported", path=path + ".excludes"
-            )
         try:
             key = json.dumps(f.json_schema)  # key order is property order: not sorted
         except (TypeError, ValueError) as e:
@@ -75,6 +71,7 @@ class _Builder(TokenFormats, TagFormats):
                 ("any_order", f.any_order),
                 ("max_whitespace", f.max_whitespace_cnt),
                 ("xgrammar_types", True),
+                *((("excludes", tuple(dict.fromkeys(x for x in f.excludes if x))),) if f.excludes else ()),
             )
             return Embed(_schema_grammars.get(f.json_schema, key, options))
         except GrammarError as e:
@@ -132,7 +129,7 @@ def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
     """Grammar rules (root first) for a structural tag given as a model, a dict or JSON text."""
     tag = parse_structural_tag(obj)
     try:
-        b = _Builder(sorted(_markers_of(tag.format), key=str))
+        b = _Builder(sorted(_markers_of(tag.format), key=str), sorted(_named_tokens(tag.format), key=str))
         body = b.convert(tag.format, "$.format")
     except RecursionError:  # models built in Python, nested past what the builder can walk
         raise StructuralTagError("the structural tag nests too deeply", path="$.format") from None

@@ -81,7 +81,7 @@ class JSONSchema(_Format):
     ] = "json"
     any_order: bool = False
     max_whitespace_cnt: Optional[int] = Field(default=None, ge=0)
-    excludes: List[str] = []  # xgrammar's substring filter on strings: only [] is supported
+    excludes: List[str] = []  # substrings no string may hold as written (json_schema/excludes.py)
 
 
 class Token(_Format):

@@ -100,6 +100,23 @@ def _markers_of(item: Any) -> Set[Any]:
     return _markers_of([getattr(item, name) for name in type(item).model_fields])
 
 
+def _named_tokens(item: Any) -> Set[Any]:
+    """Every token a format names (``_markers_of``, and the excluded and trigger tokens): the
+    tokens a vocabulary marks for it."""
+    found = set(_markers_of(item)) if not isinstance(item, (list, tuple)) else set()
+    if isinstance(item, (list, tuple)):
+        for x in item:
+            found |= _named_tokens(x)
+    elif isinstance(item, BaseModel):
+        for name in type(item).model_fields:
+            value = getattr(item, name)
+            if name in ("exclude_tokens", "trigger_tokens"):
+                found |= {t for t in value if _is_name(t)}
+            elif isinstance(value, (BaseModel, list, tuple)):
+                found |= _named_tokens(value)
+    return found
+
+
 def _words(texts: Sequence[str]) -> Tuple[bytes, ...]:
     """UTF-8 words for a TagDispatch, each once; an empty exclude can never occur as a word and
     is dropped."""

@@ -38,7 +38,7 @@ from ..regex import parse_regex
 from . import models as st
 from .base import BuilderBase
 from .xml_nested import nested_style_expr
-from .xml_values import XML_NAME, Case, ValueCases, count_of, defs_of, required_of, some_of
+from .xml_values import Case, ValueCases, count_of, defs_of, required_of, some_of
 
 __all__ = ["XML_STYLES", "xml_style_expr"]
 
@@ -128,7 +128,7 @@ class FlatStyle:
     def element(self, key: str, schema: Any, path: str) -> Optional[Expr]:
         """One property: its opening, value and end; None when no value fits the schema."""
         cases = self.v.cases(schema, path)
-        if not cases:
+        if not cases or any(x in key for x in self.v.excludes):  # xgrammar drops such a name
             return None
         if self.s.attrs == "cohere":
             head = self.v.literal(f'<cofl:value name="{_xml_escape(key)}"')
@@ -197,7 +197,7 @@ class FlatStyle:
         ws = self.v.ws()
         if self.s.attrs == "cohere":
             return RuleRef(self.cohere_any()[1])
-        head = seq([self.v.literal(self.s.open), XML_NAME])
+        head = seq([self.v.literal(self.s.open), self.v.name()])
         if self.s.attrs == "string_flag":
             element = seq([head, self.flagged([("any", None)], "$")])
         else:
@@ -280,12 +280,13 @@ class FlatStyle:
 
 
 def _check_excludes(f: st.JSONSchema, path: str) -> None:
-    """Excludes are supported with ``gemma`` (whose strings are all raw text): never in a
-    string's text, nor in a property name; xgrammar refuses those with surrounding whitespace."""
+    """Excludes are never in a string's text (raw or JSON), nor in a property name; as in
+    xgrammar, ``cohere_xml`` and ``minimax_m3_xml`` have none, and none may start or end with
+    whitespace."""
     words = [x for x in f.excludes if x]
     if not words:
         return
-    if f.style != "gemma":
+    if f.style in ("cohere_xml", "minimax_m3_xml"):
         raise StructuralTagError(
             f"'excludes' inside json_schema is not supported with style {f.style!r}", path=path
         )
@@ -294,7 +295,7 @@ def _check_excludes(f: st.JSONSchema, path: str) -> None:
             raise StructuralTagError(
                 f"an exclude of an XML style may not start or end with whitespace: {word!r}", path=path
             )
-        if all(c.isascii() and (c.isalnum() or c == "_") for c in word):
+        if f.style == "gemma" and all(c.isascii() and (c.isalnum() or c == "_") for c in word):
             raise StructuralTagError(
                 f"an exclude that may occur in a property name is not supported: {word!r}", path=path
             )

@@ -26,7 +26,9 @@ import json
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from ...errors import GrammarError, StructuralTagError
+from ..char_dfa import CharDFA
 from ..ir import CharClass, Embed, Expr, Literal, Repeat, RuleRef, TagDispatch, choice, seq
+from ..json_schema.excludes import excluded, warn_lengths_dropped
 from ..json_values import format_chars
 from ..regex import parse_regex
 from ..token_markers import encode_text
@@ -89,8 +91,9 @@ class ValueCases:
         self.defs = dict(defs)
         self.options = options
         self.max_ws = max_ws
-        self.excludes: List[str] = []  # never in a raw string's text (only the gemma style has them)
+        self.excludes: List[str] = []  # never in a string's text, nor in a property name
         self._texts: Dict[str, RuleRef] = {}
+        self._name: Optional[Expr] = None
 
     # ---- schemas ----------------------------------------------------------------------------
 
@@ -149,6 +152,26 @@ class ValueCases:
             self._texts[end] = found
         return found
 
+    def name(self) -> Expr:
+        """A property name the schema does not declare: ``XML_NAME`` holding no exclude."""
+        if not self.excludes:
+            return XML_NAME
+        if self._name is None:
+            dfa = CharDFA.from_expr(XML_NAME).minus(CharDFA.containing(self.excludes))
+            found = dfa.to_ir(lambda r: CharClass(tuple(r)), self.b.rules, self.b.fresh, "xml_name")
+            self._name = found if found is not None else Literal(b"")  # (never: excludes are not empty)
+        return self._name
+
+    def excluded(self, case: Case) -> bool:
+        """Whether a constant holds an exclude: a raw string's text, or one of the strings of
+        a JSON constant as written (xgrammar drops such constants)."""
+        kind, payload = case
+        if kind == "str":
+            return excluded(payload, self.excludes)
+        if kind == "lit":
+            return _holds_excluded(json.loads(payload), self.excludes)
+        return False
+
     def raw(self, schema: Mapping[str, Any], path: str) -> Optional[Expr]:
         """A constrained raw string: the full match of ``pattern`` (lengths ignored), else of
         ``format``, else any characters within the length bounds."""
@@ -172,9 +195,10 @@ class ValueCases:
         """``schema`` as JSON (xgrammar's layout inside structural tags), its ``$defs`` kept."""
         if isinstance(schema, dict) and self.defs and "$defs" not in schema and "definitions" not in schema:
             schema = {**schema, "$defs": self.defs}
+        options = (*self.options, ("excludes", tuple(self.excludes))) if self.excludes else self.options
         try:
             key = json.dumps(schema)
-            return Embed(_schema_grammars.get(schema, key, self.options))
+            return Embed(_schema_grammars.get(schema, key, options))
         except (TypeError, ValueError) as e:
             raise StructuralTagError(f"the schema is not JSON: {e}", path=path) from None
         except GrammarError as e:
@@ -190,9 +214,12 @@ class ValueCases:
         if kind == "text":
             return self.text(end)
         if kind == "raw":
+            if self.excludes and not any(k in payload for k in ("pattern", "format")):
+                warn_lengths_dropped(path)  # as xgrammar: the filter, not the lengths
+                return self.text(end)
             return self.raw(payload, path)
         if kind in ("str", "lit"):
-            return self.literal(payload)
+            return None if self.excluded(case) else self.literal(payload)
         if kind == "json":
             if isinstance(payload, dict) and payload.get("type") == "array" and "items" not in payload:
                 payload = {**payload, "items": False}  # xgrammar's parameter: no items, an empty array
@@ -204,6 +231,18 @@ class ValueCases:
                 self.json({"type": "object"}, path),
             ]
         )
+
+
+def _holds_excluded(value: Any, excludes: List[str]) -> bool:
+    """Whether a string of a JSON value (a key or a value), as ``json.dumps`` writes it,
+    holds one of ``excludes``."""
+    if isinstance(value, str):
+        return excluded(json.dumps(value)[1:-1], excludes)
+    if isinstance(value, list):
+        return any(_holds_excluded(v, excludes) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_excluded(k, excludes) or _holds_excluded(v, excludes) for k, v in value.items())
+    return False
 
 
 def _resolve(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
