@@ -53,6 +53,7 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
+from .kv_cache import ConversationCache, supports_cache_reuse
 from .messages import assistant_message
 from .output_type import OutputSpec
 from .prompt import Prompt, PromptBuilder
@@ -88,6 +89,11 @@ class Agent:
             over the reasoning switch that ``run(reasoning=...)`` sets.
         tool_timeout_s: how long one tool call may run when its tool sets no ``timeout_s``
             (``None``: no limit); see :mod:`~agentgrammar.agent.tool_runner`.
+        reuse_cache: keep a run's key/value cache from turn to turn, so that each turn encodes
+            only the tokens its prompt does not share with the turn before
+            (:mod:`~agentgrammar.agent.kv_cache`; ``AgentStep.prefill_tokens`` counts them).
+            Default: on where ``generate()`` takes a ``DynamicCache``; ``True`` for a model
+            that does not is an ``AgentError``.
 
     The vocabulary is built once per agent and one compiler serves every turn, so the grammar
     of a tool set is compiled once and its mask cache stays warm.
@@ -114,6 +120,7 @@ class Agent:
         system_prompt: Optional[str] = None,
         template_kwargs: Optional[Mapping[str, Any]] = None,
         tool_timeout_s: Optional[float] = None,
+        reuse_cache: Optional[bool] = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise AgentError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -153,6 +160,13 @@ class Agent:
         self._stop_ids: Tuple[int, ...] = tuple(sorted(stops))
         self._marker_ids = frozenset(i for ids in marked.values() for i in ids)
         self._prompts = PromptBuilder(tokenizer, self.format, template_kwargs)
+        supported = supports_cache_reuse(model)
+        if reuse_cache and not supported:
+            raise AgentError(
+                f"reuse_cache=True, but {type(model).__name__}.generate() does not take a DynamicCache "
+                "to continue from (an encoder-decoder model, a cache of its own, or a set cache_implementation)"
+            )
+        self.reuse_cache: bool = supported if reuse_cache is None else bool(reuse_cache)
 
     def __repr__(self) -> str:
         return (
@@ -386,6 +400,7 @@ class Agent:
             top_p=float(options["top_p"]),
             on_event=on_event,
             output=OutputSpec(options["output_type"]) if options["output_type"] is not None else None,
+            kv_cache=ConversationCache(self.model) if self.reuse_cache else None,
         )
 
     def _select(self, tools: ToolsSelection) -> ToolRegistry:
@@ -439,31 +454,23 @@ class Agent:
             return fmt.grammar(request.tools, **options)
         return request.output.grammar(fmt, request.tools, **options)
 
-    def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
-        import torch
+    def _encode(self, prompt: Prompt) -> List[int]:
+        """The prompt's token ids (the chat template's text already holds its special tokens)."""
+        enc = self.tokenizer(prompt.text, add_special_tokens=not prompt.templated)
+        return [int(i) for i in enc["input_ids"]]
 
-        from ..hf import GrammarLogitsProcessor
+    def _compile_turn(self, request: RunRequest, turn: int, prompt: Prompt, step: AgentStep) -> Any:
+        """The turn's compiled grammar (``None`` unconstrained); its build time goes to ``step``."""
+        if not request.constrained:
+            return None
+        start = time.perf_counter()
+        compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
+        step.grammar_build_s = time.perf_counter() - start
+        return compiled
 
-        tools = request.tools
-        step = AgentStep()
-        prompt = self._prompts.build(request.messages, tools, request.reasoning)
-        enc = self.tokenizer(prompt.text, return_tensors="pt", add_special_tokens=not prompt.templated)
-        input_ids = enc["input_ids"]
-        attention_mask = enc.get("attention_mask")
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        prefix = self._prefix_ids(prompt, input_ids[0].tolist()) if prompt.opened else []
-        device = getattr(self.model, "device", None)
-        if device is not None:
-            input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
-        step.n_prompt_tokens = int(input_ids.shape[1])
-
-        kwargs: Dict[str, Any] = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "max_new_tokens": request.max_new_tokens,
-            "do_sample": request.do_sample,
-        }
+    def _generate_kwargs(self, request: RunRequest) -> Dict[str, Any]:
+        """``generate()``'s decoding options for a turn of ``request`` (the inputs aside)."""
+        kwargs: Dict[str, Any] = {"max_new_tokens": request.max_new_tokens, "do_sample": request.do_sample}
         if request.do_sample:
             kwargs.update(temperature=request.temperature, top_p=request.top_p)
         if self._stop_ids:
@@ -473,15 +480,34 @@ class Agent:
             pad = self._stop_ids[0] if self._stop_ids else getattr(self.tokenizer, "eos_token_id", None)
             if pad is not None:
                 kwargs["pad_token_id"] = pad
+        return kwargs
+
+    def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
+        import torch
+
+        from ..hf import GrammarLogitsProcessor
+
+        step = AgentStep()
+        prompt = self._prompts.build(request.messages, request.tools, request.reasoning)
+        ids = self._encode(prompt)
+        prefix = self._prefix_ids(prompt, ids) if prompt.opened else []
+        step.n_prompt_tokens = step.prefill_tokens = len(ids)
+        device = getattr(self.model, "device", None)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=device)
+        kwargs = self._generate_kwargs(request)
+        kwargs.update(input_ids=input_ids, attention_mask=torch.ones_like(input_ids))
+        kv = request.kv_cache
+        if kv is not None:  # encode only what the cache does not hold
+            cache, reused = kv.prepare(ids)
+            kwargs[kv.kwarg] = cache
+            step.prefill_tokens = len(ids) - reused
         processor = None
-        if request.constrained:
-            start = time.perf_counter()
-            compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
-            step.grammar_build_s = time.perf_counter() - start
+        compiled = self._compile_turn(request, turn, prompt, step)
+        if compiled is not None:
             processor = GrammarLogitsProcessor(compiled, prefix_token_ids=prefix)
             kwargs["logits_processor"] = [processor]
             # the next step's masks are computed while the model runs its forward pass
-            kwargs["stopping_criteria"] = [*kwargs.get("stopping_criteria", ()), processor.early_masks]
+            kwargs["stopping_criteria"] = [processor.early_masks]
         streamer = None
         if request.on_event is not None:
             first = request.n_calls
@@ -504,14 +530,25 @@ class Agent:
         try:
             with torch.no_grad():
                 out = self.model.generate(**kwargs)
+        except BaseException:
+            if kv is not None:  # the cache may hold part of this turn: start afresh next time
+                kv.clear()
+            raise
         finally:
             if streamer is not None:  # generate() ends it, unless generate() raised
                 streamer.end()
         step.generate_s = time.perf_counter() - start
         if processor is not None:
             step.mask_times_s = list(processor.call_times_s)
+        sequence = out[0].tolist()
+        if kv is not None:
+            kv.update(sequence)
+        self._read_turn(step, request, prompt, [int(i) for i in sequence[len(ids) :]])
+        return step
 
-        new_ids = [int(i) for i in out[0, step.n_prompt_tokens :].tolist()]
+    def _read_turn(self, step: AgentStep, request: RunRequest, prompt: Prompt, new_ids: List[int]) -> None:
+        """Fill ``step`` from the turn's generated ids: its text up to the first stop token
+        (kept where it is a marker of the format), then the parsed turn."""
         stops = set(self._stop_ids)
         cut = next((k for k, i in enumerate(new_ids) if i in stops), None)
         # A stop token that is one of the format's markers (<|call|>) is part of the turn's text.
@@ -524,9 +561,8 @@ class Agent:
                 f"the turn was cut at max_new_tokens={request.max_new_tokens} before it ended "
                 "(raise max_new_tokens)"
             )
-            return step
-        self._parse(step, tools, request)
-        return step
+            return
+        self._parse(step, request.tools, request)
 
     def _parse(self, step: AgentStep, tools: List[Tool], request: RunRequest) -> None:
         fmt = self.format
@@ -565,9 +601,10 @@ class Agent:
             if not out.tool_calls:
                 step.response = out.text or ""
 
-    def _call_id(self, index: int, name: str) -> str:
+    def _call_id(self, index: int, name: Optional[str] = None) -> str:
         """The id of the conversation's ``index``-th call (a call to ``name``), in the family's
-        shape (Kimi-K2's ids hold the name: ``functions.NAME:IDX``)."""
+        shape (Kimi-K2's ids hold the name: ``functions.NAME:IDX``). The streamer asks without
+        the name: the formats whose ids hold it write their ids in the text."""
         make = getattr(self.format, "new_call_id", None)
         return make(index, name) if callable(make) else f"call_{index + 1}"
 

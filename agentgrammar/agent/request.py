@@ -19,6 +19,7 @@ from ..formats import get as get_format
 from ..formats.detect import FormatDetectError, detect
 from ..registry import Tool, ToolRegistry
 from .events import AgentEvent, RunFinished, RunStarted, TurnFinished
+from .kv_cache import ConversationCache
 from .output_type import OutputSpec
 from .prompt import has_chat_template
 
@@ -107,6 +108,7 @@ class RunRequest:
     cancel: Optional[threading.Event] = None  # set: stop at the next token (streaming)
     folded: List[AgentEvent] = field(default_factory=list)  # the events the run folds
     stopped_reason: str = "max_turns"
+    kv_cache: Optional[ConversationCache] = None  # the conversation's key/value cache (reuse_cache)
 
     @property
     def tools(self) -> List[Tool]:
