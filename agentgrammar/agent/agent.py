@@ -29,11 +29,11 @@ from typing import (
     Any,
     AsyncIterator,
     Dict,
-    Iterable,
     Iterator,
     List,
     Mapping,
     Optional,
+    Sequence,
     Tuple,
     Union,
 )
@@ -56,16 +56,25 @@ from .events import (
 from .kv_cache import ConversationCache, supports_cache_reuse
 from .messages import assistant_message
 from .output_type import OutputSpec
-from .prompt import Prompt, PromptBuilder
-from .request import EventHandler, PromptArg, RunRequest, detected_format, messages_of, resolve_format
+from .prompt import Prompt, PromptBuilder, opened_token_ids
+from .request import (
+    EventHandler,
+    PromptArg,
+    RunRequest,
+    ToolsSelection,
+    check_run_options,
+    detected_format,
+    messages_of,
+    resolve_format,
+    seed_torch,
+    select_tools,
+)
 from .run import AgentRun, AgentStep
 from .stream import cancel_criteria, events_from_task, events_from_thread, in_executor
 from .streaming import make_streamer
 from .tool_runner import SURROGATE, ToolRunner, checked_timeout_s, unicode_safe
 
 __all__ = ["Agent", "AgentError"]
-
-ToolsSelection = Union[None, str, ToolRegistry, Iterable[Union[str, Tool]]]
 
 
 class Agent:
@@ -215,7 +224,7 @@ class Agent:
         (use :meth:`arun` inside an event loop).
         """
         request = self._request(prompt_or_messages, locals())
-        self._seed(seed)
+        seed_torch(seed)
         self._drive(request)
         return AgentRun.from_events(request.folded)
 
@@ -241,7 +250,7 @@ class Agent:
         natively) and ``generate()`` runs in the loop's default executor, so ``on_event``
         gets the token events from that worker thread."""
         request = self._request(prompt_or_messages, locals())
-        self._seed(seed)
+        seed_torch(seed)
         await self._adrive(request)
         return AgentRun.from_events(request.folded)
 
@@ -276,7 +285,7 @@ class Agent:
                     print(event.text, end="", flush=True)
         """
         request = self._request(prompt_or_messages, {**locals(), "on_event": None})
-        self._seed(seed)
+        seed_torch(seed)
 
         def drive(emit: EventHandler, cancel: threading.Event) -> None:
             request.on_event, request.cancel = emit, cancel
@@ -314,13 +323,34 @@ class Agent:
                     ...
         """
         request = self._request(prompt_or_messages, {**locals(), "on_event": None})
-        self._seed(seed)
+        seed_torch(seed)
 
         async def drive(emit: EventHandler, cancel: threading.Event) -> None:
             request.on_event, request.cancel = emit, cancel
             await self._adrive(request)
 
         return events_from_task(drive)
+
+    def run_batch(
+        self, prompts: Sequence[PromptArg], *, tools: Any = None, **run_kwargs: Any
+    ) -> List[AgentRun]:
+        """Run many conversations in lockstep (:mod:`~agentgrammar.agent.batch`): one batched
+        ``generate()`` per turn, each row in its own grammar, every row's tool calls run at
+        once, finished conversations leaving the batch. Returns the ``AgentRun`` s in the order
+        of ``prompts``.
+
+        ``tools``: one selection for all (as for :meth:`run`), or a list with one per prompt
+        (each a list of names or tools, a ``ToolRegistry`` or ``None``). ``run_kwargs``:
+        :meth:`run`'s options but ``on_event``, the same for every conversation.
+
+        Example (with a model)::
+
+            runs = agent.run_batch(["Weather in Oslo?", "Time in Tokyo?"],
+                                   tools=[["get_weather"], ["get_time"]])
+        """
+        from .batch import run_batch
+
+        return run_batch(self, prompts, tools, run_kwargs)
 
     # ---- internals: the loop -------------------------------------------------------------------
 
@@ -378,17 +408,11 @@ class Agent:
 
     # ---- internals: setup ------------------------------------------------------------------
 
-    def _request(self, prompt: PromptArg, options: Mapping[str, Any]) -> RunRequest:
-        for name in ("max_turns", "max_new_tokens"):
-            value = options[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise AgentError(f"{name} must be a positive int, got {value!r}")
-        on_event = options["on_event"]
-        if on_event is not None and not callable(on_event):
-            raise AgentError(f"on_event must be callable, got {type(on_event).__name__}")
+    def _request(self, prompt: PromptArg, options: Mapping[str, Any], kv_cache: bool = True) -> RunRequest:
+        check_run_options(options)
         return RunRequest(
             messages=messages_of(prompt, self.system_prompt),
-            registry=self._select(options["tools"]),
+            registry=select_tools(self.registry, options["tools"]),
             tool_choice=options["tool_choice"],
             reasoning=options["reasoning"],
             parallel_tool_calls=bool(options["parallel_tool_calls"]),
@@ -398,49 +422,16 @@ class Agent:
             do_sample=bool(options["do_sample"]),
             temperature=float(options["temperature"]),
             top_p=float(options["top_p"]),
-            on_event=on_event,
+            on_event=options["on_event"],
             output=OutputSpec(options["output_type"]) if options["output_type"] is not None else None,
-            kv_cache=ConversationCache(self.model) if self.reuse_cache else None,
+            kv_cache=ConversationCache(self.model) if self.reuse_cache and kv_cache else None,
         )
-
-    def _select(self, tools: ToolsSelection) -> ToolRegistry:
-        if tools is None:
-            return self.registry
-        if isinstance(tools, ToolRegistry):
-            return tools
-        if isinstance(tools, (str, Tool)):
-            tools = [tools]
-        items = list(tools)
-        if all(isinstance(t, str) for t in items):
-            return self.registry.select(items)  # ToolError for unknown names
-        if all(isinstance(t, Tool) for t in items):
-            return ToolRegistry(items)
-        raise AgentError("tools must be tool names, Tool objects, a ToolRegistry or None")
-
-    @staticmethod
-    def _seed(seed: Optional[int]) -> None:
-        if seed is not None:
-            import torch
-
-            torch.manual_seed(seed)
 
     # ---- internals: one turn ---------------------------------------------------------------
 
     def _prefix_ids(self, prompt: Prompt, input_ids: List[int]) -> List[int]:
-        """The prompt's last tokens that spell ``prompt.opened`` (the turn's start that the
-        generation prompt wrote)."""
-        want = prompt.opened.encode("utf-8")
-        got = b""
-        k = len(input_ids)
-        while k > 0 and len(got) < len(want):
-            k -= 1
-            got = self.vocabulary.decode([input_ids[k]]) + got
-        if got != want:
-            raise AgentError(
-                f"the generation prompt opens the turn with {prompt.opened!r}, but its tokens do not "
-                "end there; cannot start the turn's grammar after it"
-            )
-        return input_ids[k:]
+        """The prompt's last tokens that spell ``prompt.opened`` (``[]`` when it opened nothing)."""
+        return opened_token_ids(self.vocabulary, prompt.opened, input_ids) if prompt.opened else []
 
     def _turn_grammar(self, request: RunRequest, turn: int, prompt: Prompt) -> Any:
         reasoning = request.reasoning
@@ -490,7 +481,7 @@ class Agent:
         step = AgentStep()
         prompt = self._prompts.build(request.messages, request.tools, request.reasoning)
         ids = self._encode(prompt)
-        prefix = self._prefix_ids(prompt, ids) if prompt.opened else []
+        prefix = self._prefix_ids(prompt, ids)
         step.n_prompt_tokens = step.prefill_tokens = len(ids)
         device = getattr(self.model, "device", None)
         input_ids = torch.tensor([ids], dtype=torch.long, device=device)
