@@ -29,11 +29,11 @@ from typing import (
     Any,
     AsyncIterator,
     Dict,
-    Iterable,
     Iterator,
     List,
     Mapping,
     Optional,
+    Sequence,
     Tuple,
     Union,
 )
@@ -54,18 +54,28 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
+from .kv_cache import ConversationCache, supports_cache_reuse
 from .messages import assistant_message
 from .output_type import OutputSpec
-from .prompt import Prompt, PromptBuilder
-from .request import EventHandler, PromptArg, RunRequest, detected_format, messages_of, resolve_format
+from .prompt import Prompt, PromptBuilder, opened_token_ids
+from .request import (
+    EventHandler,
+    PromptArg,
+    RunRequest,
+    ToolsSelection,
+    check_run_options,
+    detected_format,
+    messages_of,
+    resolve_format,
+    seed_torch,
+    select_tools,
+)
 from .run import AgentRun, AgentStep
 from .stream import cancel_criteria, events_from_task, events_from_thread, in_executor
 from .streaming import make_streamer
 from .tool_runner import SURROGATE, ToolRunner, checked_timeout_s, unicode_safe
 
 __all__ = ["Agent", "AgentError"]
-
-ToolsSelection = Union[None, str, ToolRegistry, Iterable[Union[str, Tool]]]
 
 
 class Agent:
@@ -89,6 +99,11 @@ class Agent:
             over the reasoning switch that ``run(reasoning=...)`` sets.
         tool_timeout_s: how long one tool call may run when its tool sets no ``timeout_s``
             (``None``: no limit); see :mod:`~agentgrammar.agent.tool_runner`.
+        reuse_cache: keep a run's key/value cache from turn to turn, so that each turn encodes
+            only the tokens its prompt does not share with the turn before
+            (:mod:`~agentgrammar.agent.kv_cache`; ``AgentStep.prefill_tokens`` counts them).
+            Default: on where ``generate()`` takes a ``DynamicCache``; ``True`` for a model
+            that does not is an ``AgentError``.
 
     The vocabulary is built once per agent and one compiler serves every turn, so the grammar
     of a tool set is compiled once and its mask cache stays warm.
@@ -115,6 +130,7 @@ class Agent:
         system_prompt: Optional[str] = None,
         template_kwargs: Optional[Mapping[str, Any]] = None,
         tool_timeout_s: Optional[float] = None,
+        reuse_cache: Optional[bool] = None,
     ) -> None:
         if not isinstance(registry, ToolRegistry):
             raise AgentError(f"registry must be a ToolRegistry, got {type(registry).__name__}")
@@ -154,6 +170,13 @@ class Agent:
         self._stop_ids: Tuple[int, ...] = tuple(sorted(stops))
         self._marker_ids = frozenset(i for ids in marked.values() for i in ids)
         self._prompts = PromptBuilder(tokenizer, self.format, template_kwargs)
+        supported = supports_cache_reuse(model)
+        if reuse_cache and not supported:
+            raise AgentError(
+                f"reuse_cache=True, but {type(model).__name__}.generate() does not take a DynamicCache "
+                "to continue from (an encoder-decoder model, a cache of its own, or a set cache_implementation)"
+            )
+        self.reuse_cache: bool = supported if reuse_cache is None else bool(reuse_cache)
 
     def __repr__(self) -> str:
         return (
@@ -205,7 +228,7 @@ class Agent:
         (use :meth:`arun` inside an event loop).
         """
         request = self._request(prompt_or_messages, locals())
-        self._seed(seed)
+        seed_torch(seed)
         self._drive(request)
         return AgentRun.from_events(request.folded)
 
@@ -232,7 +255,7 @@ class Agent:
         natively) and ``generate()`` runs in the loop's default executor, so ``on_event``
         gets the token events from that worker thread."""
         request = self._request(prompt_or_messages, locals())
-        self._seed(seed)
+        seed_torch(seed)
         await self._adrive(request)
         return AgentRun.from_events(request.folded)
 
@@ -268,7 +291,7 @@ class Agent:
                     print(event.text, end="", flush=True)
         """
         request = self._request(prompt_or_messages, {**locals(), "on_event": None})
-        self._seed(seed)
+        seed_torch(seed)
 
         def drive(emit: EventHandler, cancel: threading.Event) -> None:
             request.on_event, request.cancel = emit, cancel
@@ -307,13 +330,34 @@ class Agent:
                     ...
         """
         request = self._request(prompt_or_messages, {**locals(), "on_event": None})
-        self._seed(seed)
+        seed_torch(seed)
 
         async def drive(emit: EventHandler, cancel: threading.Event) -> None:
             request.on_event, request.cancel = emit, cancel
             await self._adrive(request)
 
         return events_from_task(drive)
+
+    def run_batch(
+        self, prompts: Sequence[PromptArg], *, tools: Any = None, **run_kwargs: Any
+    ) -> List[AgentRun]:
+        """Run many conversations in lockstep (:mod:`~agentgrammar.agent.batch`): one batched
+        ``generate()`` per turn, each row in its own grammar, every row's tool calls run at
+        once, finished conversations leaving the batch. Returns the ``AgentRun`` s in the order
+        of ``prompts``.
+
+        ``tools``: one selection for all (as for :meth:`run`), or a list with one per prompt
+        (each a list of names or tools, a ``ToolRegistry`` or ``None``). ``run_kwargs``:
+        :meth:`run`'s options but ``on_event``, the same for every conversation.
+
+        Example (with a model)::
+
+            runs = agent.run_batch(["Weather in Oslo?", "Time in Tokyo?"],
+                                   tools=[["get_weather"], ["get_time"]])
+        """
+        from .batch import run_batch
+
+        return run_batch(self, prompts, tools, run_kwargs)
 
     # ---- internals: the loop -------------------------------------------------------------------
 
@@ -371,17 +415,11 @@ class Agent:
 
     # ---- internals: setup ------------------------------------------------------------------
 
-    def _request(self, prompt: PromptArg, options: Mapping[str, Any]) -> RunRequest:
-        for name in ("max_turns", "max_new_tokens"):
-            value = options[name]
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise AgentError(f"{name} must be a positive int, got {value!r}")
-        on_event = options["on_event"]
-        if on_event is not None and not callable(on_event):
-            raise AgentError(f"on_event must be callable, got {type(on_event).__name__}")
+    def _request(self, prompt: PromptArg, options: Mapping[str, Any], kv_cache: bool = True) -> RunRequest:
+        check_run_options(options)
         return RunRequest(
             messages=messages_of(prompt, self.system_prompt),
-            registry=self._select(options["tools"]),
+            registry=select_tools(self.registry, options["tools"]),
             tool_choice=options["tool_choice"],
             reasoning=options["reasoning"],
             reasoning_budget=self._checked_budget(options["reasoning_budget"]),
@@ -392,8 +430,9 @@ class Agent:
             do_sample=bool(options["do_sample"]),
             temperature=float(options["temperature"]),
             top_p=float(options["top_p"]),
-            on_event=on_event,
+            on_event=options["on_event"],
             output=OutputSpec(options["output_type"]) if options["output_type"] is not None else None,
+            kv_cache=ConversationCache(self.model) if self.reuse_cache and kv_cache else None,
         )
 
     def _checked_budget(self, budget: Optional[int]) -> Optional[int]:
@@ -410,44 +449,11 @@ class Agent:
             )
         return budget
 
-    def _select(self, tools: ToolsSelection) -> ToolRegistry:
-        if tools is None:
-            return self.registry
-        if isinstance(tools, ToolRegistry):
-            return tools
-        if isinstance(tools, (str, Tool)):
-            tools = [tools]
-        items = list(tools)
-        if all(isinstance(t, str) for t in items):
-            return self.registry.select(items)  # ToolError for unknown names
-        if all(isinstance(t, Tool) for t in items):
-            return ToolRegistry(items)
-        raise AgentError("tools must be tool names, Tool objects, a ToolRegistry or None")
-
-    @staticmethod
-    def _seed(seed: Optional[int]) -> None:
-        if seed is not None:
-            import torch
-
-            torch.manual_seed(seed)
-
     # ---- internals: one turn ---------------------------------------------------------------
 
     def _prefix_ids(self, prompt: Prompt, input_ids: List[int]) -> List[int]:
-        """The prompt's last tokens that spell ``prompt.opened`` (the turn's start that the
-        generation prompt wrote)."""
-        want = prompt.opened.encode("utf-8")
-        got = b""
-        k = len(input_ids)
-        while k > 0 and len(got) < len(want):
-            k -= 1
-            got = self.vocabulary.decode([input_ids[k]]) + got
-        if got != want:
-            raise AgentError(
-                f"the generation prompt opens the turn with {prompt.opened!r}, but its tokens do not "
-                "end there; cannot start the turn's grammar after it"
-            )
-        return input_ids[k:]
+        """The prompt's last tokens that spell ``prompt.opened`` (``[]`` when it opened nothing)."""
+        return opened_token_ids(self.vocabulary, prompt.opened, input_ids) if prompt.opened else []
 
     def _turn_grammar(self, request: RunRequest, turn: int, prompt: Prompt) -> Any:
         reasoning = request.reasoning
@@ -469,31 +475,30 @@ class Agent:
             request.reasoning != "disabled" or bool(prompt.opened)
         )
 
-    def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
-        import torch
+    def _turn_budgets(self, request: RunRequest, prompt: Prompt) -> List[Any]:
+        """The token budgets of the turn's matchers: the think block's, with ``reasoning_budget``."""
+        if not self._budgeted(request, prompt):
+            return []
+        assert request.reasoning_budget is not None
+        return [reasoning_budget(self._grammar_format, request.reasoning_budget)]
 
-        from ..hf import GrammarLogitsProcessor
+    def _encode(self, prompt: Prompt) -> List[int]:
+        """The prompt's token ids (the chat template's text already holds its special tokens)."""
+        enc = self.tokenizer(prompt.text, add_special_tokens=not prompt.templated)
+        return [int(i) for i in enc["input_ids"]]
 
-        tools = request.tools
-        step = AgentStep()
-        prompt = self._prompts.build(request.messages, tools, request.reasoning)
-        enc = self.tokenizer(prompt.text, return_tensors="pt", add_special_tokens=not prompt.templated)
-        input_ids = enc["input_ids"]
-        attention_mask = enc.get("attention_mask")
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        prefix = self._prefix_ids(prompt, input_ids[0].tolist()) if prompt.opened else []
-        device = getattr(self.model, "device", None)
-        if device is not None:
-            input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
-        step.n_prompt_tokens = int(input_ids.shape[1])
+    def _compile_turn(self, request: RunRequest, turn: int, prompt: Prompt, step: AgentStep) -> Any:
+        """The turn's compiled grammar (``None`` unconstrained); its build time goes to ``step``."""
+        if not request.constrained:
+            return None
+        start = time.perf_counter()
+        compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
+        step.grammar_build_s = time.perf_counter() - start
+        return compiled
 
-        kwargs: Dict[str, Any] = {
-            "input_ids": input_ids,
-            "attention_mask": attention_mask,
-            "max_new_tokens": request.max_new_tokens,
-            "do_sample": request.do_sample,
-        }
+    def _generate_kwargs(self, request: RunRequest) -> Dict[str, Any]:
+        """``generate()``'s decoding options for a turn of ``request`` (the inputs aside)."""
+        kwargs: Dict[str, Any] = {"max_new_tokens": request.max_new_tokens, "do_sample": request.do_sample}
         if request.do_sample:
             kwargs.update(temperature=request.temperature, top_p=request.top_p)
         if self._stop_ids:
@@ -503,19 +508,35 @@ class Agent:
             pad = self._stop_ids[0] if self._stop_ids else getattr(self.tokenizer, "eos_token_id", None)
             if pad is not None:
                 kwargs["pad_token_id"] = pad
+        return kwargs
+
+    def _generate_turn(self, request: RunRequest, turn: int) -> AgentStep:
+        import torch
+
+        from ..hf import GrammarLogitsProcessor
+
+        step = AgentStep()
+        prompt = self._prompts.build(request.messages, request.tools, request.reasoning)
+        ids = self._encode(prompt)
+        prefix = self._prefix_ids(prompt, ids)
+        step.n_prompt_tokens = step.prefill_tokens = len(ids)
+        device = getattr(self.model, "device", None)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=device)
+        kwargs = self._generate_kwargs(request)
+        kwargs.update(input_ids=input_ids, attention_mask=torch.ones_like(input_ids))
+        kv = request.kv_cache
+        if kv is not None:  # encode only what the cache does not hold
+            cache, reused = kv.prepare(ids)
+            kwargs[kv.kwarg] = cache
+            step.prefill_tokens = len(ids) - reused
         processor = None
-        if request.constrained:
-            start = time.perf_counter()
-            compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
-            step.grammar_build_s = time.perf_counter() - start
-            budgets = []
-            if self._budgeted(request, prompt):
-                assert request.reasoning_budget is not None
-                budgets.append(reasoning_budget(self._grammar_format, request.reasoning_budget))
+        compiled = self._compile_turn(request, turn, prompt, step)
+        if compiled is not None:
+            budgets = self._turn_budgets(request, prompt)
             processor = GrammarLogitsProcessor(compiled, prefix_token_ids=prefix, token_budgets=budgets)
             kwargs["logits_processor"] = [processor]
             # the next step's masks are computed while the model runs its forward pass
-            kwargs["stopping_criteria"] = [*kwargs.get("stopping_criteria", ()), processor.early_masks]
+            kwargs["stopping_criteria"] = [processor.early_masks]
         streamer = None
         if request.on_event is not None:
             first = request.n_calls
@@ -538,14 +559,25 @@ class Agent:
         try:
             with torch.no_grad():
                 out = self.model.generate(**kwargs)
+        except BaseException:
+            if kv is not None:  # the cache may hold part of this turn: start afresh next time
+                kv.clear()
+            raise
         finally:
             if streamer is not None:  # generate() ends it, unless generate() raised
                 streamer.end()
         step.generate_s = time.perf_counter() - start
         if processor is not None:
             step.mask_times_s = list(processor.call_times_s)
+        sequence = out[0].tolist()
+        if kv is not None:
+            kv.update(sequence)
+        self._read_turn(step, request, prompt, [int(i) for i in sequence[len(ids) :]])
+        return step
 
-        new_ids = [int(i) for i in out[0, step.n_prompt_tokens :].tolist()]
+    def _read_turn(self, step: AgentStep, request: RunRequest, prompt: Prompt, new_ids: List[int]) -> None:
+        """Fill ``step`` from the turn's generated ids: its text up to the first stop token
+        (kept where it is a marker of the format), then the parsed turn."""
         stops = set(self._stop_ids)
         cut = next((k for k, i in enumerate(new_ids) if i in stops), None)
         # A stop token that is one of the format's markers (<|call|>) is part of the turn's text.
@@ -558,9 +590,8 @@ class Agent:
                 f"the turn was cut at max_new_tokens={request.max_new_tokens} before it ended "
                 "(raise max_new_tokens)"
             )
-            return step
-        self._parse(step, tools, request)
-        return step
+            return
+        self._parse(step, request.tools, request)
 
     def _parse(self, step: AgentStep, tools: List[Tool], request: RunRequest) -> None:
         fmt = self.format
@@ -599,9 +630,10 @@ class Agent:
             if not out.tool_calls:
                 step.response = out.text or ""
 
-    def _call_id(self, index: int, name: str) -> str:
+    def _call_id(self, index: int, name: Optional[str] = None) -> str:
         """The id of the conversation's ``index``-th call (a call to ``name``), in the family's
-        shape (Kimi-K2's ids hold the name: ``functions.NAME:IDX``)."""
+        shape (Kimi-K2's ids hold the name: ``functions.NAME:IDX``). The streamer asks without
+        the name: the formats whose ids hold it write their ids in the text."""
         make = getattr(self.format, "new_call_id", None)
         return make(index, name) if callable(make) else f"call_{index + 1}"
 

@@ -124,6 +124,8 @@ class OutputSpec:
         ``calls`` (the same turn with ``tool_choice="required"``), those calls or the JSON."""
         answer = self.json_format(fmt)
         if fmt.has_response:
+            if fmt.response_first:  # the block opens every turn: empty where the turn calls
+                answer = st.Or(elements=[st.ConstString(value=""), answer])
             return st.StructuralTag(format=_with_response(tag.format, fmt, answer))
         body: st.Format = answer
         if calls is not None:

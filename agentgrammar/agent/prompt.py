@@ -66,6 +66,7 @@ __all__ = [
     "PromptBuilder",
     "chat_template_renders_tools",
     "has_chat_template",
+    "opened_token_ids",
     "reasoning_switches",
     "render_messages",
 ]
@@ -106,6 +107,30 @@ def render_messages(
 
 
 # --------------------------------------------------------------------------- chat templates
+
+
+def opened_token_ids(vocabulary: Any, opened: str, input_ids: Sequence[int]) -> List[int]:
+    """The last tokens of ``input_ids`` that spell ``opened`` (the start of the turn that the
+    generation prompt wrote), as ``vocabulary`` decodes them; ``AgentError`` when they do not
+    end there.
+
+    Example:
+        >>> from agentgrammar import Vocabulary
+        >>> opened_token_ids(Vocabulary(["a", "<t>", "\\n"]), "<t>\\n", [0, 1, 2])
+        [1, 2]
+    """
+    want = opened.encode("utf-8")
+    got = b""
+    k = len(input_ids)
+    while k > 0 and len(got) < len(want):
+        k -= 1
+        got = vocabulary.decode([input_ids[k]]) + got
+    if got != want:
+        raise AgentError(
+            f"the generation prompt opens the turn with {opened!r}, but its tokens do not "
+            "end there; cannot start the turn's grammar after it"
+        )
+    return list(input_ids[k:])
 
 
 def has_chat_template(tokenizer: Any) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ..errors import AgentError
 from ..formats import AgentFormat
@@ -19,10 +19,22 @@ from ..formats import get as get_format
 from ..formats.detect import FormatDetectError, detect
 from ..registry import Tool, ToolRegistry
 from .events import AgentEvent, RunFinished, RunStarted, TurnFinished
+from .kv_cache import ConversationCache
 from .output_type import OutputSpec
 from .prompt import has_chat_template
 
-__all__ = ["EventHandler", "PromptArg", "RunRequest", "detected_format", "messages_of", "resolve_format"]
+__all__ = [
+    "EventHandler",
+    "PromptArg",
+    "RunRequest",
+    "ToolsSelection",
+    "check_run_options",
+    "detected_format",
+    "messages_of",
+    "resolve_format",
+    "seed_torch",
+    "select_tools",
+]
 
 PromptArg = Union[str, Sequence[Mapping[str, Any]]]
 EventHandler = Callable[[AgentEvent], None]
@@ -62,6 +74,46 @@ def detected_format(tokenizer: Any, template_kwargs: Optional[Mapping[str, Any]]
         raise AgentError(f"cannot tell the model's format: {e}") from e
 
 
+ToolsSelection = Union[None, str, ToolRegistry, Iterable[Union[str, Tool]]]
+
+
+def select_tools(registry: ToolRegistry, tools: ToolsSelection) -> ToolRegistry:
+    """The tools a run offers: all of ``registry`` (``None``), a registry, or tool names (of
+    ``registry``) or ``Tool`` objects."""
+    if tools is None:
+        return registry
+    if isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, (str, Tool)):
+        tools = [tools]
+    items = list(tools)
+    if all(isinstance(t, str) for t in items):
+        return registry.select(items)  # ToolError for unknown names
+    if all(isinstance(t, Tool) for t in items):
+        return ToolRegistry(items)
+    raise AgentError("tools must be tool names, Tool objects, a ToolRegistry or None")
+
+
+def check_run_options(options: Mapping[str, Any]) -> None:
+    """``AgentError`` for a run option out of range: ``max_turns`` / ``max_new_tokens`` must be
+    positive ints, ``on_event`` callable."""
+    for name in ("max_turns", "max_new_tokens"):
+        value = options[name]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise AgentError(f"{name} must be a positive int, got {value!r}")
+    on_event = options["on_event"]
+    if on_event is not None and not callable(on_event):
+        raise AgentError(f"on_event must be callable, got {type(on_event).__name__}")
+
+
+def seed_torch(seed: Optional[int]) -> None:
+    """Seed torch's generator for a run's sampling (``None``: leave it as it is)."""
+    if seed is not None:
+        import torch
+
+        torch.manual_seed(seed)
+
+
 def messages_of(prompt: PromptArg, system_prompt: Optional[str]) -> List[Dict[str, Any]]:
     if isinstance(prompt, str):
         messages: List[Dict[str, Any]] = [{"role": "user", "content": prompt}]
@@ -70,8 +122,9 @@ def messages_of(prompt: PromptArg, system_prompt: Optional[str]) -> List[Dict[st
         for k, m in enumerate(prompt):
             if isinstance(m, (str, bytes)) or (isinstance(m, Sequence) and not isinstance(m, Mapping)):
                 raise AgentError(
-                    "a batch of prompts is not supported: an Agent runs one conversation at a time "
-                    f"(give a str or a list of message dicts; item {k} is a {type(m).__name__})"
+                    "a batch of prompts is not supported here: run() runs one conversation (give a "
+                    f"str or a list of message dicts; item {k} is a {type(m).__name__}); "
+                    "run_batch() runs many"
                 )
             if not isinstance(m, Mapping) or not isinstance(m.get("role"), str):
                 raise AgentError(f"message {k} must be a dict with a 'role' string, got {m!r}")
@@ -108,6 +161,7 @@ class RunRequest:
     cancel: Optional[threading.Event] = None  # set: stop at the next token (streaming)
     folded: List[AgentEvent] = field(default_factory=list)  # the events the run folds
     stopped_reason: str = "max_turns"
+    kv_cache: Optional[ConversationCache] = None  # the conversation's key/value cache (reuse_cache)
 
     @property
     def tools(self) -> List[Tool]:

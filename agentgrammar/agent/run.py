@@ -92,7 +92,9 @@ class AgentStep:
     ``think``, the parsed ``tool_calls`` and their ``results``, ``response``, ``content`` (the
     free text or response, what the conversation keeps as the message's content), ``error``
     (the ``FormatParseError`` message when the text does not follow the format, or a turn cut
-    by ``max_new_tokens``), token counts and timings
+    by ``max_new_tokens``), token counts (``n_prompt_tokens``: the prompt's tokens;
+    ``prefill_tokens``: those of them encoded this turn, fewer than ``n_prompt_tokens`` where
+    the key/value cache of the turn before held the rest) and timings
     (``grammar_build_s``: building and compiling the grammar; ``generate_s``: ``generate()``;
     ``mask_times_s``: the logits processor's per-token times, empty when unconstrained)."""
 
@@ -104,6 +106,7 @@ class AgentStep:
     error: Optional[str] = None
     content: Optional[str] = None
     n_prompt_tokens: int = 0
+    prefill_tokens: int = 0
     n_new_tokens: int = 0
     grammar_build_s: float = 0.0
     generate_s: float = 0.0

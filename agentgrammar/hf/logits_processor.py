@@ -80,7 +80,9 @@ class GrammarLogitsProcessor:
         prefix_token_ids: tokens at the end of the prompt that belong to the grammar's text
             (a chat template's generation prompt that opens the think block): every row's
             matcher accepts them first, so generation goes on inside the grammar from there.
-            ``MatcherError`` when the grammar rejects them.
+            With one grammar per prompt, a sequence of such sequences gives each prompt its own
+            (prompts whose generation prompts end differently). ``MatcherError`` when the
+            grammar rejects them.
         token_budgets: each row's :class:`~agentgrammar.engine.token_budget.TokenBudget` s
             (``structural_tag.token_budgets(tag)``, ``formats.reasoning_budget(fmt, n)``): once a
             region has spent its tokens, only its end. The prefix tokens count: a think block
@@ -137,7 +139,7 @@ class GrammarLogitsProcessor:
         for b in self._token_budgets:
             if not isinstance(b, TokenBudget):
                 raise TypeError(f"token_budgets holds a {type(b).__name__}, not a TokenBudget")
-        self._prefix = tuple(operator.index(t) for t in prefix_token_ids)
+        self._prefixes = _prefixes(prefix_token_ids)
         self._jump = bool(jump_forward)
         if max_threads != "auto" and (
             isinstance(max_threads, bool) or not isinstance(max_threads, int) or max_threads < 1
@@ -165,6 +167,11 @@ class GrammarLogitsProcessor:
         if len(sizes) > 1:
             raise ValueError(f"the grammars are compiled for different vocabulary sizes {sizes}")
         self._grammars = grammars
+        if len(self._prefixes) > 1 and (self._shared or len(self._prefixes) != len(grammars)):
+            raise ValueError(
+                f"{len(self._prefixes)} prefix_token_ids sequences do not fit {len(grammars)} grammar(s): "
+                "give one sequence per grammar, or one sequence of ids for all"
+            )
         self._vocab_size = sizes[0]
         if eos_token_id is None:
             stops = grammars[0].vocabulary.stop_token_ids
@@ -225,9 +232,9 @@ class GrammarLogitsProcessor:
                 pending[1].result()
             except AgentGrammarError:
                 pass  # the failure belonged to the generation being forgotten
-        for m in self._matchers:
+        for i, m in enumerate(self._matchers):
             m.reset()
-            self._accept_prefix(m)
+            self._accept_prefix(m, i)
         self._prompt_len = None
         self._generated = None
         self._failed = False
@@ -354,16 +361,20 @@ class GrammarLogitsProcessor:
         copies = rows // len(self._grammars)
         budgets = self._token_budgets
         self._matchers = [Matcher(self._grammars[i // copies], token_budgets=budgets) for i in range(rows)]
-        for m in self._matchers:
-            self._accept_prefix(m)
+        for i, m in enumerate(self._matchers):
+            self._accept_prefix(m, i)
         self._bitmask = allocate_token_bitmask(rows, self._vocab_size, backend="torch")
 
-    def _accept_prefix(self, matcher: Matcher) -> None:
-        for k, token in enumerate(self._prefix):
+    def _accept_prefix(self, matcher: Matcher, row: int) -> None:
+        prefixes = self._prefixes
+        prefix = (
+            prefixes[row * len(self._grammars) // len(self._matchers)] if len(prefixes) > 1 else prefixes[0]
+        )
+        for k, token in enumerate(prefix):
             if not matcher.accept_token(token):
                 raise MatcherError(
-                    f"the grammar rejects prefix token {k} (id {token}, "
-                    f"{self._token_text(matcher, token)!r}) of {list(self._prefix)}"
+                    f"row {row}: the grammar rejects prefix token {k} (id {token}, "
+                    f"{self._token_text(matcher, token)!r}) of {list(prefix)}"
                 )
 
     def _apply(self, scores: Any) -> None:
@@ -444,6 +455,14 @@ class GrammarLogitsProcessor:
     def _token_text(matcher: Matcher, token: int) -> str:
         token_bytes = matcher.compiled_grammar.vocabulary.token_bytes
         return repr(token_bytes[token]) if 0 <= token < len(token_bytes) else "no such token"
+
+
+def _prefixes(prefix_token_ids: Any) -> Tuple[Tuple[int, ...], ...]:
+    """``prefix_token_ids`` as one shared sequence, or one per grammar (sequences of ids)."""
+    items = list(prefix_token_ids)
+    if items and all(isinstance(p, Sequence) and not isinstance(p, (str, bytes)) for p in items):
+        return tuple(tuple(operator.index(t) for t in p) for p in items)
+    return (tuple(operator.index(t) for t in items),)
 
 
 class EarlyMasks:

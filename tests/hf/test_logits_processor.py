@@ -337,3 +337,20 @@ def test_prefix_tokens_are_accepted_before_generation() -> None:
     assert torch.isfinite(scores[0]).nonzero().flatten().tolist() == [1, 2]
     with pytest.raises(MatcherError, match="rejects prefix token 0"):
         GrammarLogitsProcessor(compiled, prefix_token_ids=[3], batch_size=1)
+
+
+def test_each_grammar_may_have_its_own_prefix_tokens() -> None:
+    # Two prompts (one grammar each, two copies each): the first opened the block, the second did not.
+    vocab = Vocabulary(["<t>", "x", "</t>", "ok", "</s>"], stop_token_ids=[4])
+    compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "<t>" "x"* "</t>" "ok"'))
+    processor = GrammarLogitsProcessor([compiled, compiled], prefix_token_ids=[[0], []])
+    scores = processor(torch.tensor([[3, 0]] * 4), torch.zeros(4, 5))
+    allowed = [torch.isfinite(row).nonzero().flatten().tolist() for row in scores]
+    assert allowed == [[1, 2], [1, 2], [0], [0]]
+    assert [m.num_accepted_steps for m in processor.matchers] == [1, 1, 0, 0]
+    processor.reset()
+    assert [m.num_accepted_steps for m in processor.matchers] == [1, 1, 0, 0]
+    with pytest.raises(ValueError, match="do not fit"):
+        GrammarLogitsProcessor(compiled, prefix_token_ids=[[0], []])
+    with pytest.raises(MatcherError, match="row 1: the grammar rejects prefix token 0"):
+        GrammarLogitsProcessor([compiled, compiled], prefix_token_ids=[[0], [3]], batch_size=2)
