@@ -7,7 +7,10 @@ turn's structured deltas), ``stream`` (events from a worker thread or task, canc
 ``openai_chunks`` (events as OpenAI Chat Completions stream chunks), ``output_type`` (typed
 final output), ``tool_runner`` (running the calls concurrently), ``request`` (one run's settings),
 ``messages`` (the structured conversation), ``prompt`` (chat templates and the plain layout,
-``render_messages``), ``streaming`` (``RegionTracker`` and the ``generate()`` streamer).
+``render_messages``), ``turn_grammar`` (a turn's grammar and token budgets), ``kv_cache`` (the
+key/value cache kept across turns), ``batch`` (``Agent.run_batch``), ``regions``
+(``RegionTracker``), ``nesting`` (bracket and string state of streamed arguments), ``streaming``
+(the ``generate()`` streamer).
 
 Example:
     >>> from agentgrammar.agent import Agent, AgentRun, RegionTracker, render_messages

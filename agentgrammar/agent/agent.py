@@ -42,7 +42,6 @@ from ..engine import Compiler, Vocabulary
 from ..engine.vocabulary import WELL_KNOWN_STOP_TOKENS
 from ..errors import AgentError, AgentGrammarError, ToolError
 from ..formats import AgentFormat, AgentOutput, FormatParseError
-from ..formats.reasoning import check_reasoning_budget, reasoning_budget
 from ..formats.token_markers import marker_tokens, with_token_markers
 from ..registry import Tool, ToolCall, ToolRegistry
 from .deltas import call_arguments_texts
@@ -74,6 +73,7 @@ from .run import AgentRun, AgentStep
 from .stream import cancel_criteria, events_from_task, events_from_thread, in_executor
 from .streaming import make_streamer
 from .tool_runner import SURROGATE, ToolRunner, checked_timeout_s, unicode_safe
+from .turn_grammar import checked_budget, turn_budgets, turn_grammar
 
 __all__ = ["Agent", "AgentError"]
 
@@ -422,7 +422,7 @@ class Agent:
             registry=select_tools(self.registry, options["tools"]),
             tool_choice=options["tool_choice"],
             reasoning=options["reasoning"],
-            reasoning_budget=self._checked_budget(options["reasoning_budget"]),
+            reasoning_budget=checked_budget(self.format, options["reasoning_budget"]),
             parallel_tool_calls=bool(options["parallel_tool_calls"]),
             max_turns=options["max_turns"],
             max_new_tokens=options["max_new_tokens"],
@@ -435,52 +435,14 @@ class Agent:
             kv_cache=ConversationCache(self.model) if self.reuse_cache and kv_cache else None,
         )
 
-    def _checked_budget(self, budget: Optional[int]) -> Optional[int]:
-        """``reasoning_budget`` checked: a non-negative int, for a format with a think block."""
-        if budget is None:
-            return None
-        try:
-            check_reasoning_budget(budget)
-        except ValueError as e:
-            raise AgentError(str(e)) from None
-        if not self.format.has_think:
-            raise AgentError(
-                f"reasoning_budget needs a format with a think block; {self.format.name!r} has none"
-            )
-        return budget
-
     # ---- internals: one turn ---------------------------------------------------------------
 
     def _prefix_ids(self, prompt: Prompt, input_ids: List[int]) -> List[int]:
         """The prompt's last tokens that spell ``prompt.opened`` (``[]`` when it opened nothing)."""
         return opened_token_ids(self.vocabulary, prompt.opened, input_ids) if prompt.opened else []
 
-    def _turn_grammar(self, request: RunRequest, turn: int, prompt: Prompt) -> Any:
-        reasoning = request.reasoning
-        if prompt.opened:  # the think block is already open (or written): the grammar has it
-            reasoning = "enabled"
-        fmt, choice = self._grammar_format, request.tool_choice if turn == 0 else "auto"
-        options: Dict[str, Any] = dict(
-            tool_choice=choice, parallel_tool_calls=request.parallel_tool_calls, reasoning=reasoning
-        )
-        if self._budgeted(request, prompt):
-            options["reasoning_budget"] = request.reasoning_budget
-        if request.output is None:
-            return fmt.grammar(request.tools, **options)
-        return request.output.grammar(fmt, request.tools, **options)
-
-    def _budgeted(self, request: RunRequest, prompt: Prompt) -> bool:
-        """Whether this turn's think block has a token budget (reasoning on, or opened)."""
-        return request.reasoning_budget is not None and (
-            request.reasoning != "disabled" or bool(prompt.opened)
-        )
-
     def _turn_budgets(self, request: RunRequest, prompt: Prompt) -> List[Any]:
-        """The token budgets of the turn's matchers: the think block's, with ``reasoning_budget``."""
-        if not self._budgeted(request, prompt):
-            return []
-        assert request.reasoning_budget is not None
-        return [reasoning_budget(self._grammar_format, request.reasoning_budget)]
+        return turn_budgets(self._grammar_format, request, prompt)
 
     def _encode(self, prompt: Prompt) -> List[int]:
         """The prompt's token ids (the chat template's text already holds its special tokens)."""
@@ -492,7 +454,7 @@ class Agent:
         if not request.constrained:
             return None
         start = time.perf_counter()
-        compiled = self.compiler.compile(self._turn_grammar(request, turn, prompt))
+        compiled = self.compiler.compile(turn_grammar(self._grammar_format, request, turn, prompt))
         step.grammar_build_s = time.perf_counter() - start
         return compiled
 
