@@ -12,8 +12,8 @@ logits after the forward pass, which runs in full).
   against the same conversations run one by one (reuse off and on): turns and generated
   tokens per second of wall time.
 
-    PYTHONPATH=. python tools/bench_agent.py
-    PYTHONPATH=. python tools/bench_agent.py --batch 16 --batch-turns 3 --threads 2 --json
+    python -m tools.bench.agent
+    python -m tools.bench.agent --batch 16 --batch-turns 3 --threads 2 --json
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 SHAPE = {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 8, "num_attention_heads": 8}
 CITIES = ["Oslo", "Paris", "Rome", "Lima", "Cairo", "Tokyo", "Quito", "Dakar"]
 KIT = Path(
-    os.environ.get("AGENTGRAMMAR_MODEL_KIT", Path(__file__).resolve().parents[2] / "shared/data/models")
+    os.environ.get("AGENTGRAMMAR_MODEL_KIT", Path(__file__).resolve().parents[3] / "shared/data/models")
 )
 
 
@@ -78,7 +78,9 @@ def _setup(turns: int, n_conversations: int) -> Any:
 
     folder = KIT / "qwen3"
     if not (folder / "tokenizer.json").is_file():
-        raise SystemExit(f"bench_agent needs the model kit's Qwen3 tokenizer: no {folder}/tokenizer.json")
+        raise SystemExit(
+            f"tools.bench.agent needs the model kit's Qwen3 tokenizer: no {folder}/tokenizer.json"
+        )
     tok = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     end = tok.convert_tokens_to_ids("<|im_end|>")
     torch.manual_seed(0)
