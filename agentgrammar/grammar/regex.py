@@ -31,8 +31,8 @@ import unicodedata
 from typing import List, NoReturn, Optional, Tuple, Union
 
 from ..errors import GrammarError
-from .ebnf import MAX_NESTING, MAX_REPEAT, error_at, is_surrogate, surrogate_message
 from .ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, Seq
+from .source_text import MAX_NESTING, MAX_REPEAT, error_at, is_surrogate, surrogate_message
 from .utf8 import MAX_CODE_POINT, complement_ranges, normalize_ranges
 
 __all__ = ["parse_regex", "regex_rules"]
