@@ -737,11 +737,12 @@ class _Parser:
         return expr
 
     def regex(self) -> Expr:
-        """``Regex("pattern")``, with ``flags="isu"``; ``json_string=true`` is not supported."""
+        """``Regex("pattern")``, with ``flags="isu"`` and ``json_string=true``."""
         open_tok = self.expect(_LPAREN, "'('")
         tok = self.expect(_STRING, "the pattern of Regex(...)")
         assert isinstance(tok.value, bytes)
         flags: Optional[str] = None
+        json_string = False
         while self.peek().kind == _COMMA and self.peek(1).kind == _NAME and self.peek(2).kind == _EQ:
             key = self.peek(1)
             self.i += 3
@@ -749,15 +750,14 @@ class _Parser:
                 flags = self.expect(_STRING, "the flags string").value.decode()  # type: ignore[union-attr]
             elif key.value == "json_string":
                 flag = self.expect(_NAME, "true or false")
-                if flag.value == "true":
-                    self.fail(key.start, "Regex(..., json_string=true) is not supported yet")
-                if flag.value != "false":
+                if flag.value not in ("true", "false"):
                     self.fail(flag.start, "json_string must be true or false")
+                json_string = flag.value == "true"
             else:
                 self.fail(key.start, f"unknown Regex argument {key.value!r}")
         self.expect_rparen(open_tok)
         try:
-            return regex_macro(tok.value.decode("utf-8"), flags)
+            return regex_macro(tok.value.decode("utf-8"), flags, json_string)
         except GrammarError as e:
             self.fail(tok.start, f"in Regex(...): {e}")
 

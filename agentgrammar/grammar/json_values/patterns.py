@@ -30,9 +30,17 @@ from .escapes import _json_char_of
 from .repeats import _QUOTE, Ranges, _cache, _repeat
 
 
-def _to_json_content(e: Expr) -> Optional[Expr]:
+def json_content(e: Expr) -> Optional[Expr]:
     """Rewrite a regex IR over decoded characters into IR over JSON string content (every
-    spelling of each character). None when e matches nothing encodable."""
+    spelling of each character). None when e matches nothing encodable.
+
+    Example:
+        >>> from agentgrammar import Grammar
+        >>> from agentgrammar.grammar.ir import Rule
+        >>> g = Grammar.from_rules([Rule("root", json_content(parse_regex("a+")))])
+        >>> [g.accepts(s) for s in ("aa", "a\\u0061", 'a"')]
+        [True, True, False]
+    """
     if isinstance(e, CharClass):
         ranges = complement_ranges(e.ranges) if e.negated else list(e.ranges)
         return _json_char_of(ranges)
@@ -48,15 +56,15 @@ def _to_json_content(e: Expr) -> Optional[Expr]:
     if isinstance(e, Seq):
         parts = []
         for item in e.items:
-            p = _to_json_content(item)
+            p = json_content(item)
             if p is None:
                 return None
             parts.append(p)
         return seq(parts)
     if isinstance(e, Choice):
-        return choice([_to_json_content(x) for x in e.items])
+        return choice([json_content(x) for x in e.items])
     if isinstance(e, Repeat):
-        body = _to_json_content(e.item)
+        body = json_content(e.item)
         if body is None:
             return EMPTY if e.min == 0 else None
         return _repeat(body, e.min, e.max)
@@ -265,7 +273,7 @@ def pattern_chars(pattern: str) -> Expr:
 
 def _pattern_content(pattern: str) -> Expr:
     """JSON string content (no quotes) whose decoded text contains a match of pattern."""
-    out = _to_json_content(pattern_chars(pattern))
+    out = json_content(pattern_chars(pattern))
     if out is None:
         raise GrammarError(f"regex pattern {pattern!r} matches no valid string (only surrogate code points)")
     return out
@@ -302,6 +310,6 @@ def pattern_string(pattern: str) -> Expr:
 
 
 def _anchored_string(regex: str) -> Expr:
-    ir = _to_json_content(parse_regex(regex))
+    ir = json_content(parse_regex(regex))
     assert ir is not None
     return seq([_QUOTE, ir, _QUOTE])
