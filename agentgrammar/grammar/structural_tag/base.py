@@ -27,16 +27,21 @@ class BuilderBase:
         self.taken: Set[str] = {"root"}
         self.counters: Dict[str, int] = {}
         # Free text never holds a token marker of the tag, as the token or as its text, but
-        # where the marker is a trigger or an end (which win over an exclude at the same byte).
-        # A marker by id has no text the grammar knows: only its token is excluded.
+        # where the marker ends a trigger or an end ("<｜DSML｜"): an exclude ending on the same
+        # byte would kill that word (it wins, as in xgrammar's TagDispatch), so such a marker
+        # is not excluded from that text. A marker by id has no text the grammar knows: only
+        # its token is excluded.
         self.marker_words = [w for m in markers for w in (token_marker(m), m) if isinstance(w, str)]
 
     def words(self, excludes: Sequence[str], words: Sequence[str] = ()) -> Tuple[bytes, ...]:
         """The exclude words of a piece of free text: ``excludes`` and the marker words but
-        its own ``words`` (triggers and ends)."""
+        those that end with one of its own ``words`` (triggers and ends) or end one of them."""
         if not self.marker_words:
             return _words(excludes)
-        return _words([*excludes, *(w for w in self.marker_words if w not in words)])
+        kept = [
+            m for m in self.marker_words if not any(w and (m.endswith(w) or w.endswith(m)) for w in words)
+        ]
+        return _words([*excludes, *kept])
 
     def fresh(self, base: str) -> str:
         return fresh_name(base, self.taken, self.counters)
