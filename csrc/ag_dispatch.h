@@ -8,7 +8,7 @@
  *   an exclude (AG_DISPATCH_EXCLUDE): the text is rejected.
  * With END_IN_TEXT the node may also end anywhere in free text. Only the first
  * occurrence counts: where a trigger or stop and an exclude end at the same
- * byte, the trigger or stop wins (the exclude did not occur before it).
+ * byte, the exclude wins and the text is rejected (as in xgrammar).
  *
  * The automaton is lowered into the rule's ordinary NFA (ag_fsm.c), so parsing
  * needs nothing new. What it adds is speed: a token that contains no word and

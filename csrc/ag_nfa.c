@@ -236,11 +236,15 @@ static ag_status ag_nfa_repeat(ag_builder *b, const int32_t *p, int32_t from, in
   return AG_OK;
 }
 
-/* Whether a trigger or a stop ends at automaton state q (an exclude alone kills the text). */
+/* Whether a trigger or a stop ends at automaton state q and no exclude does:
+ * an exclude ending at the same byte wins, as in xgrammar (the text dies). */
 static bool ag_nfa_dispatch_matched(const ag_dispatch *d, const ag_ac *ac, int32_t q) {
-  for (uint32_t j = ac->out_begin[q]; j < ac->out_begin[q + 1]; j++)
-    if (d->rules[ac->out[j]] != AG_DISPATCH_EXCLUDE) return true;
-  return false;
+  bool word = false;
+  for (uint32_t j = ac->out_begin[q]; j < ac->out_begin[q + 1]; j++) {
+    if (d->rules[ac->out[j]] == AG_DISPATCH_EXCLUDE) return false;
+    word = true;
+  }
+  return word;
 }
 
 /* A free-text state's byte edges, consecutive bytes with one target merged, and

@@ -72,8 +72,10 @@ class _Work:
 class _NFA:
     """Thompson construction: states with epsilon moves and ranged character moves."""
 
-    def __init__(self, alphabet: Alphabet) -> None:
+    def __init__(self, alphabet: Alphabet, refs: Optional[Callable[[str], "CharDFA"]] = None) -> None:
         self.alphabet = alphabet
+        #: the automaton of a referenced rule (rules of a regular grammar), or None: no references
+        self.refs = refs
         self.eps: List[List[int]] = []
         self.moves: List[List[Edge]] = []
         #: states that loop on every character (``[\s\S]*``): from one that reaches the final
@@ -135,6 +137,8 @@ class _NFA:
                 at = self.build(e.item, at)
             self.eps[at].append(end)
             return end
+        if isinstance(e, RuleRef) and self.refs is not None:
+            return self._embed(self.refs(e.name), start)
         if isinstance(e, (RuleRef, ByteClass)):
             raise GrammarError(f"a {type(e).__name__} is not a regular expression over characters")
         raise TypeError(f"not an IR expression: {e!r}")
@@ -147,6 +151,21 @@ class _NFA:
         else:
             return False
         return clip(ranges, self.alphabet) == list(self.alphabet)
+
+    def _embed(self, dfa: "CharDFA", start: int) -> int:
+        """A copy of ``dfa``'s states from ``start``; the state its accepting states lead to."""
+        if dfa.alphabet != self.alphabet:
+            raise GrammarError("a rule's automaton is over another alphabet")
+        # fresh states, the first too: a move back to the DFA's start must not reach the other
+        # moves that ``start`` may have (the loop state of an enclosing repeat)
+        states = [self.state() for _ in dfa.edges]
+        self.eps[start].append(states[0])
+        end = self.state()
+        for s, row in enumerate(dfa.edges):
+            self.moves[states[s]].extend((lo, hi, states[t]) for lo, hi, t in row)
+            if dfa.accepting[s]:
+                self.eps[states[s]].append(end)
+        return end
 
     def _chars(self, start: int, ranges: Sequence[Tuple[int, int]]) -> int:
         end = self.state()
@@ -168,10 +187,20 @@ class CharDFA:
     # ---- construction -------------------------------------------------------------------
 
     @classmethod
-    def from_expr(cls, e: Expr, alphabet: Alphabet = ALPHABET) -> "CharDFA":
-        """The minimal DFA of a regular IR expression over characters (no rule references); over
-        ``BYTES``, literals are their UTF-8 bytes and ``ByteClass`` is allowed."""
-        nfa = _NFA(alphabet)
+    def from_expr(
+        cls, e: Expr, alphabet: Alphabet = ALPHABET, refs: Optional[Callable[[str], "CharDFA"]] = None
+    ) -> "CharDFA":
+        """The minimal DFA of a regular IR expression over characters; over ``BYTES``, literals
+        are their UTF-8 bytes and ``ByteClass`` is allowed. A rule reference is refused, or,
+        given ``refs``, stands for the automaton ``refs(name)`` (a grammar's non-recursive rules).
+
+        Example:
+            >>> digit = CharDFA.from_expr(CharClass(((48, 57),)))
+            >>> d = CharDFA.from_expr(Repeat(RuleRef("digit"), 2, 2), refs=lambda name: digit)
+            >>> d.matches("42"), d.matches("4")
+            (True, False)
+        """
+        nfa = _NFA(alphabet, refs)
         start = nfa.state()
         final = nfa.build(e, start)
         work = _Work("building the automaton of a string constraint")

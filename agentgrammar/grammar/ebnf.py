@@ -26,8 +26,14 @@ llama.cpp's GBNF) work unchanged and can be checked against xgrammar:
 xgrammar's ``TagDispatch(("trigger", rule), ..., loop_after_dispatch=true, excludes=("x"))``
 macro is supported (see ``ir.TagDispatch``; ``stop_eos=`` and ``stop_str=(...)`` too), and so
 are ``Substring("chunk", ...)`` and ``Regex("pattern", flags="is")`` (``ebnf_macros``). Its other
-macros (``Token(...)``, ...) and rule attributes (``name[max_tokens=3] ::=``) are reported as not
-supported yet.
+macros (``Token(...)``, ...) are reported as not supported yet.
+
+xgrammar's ``a & b`` (intersection: binds looser than a sequence, tighter than ``|``), prefix
+``~x`` (complement within valid UTF-8 text) and the rule attributes ``name[lazy] ::=`` and
+``name[max_chars=N] ::=`` are computed exactly with automata, for regular operands only
+(``ebnf_automata``, ``ebnf_attributes``); attributes that do not change the language
+(``capture``, ``temperature``, ``no_forcing``) are dropped, and the rest (``max_tokens``, ...)
+refused.
 
 Example:
     >>> from agentgrammar.grammar.ebnf import parse_ebnf
@@ -38,9 +44,11 @@ Example:
 from __future__ import annotations
 
 import bisect
-from typing import Dict, Iterable, List, NoReturn, Optional, Tuple
+from typing import Dict, List, NoReturn, Optional, Tuple
 
 from ..errors import GrammarError
+from .ebnf_attributes import parse_rule_attributes
+from .ebnf_automata import AutomatonRule, resolve_automaton_rules
 from .ebnf_macros import regex_macro, substring_rules
 from .ir import (
     EMPTY,
@@ -55,6 +63,7 @@ from .ir import (
     RuleRef,
     Seq,
     TagDispatch,
+    fresh_name,
 )
 from .source_text import (
     MAX_NESTING,
@@ -63,6 +72,7 @@ from .source_text import (
     error_at,
     is_surrogate,
     line_starts,
+    quote_names,
     surrogate_message,
 )
 
@@ -80,6 +90,7 @@ __all__ = [
 XGRAMMAR_MACROS = frozenset(
     {"TagDispatch", "TokenTagDispatch", "Token", "ExcludeToken", "Regex", "Substring"}
 )
+
 
 _WHITESPACE = " \t\n\r"
 _NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-.")
@@ -108,24 +119,13 @@ _ESCAPES: Dict[str, int] = {
 # Extra escapes valid inside a character class (xgrammar's regex metacharacters).
 _CLASS_ESCAPES: Dict[str, int] = dict(_ESCAPES, **{c: ord(c) for c in "^$.*+?(){}|-"})
 _CLASS_SHORTHANDS = frozenset("dDsSwW")
-
-
-# --------------------------------------------------------------------------- error formatting
-
-
-def quote_names(names: Iterable[str], limit: int = 10) -> str:
-    """``'a', 'b', 'c'``, shortened after ``limit`` names."""
-    names = list(names)
-    shown = ", ".join(f"'{n}'" for n in names[:limit])
-    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")
-
-
 # --------------------------------------------------------------------------- lexer
 
 # Token kinds.
 _NAME, _RULENAME, _STRING, _CLASS, _BYTES, _INT = "name", "rule name", "string", "class", "bytes", "int"
 _LPAREN, _LOOKAHEAD, _RPAREN, _LBRACE, _RBRACE = "(", "(=", ")", "{", "}"
 _COMMA, _STAR, _PLUS, _QUESTION, _PIPE, _ASSIGN, _EOF = ",", "*", "+", "?", "|", "::=", "end of input"
+_AMP, _TILDE = "&", "~"  # intersection and complement (ebnf_automata)
 _EQ = "="  # only inside a macro's arguments: TagDispatch(..., excludes=("x"))
 
 _QUANTIFIERS = (_STAR, _PLUS, _QUESTION, _LBRACE)
@@ -150,6 +150,8 @@ class _Lexer:
         self.text = text
         self.pos = 0
         self.starts = line_starts(text)
+        #: rule name offset -> (the text inside its attribute brackets, the offset of the '[')
+        self.attributes: Dict[int, Tuple[str, int]] = {}
 
     def fail(self, offset: int, message: str) -> NoReturn:
         raise error_at(self.text, offset, message, self.starts)
@@ -189,7 +191,7 @@ class _Lexer:
                 return _Token(_LOOKAHEAD, start, self.pos)
             self.pos += 1
             return _Token(_LPAREN, start, self.pos)
-        if c in ")|{},*+?":
+        if c in ")|{},*+?&~":
             self.pos += 1
             return _Token(c, start, self.pos)
         if c == ":":
@@ -222,13 +224,13 @@ class _Lexer:
             self.pos += 1
         name = text[start : self.pos]
         if self.pos < len(text) and text[self.pos] == "[":
-            # xgrammar's rule attributes: name[max_tokens=3] ::= ... (short, on one line)
+            # xgrammar's rule attributes: name[lazy, max_chars=3] ::= ... (on one line)
             window = text[self.pos : self.pos + 400]
             close = window.find("]")
             one_line = close >= 0 and "\n" not in window[:close] and "\r" not in window[:close]
             if one_line and window[close + 1 :].lstrip(" \t").startswith("::="):
-                attrs = window[: close + 1]
-                self.fail(self.pos, f"rule attributes such as {attrs} are not supported yet")
+                self.attributes[start] = (window[1:close], self.pos)
+                self.pos += close + 1
         return _Token(_NAME, start, self.pos, name)
 
     def escape(self, table: Dict[str, int]) -> int:
@@ -383,6 +385,8 @@ class _Parser:
         self.extra: List[Rule] = []
         self.taken = {t.value for t in self.toks if t.kind == _NAME}
         self.counters: Dict[str, int] = {}
+        # Rules computed with automata (`&`, `~`, [lazy], [max_chars]), resolved once all are parsed.
+        self.computed: Dict[str, AutomatonRule] = {}
 
     def fail(self, offset: int, message: str) -> NoReturn:
         self.lexer.fail(offset, message)
@@ -455,13 +459,41 @@ class _Parser:
             if tok.kind == _LOOKAHEAD:
                 self.fail(tok.start, "a rule can have only one lookahead assertion '(= ...)'")
             rules.append(Rule(name, body))
+            self.rule_attributes(name_tok, body)
         if self.root not in where:
             defined = quote_names(r.name for r in rules)
             raise GrammarError(f"the root rule '{self.root}' is not defined (defined rules: {defined})")
         for ref, in_rule, tok in self.refs:
             if ref not in where:
                 self.fail(tok.start, f"rule '{ref}' is not defined (referenced in rule '{in_rule}')")
+        if self.computed:
+            return resolve_automaton_rules(
+                rules + self.extra, self.computed, self.taken, self.counters, self.fail
+            )
         return rules + self.extra
+
+    def rule_attributes(self, name_tok: _Token, body: Expr) -> None:
+        """Record the attributes of the rule ``name_tok`` defines, where they change its language."""
+        found = self.lexer.attributes.get(name_tok.start)
+        if found is None:
+            return
+        text, at = found
+        try:
+            attributes = parse_rule_attributes(text)
+        except GrammarError as e:
+            self.fail(at, str(e))
+        if attributes.changes_language:
+            assert isinstance(name_tok.value, str)
+            self.computed[name_tok.value] = AutomatonRule("attributes", (body,), at, attributes)
+
+    def automaton_rule(self, op: str, operands: Tuple[Expr, ...], at: int) -> Expr:
+        """A reference to a new rule computed from ``operands`` (``&`` or ``~``)."""
+        name = fresh_name(
+            f"{self.rule_name}_{'intersection' if op == 'and' else 'complement'}", self.taken, self.counters
+        )
+        self.extra.append(Rule(name, EMPTY))  # its body is computed at the end
+        self.computed[name] = AutomatonRule(op, operands, at)
+        return RuleRef(name)
 
     def mark_rule_names(self) -> None:
         toks = self.toks
@@ -496,22 +528,38 @@ class _Parser:
     # -- expressions
 
     def choices(self) -> Expr:
-        items = [self.sequence()]
-        while self.peek().kind == _PIPE:
+        """Alternatives of sequences joined by ``&`` (looser than a sequence, tighter than ``|``,
+        as in xgrammar); one function for both keeps the Python stack shallow."""
+        items = []
+        while True:
+            first = self.peek()
+            parts = [self.sequence()]
+            while self.peek().kind == _AMP:
+                self.i += 1
+                parts.append(self.sequence())
+            items.append(
+                parts[0] if len(parts) == 1 else self.automaton_rule("and", tuple(parts), first.start)
+            )
+            if self.peek().kind != _PIPE:
+                break
             self.i += 1
-            items.append(self.sequence())
         return items[0] if len(items) == 1 else Choice(tuple(items))
 
     def sequence(self) -> Expr:
         items: List[Expr] = []
         while True:
             items.append(self.quantified())
-            if self.peek().kind in (_PIPE, _RPAREN, _LOOKAHEAD, _RULENAME, _EOF):
+            if self.peek().kind in (_PIPE, _AMP, _RPAREN, _LOOKAHEAD, _RULENAME, _EOF):
                 break
         return items[0] if len(items) == 1 else Seq(tuple(items))
 
     def quantified(self) -> Expr:
-        item = self.element()
+        tilde = self.peek()
+        if tilde.kind == _TILDE:  # ~x: the complement of one element; a quantifier follows it
+            self.i += 1
+            item = self.automaton_rule("not", (self.element(),), tilde.start)
+        else:
+            item = self.element()
         tok = self.peek()
         if tok.kind == _STAR:
             self.i += 1
@@ -689,11 +737,12 @@ class _Parser:
         return expr
 
     def regex(self) -> Expr:
-        """``Regex("pattern")``, with ``flags="isu"``; ``json_string=true`` is not supported."""
+        """``Regex("pattern")``, with ``flags="isu"`` and ``json_string=true``."""
         open_tok = self.expect(_LPAREN, "'('")
         tok = self.expect(_STRING, "the pattern of Regex(...)")
         assert isinstance(tok.value, bytes)
         flags: Optional[str] = None
+        json_string = False
         while self.peek().kind == _COMMA and self.peek(1).kind == _NAME and self.peek(2).kind == _EQ:
             key = self.peek(1)
             self.i += 3
@@ -701,15 +750,14 @@ class _Parser:
                 flags = self.expect(_STRING, "the flags string").value.decode()  # type: ignore[union-attr]
             elif key.value == "json_string":
                 flag = self.expect(_NAME, "true or false")
-                if flag.value == "true":
-                    self.fail(key.start, "Regex(..., json_string=true) is not supported yet")
-                if flag.value != "false":
+                if flag.value not in ("true", "false"):
                     self.fail(flag.start, "json_string must be true or false")
+                json_string = flag.value == "true"
             else:
                 self.fail(key.start, f"unknown Regex argument {key.value!r}")
         self.expect_rparen(open_tok)
         try:
-            return regex_macro(tok.value.decode("utf-8"), flags)
+            return regex_macro(tok.value.decode("utf-8"), flags, json_string)
         except GrammarError as e:
             self.fail(tok.start, f"in Regex(...): {e}")
 

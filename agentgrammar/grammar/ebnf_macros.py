@@ -3,7 +3,8 @@
 ``Substring("abc", "de", "fg")`` is every run of consecutive chunks, in order, chunks kept whole:
 ``""``, ``"abc"``, ``"abcde"``, ``"defg"``, ``"abcdefg"``, ... but not ``"ab"`` or ``"abcfg"``
 (the semantics of xgrammar's tests). ``Regex("[0-9]+")`` is the strings that fully match the
-pattern (``regex.parse_regex``); ``flags="i"`` matches case-insensitively.
+pattern (``regex.parse_regex``); ``flags="i"`` matches case-insensitively, and
+``json_string=true`` matches the pattern's strings written as JSON string content.
 
 Example:
     >>> from agentgrammar.grammar import Grammar
@@ -54,17 +55,21 @@ def substring_rules(
     return (refs[0] if len(refs) == 1 else Choice(tuple(refs))), rules
 
 
-def regex_macro(pattern: str, flags: Optional[str] = None) -> Expr:
-    """``Regex(pattern, flags=...)``: the strings that fully match ``pattern``. As in xgrammar,
-    without ``flags`` a ``.`` matches every character; with them, ``.`` matches no newline
-    unless ``s`` is given; ``i`` (also ``(?i)`` at the start) matches case-insensitively and
-    ``u`` changes nothing (patterns are always Unicode).
+def regex_macro(pattern: str, flags: Optional[str] = None, json_string: bool = False) -> Expr:
+    """``Regex(pattern, flags=..., json_string=...)``: the strings that fully match ``pattern``.
+    As in xgrammar, without ``flags`` a ``.`` matches every character; with them, ``.`` matches
+    no newline unless ``s`` is given; ``i`` (also ``(?i)`` at the start) matches
+    case-insensitively and ``u`` changes nothing (patterns are always Unicode). With
+    ``json_string``, the text is the content of a JSON string (no quotes) whose *decoded*
+    characters match: each character in any JSON spelling (``\\u0062`` for ``b``), and ``"``,
+    ``\\`` and control characters only escaped.
 
     Example:
         >>> regex_macro("ab", flags="i")
         Seq(items=(CharClass(ranges=((65, 65), (97, 97)), negated=False), CharClass(ranges=((66, 66), (98, 98)), negated=False)))
     """
-    from .regex import parse_regex  # it imports ebnf, which imports this module
+    from .json_values import json_content
+    from .regex import parse_regex
 
     given = "s" if flags is None else flags
     if pattern.startswith("(?i)"):
@@ -73,7 +78,12 @@ def regex_macro(pattern: str, flags: Optional[str] = None) -> Expr:
     if unknown:
         raise GrammarError(f"Regex flags {''.join(sorted(unknown))!r} are not supported (only 'i', 's', 'u')")
     expr = parse_regex(_dot_all(pattern) if "s" in given else pattern)
-    return case_insensitive(expr) if "i" in given else expr
+    if "i" in given:
+        expr = case_insensitive(expr)
+    if not json_string:
+        return expr
+    content = json_content(expr)
+    return CharClass(()) if content is None else content  # None: no string is writable
 
 
 def _dot_all(pattern: str) -> str:

@@ -86,8 +86,8 @@ class TagDispatch:
     ``(word, rule)`` continues with that rule, then free text again (``loop_after_dispatch``)
     or the end; a ``stop_str`` ends the text right after it; an ``excludes`` word is never
     allowed. With ``stop_eos`` the text may also end anywhere in free text. Words are
-    non-empty; where a trigger or stop and an exclude end at the same byte, the trigger or stop
-    counts.
+    non-empty; where a trigger or stop and an exclude end at the same byte, the exclude wins and
+    the text is rejected (as in xgrammar).
 
     Example:
         >>> d = TagDispatch(triggers=((b"<call>", "call"),), excludes=(b"</think>",))

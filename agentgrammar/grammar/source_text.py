@@ -1,18 +1,19 @@
-"""What the text front-ends (EBNF, regex) share: their bounds, lone-surrogate checks and error
-messages that point at a line and column of the source.
+"""Shared by the EBNF and regex parsers: errors that point into the grammar's source text (line,
+column and an excerpt), the limits both parsers enforce, and the surrogate code points neither
+accepts as a literal.
 
 Example:
-    >>> print(error_at("a\\nb(c", 3, "unclosed group"))
-    unclosed group at line 2, column 2:
-      b(c
-       ^
+    >>> print(error_at('root ::= "a" |', 14, "expected an alternative"))
+    expected an alternative at line 1, column 15:
+      root ::= "a" |
+                    ^
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from typing import List, Optional
+from typing import Iterable, List, Optional
 
 from ..errors import GrammarError
 
@@ -23,6 +24,7 @@ __all__ = [
     "error_at",
     "is_surrogate",
     "line_starts",
+    "quote_names",
     "surrogate_message",
 ]
 
@@ -64,6 +66,9 @@ def surrogate_message(cp: int, where: str) -> str:
     )
 
 
+# --------------------------------------------------------------------------- error formatting
+
+
 def line_starts(text: str) -> List[int]:
     """Offsets where each line of ``text`` starts (``\\n``, ``\\r\\n`` and a lone ``\\r`` end lines)."""
     return [0] + [m.end() for m in _NEWLINE.finditer(text)]
@@ -101,3 +106,10 @@ def error_at(text: str, offset: int, message: str, starts: Optional[List[int]] =
     pad = "".join("\t" if ch == "\t" else " " for ch in before)
     full = f"{message} at line {idx + 1}, column {column}:\n  {line_text}\n  {pad}^"
     return GrammarError(full, line=idx + 1, column=column)
+
+
+def quote_names(names: Iterable[str], limit: int = 10) -> str:
+    """``'a', 'b', 'c'``, shortened after ``limit`` names."""
+    names = list(names)
+    shown = ", ".join(f"'{n}'" for n in names[:limit])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > limit else "")

@@ -14,7 +14,6 @@ from typing import Any, Dict, Iterable, Iterator, List, Set, Tuple
 
 from ..errors import GrammarError
 from . import pieces
-from .ebnf import MAX_REPEAT, quote_names
 from .ir import (
     MAX_CODE_POINT,
     ByteClass,
@@ -32,6 +31,7 @@ from .ir import (
     TagDispatch,
 )
 from .normalize import is_single_edge, normal_already, piece_unchanged
+from .source_text import MAX_REPEAT, quote_names
 from .utf8 import complement_ranges, normalize_ranges
 
 __all__ = ["validate_rules"]

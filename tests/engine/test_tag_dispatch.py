@@ -4,6 +4,7 @@ against the direct walk."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Dict, List, Sequence, Tuple
 
@@ -25,6 +26,8 @@ def reference_accepts(d: TagDispatch, rests: Dict[str, bytes], text: bytes) -> b
     def segment(start: int) -> bool:
         for i in range(start, len(text) + 1):
             ended = [w for w in d.words() if len(w) <= i - start and text[i - len(w) : i] == w]
+            if any(w in ended for w in d.excludes):  # an exclude wins where words end together
+                return False
             if ended:
                 ok = False
                 for word, rule in d.triggers:
@@ -89,13 +92,51 @@ def test_language_matches_reference(case, texts):
 
 
 def test_first_occurrence_decides():
-    d = TagDispatch(triggers=((b"<a>", "r"),), excludes=(b"a>",), loop_after_dispatch=True)
+    d = TagDispatch(triggers=((b"<a>", "r"),), excludes=(b"b>",), loop_after_dispatch=True)
     vocab = byte_vocab()
     compiled = Compiler(vocab).compile(build(d, {"r": b"X"}))
-    cases = {b"": True, b"b<a>X": True, b"<a>Xb<a>X": True, b"a>": False, b"<a>": False, b"<a>Y": False}
+    cases = {
+        b"": True,
+        b"b<a>X": True,
+        b"<a>Xb<a>X": True,
+        b"<a>Xb>": False,
+        b"b>": False,
+        b"<a>": False,
+        b"<a>Y": False,
+    }
     for text, expect in cases.items():
         m = Matcher(compiled)
         assert (m.accept_string(text) and m.is_completed()) == expect, text
+
+
+@pytest.mark.parametrize(
+    "trigger, exclude", [(b"<a>", b"a>"), (b"a>", b"<a>"), (b"<a>", b"<a>b"), (b"b<a>", b"a")]
+)
+def test_an_exclude_ending_with_a_trigger_wins(trigger: bytes, exclude: bytes) -> None:
+    """Where a trigger and an exclude end on the same byte the text dies, as in xgrammar."""
+    d = TagDispatch(triggers=((trigger, "r"),), excludes=(exclude,))
+    compiled = Compiler(byte_vocab()).compile(build(d, {"r": b"X"}))
+    for n in range(7):
+        for text in itertools.product(ALPHABET + b"X", repeat=n):
+            m = Matcher(compiled)
+            data = bytes(text)
+            assert (m.accept_string(data) and m.is_completed()) == reference_accepts(d, {"r": b"X"}, data), (
+                data
+            )
+
+
+def test_exclude_precedence_agrees_with_xgrammar() -> None:
+    xgr = pytest.importorskip("xgrammar")
+    from xgrammar.testing import _is_grammar_accept_string
+
+    for trigger, exclude in (("xabc", "abc"), ("bc", "abc"), ("abc", "bc"), ("xabc", "ab")):
+        ebnf = f'root ::= TagDispatch(("{trigger}", body), excludes=("{exclude}"))\nbody ::= "!"'
+        theirs = xgr.Grammar.from_ebnf(ebnf)
+        ours = Grammar.from_ebnf(ebnf)
+        for n in range(6):
+            for t in itertools.product("xabc!", repeat=n):
+                text = "".join(t)
+                assert ours.accepts(text) == bool(_is_grammar_accept_string(theirs, text)), (ebnf, text)
 
 
 def _walk_and_compare(compiled: Compiler, grammar: Grammar, vocab: Vocabulary, seed: int) -> int:

@@ -260,7 +260,7 @@ def test_error_caret_keeps_tabs():
         ('root ::= Token("a")', "macro Token(...) is not supported yet", 1, 10),
         (
             'root[max_tokens=10] ::= "a"',
-            "rule attributes such as [max_tokens=10] are not supported yet",
+            "the rule attribute 'max_tokens' is not supported",
             1,
             5,
         ),

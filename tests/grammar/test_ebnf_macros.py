@@ -73,7 +73,6 @@ def test_regex_macro(ebnf: str, text: str, accepted: bool) -> None:
 @pytest.mark.parametrize(
     "ebnf, message",
     [
-        ('root ::= Regex("a", json_string=true)', "json_string=true"),
         ('root ::= Regex("a", flags="m")', "flags 'm'"),
         ('root ::= Regex("a", mode=1)', "unknown Regex argument"),
         ('root ::= Regex("(")', "in Regex"),
@@ -82,3 +81,38 @@ def test_regex_macro(ebnf: str, text: str, accepted: bool) -> None:
 def test_regex_macro_errors(ebnf: str, message: str) -> None:
     with pytest.raises(GrammarError, match=message):
         Grammar.from_ebnf(ebnf)
+
+
+def _json_decoded(content: str):  # type: ignore[no-untyped-def]
+    """The text a JSON string with this content decodes to, or None when it is not valid."""
+    import json
+
+    try:
+        return json.loads('"' + content + '"')
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize(
+    "pattern, flags", [("\\S+", None), (".+", None), ("a[b-d]+", "i"), ("[0-9]{2}", None)]
+)
+def test_regex_json_string_matches_the_decoded_content(pattern: str, flags) -> None:  # type: ignore[no-untyped-def]
+    import re
+
+    written = f'"{pattern}"'.replace("\\", "\\\\")
+    extra = f', flags="{flags}"' if flags else ""
+    g = Grammar.from_ebnf(f"root ::= Regex({written}{extra}, json_string=true)")
+    py = re.compile(pattern, re.S | (re.I if flags else 0))
+    pieces = ["a", "B", "c", "1", " ", '"', "\\", "\\\\", '\\"', "\\u0062", "\\n", "\t", "\\q", "\\/"]
+    for parts in itertools.product(pieces, repeat=2):
+        content = "".join(parts)
+        decoded = _json_decoded(content)
+        want = decoded is not None and py.fullmatch(decoded) is not None
+        assert g.accepts(content) == want, content
+
+
+def test_regex_json_string_false_is_the_plain_regex() -> None:
+    g = Grammar.from_ebnf('root ::= Regex("\\\\S+", json_string=false)')
+    assert g.accepts('a"b') and g.accepts("a\\b")
+    with pytest.raises(GrammarError, match="true or false"):
+        Grammar.from_ebnf('root ::= Regex("a", json_string=yes)')

@@ -294,14 +294,14 @@ _ALPHABET = [
     "-",
     " ",
 ]
-# (atom, the same atom for Python's re, restricted to what ECMA-262 matches too: pattern_string
-# accepts only what both dialects match)
-_ATOMS = [(a, a) for a in ["a", "b", '"', r"\\", r"\n", "é", "😀", "[ab]", "[^a]", '[a"\\\\]', "-", r"\D",
-                           r"[^\d]"]]  # fmt: skip
-# \d and \w are ASCII (as in ECMA-262); \s is the white space both dialects agree on
-_ATOMS += [(r"\d", "[0-9]"), (r"\w", "[A-Za-z0-9_]"),
-           (r"\s", "[\t\n\v\f\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")]  # fmt: skip
-_ATOMS += [(".", "[^\n\r\u2028\u2029]"), (r"\S", "[^\\s\ufeff]"), (r"[^\s]", "[^\\s\ufeff]")]
+# (atom, the same atom for Python's re with ECMA-262's meaning: pattern_string follows ECMA-262)
+_ATOMS = [(a, a) for a in ["a", "b", '"', r"\\", r"\n", "é", "😀", "[ab]", "[^a]", '[a"\\\\]', "-"]]
+# \d and \w are ASCII; \s is ECMA white space and line terminators (U+FEFF in, U+001C out)
+_ECMA_SPACE = "\t\n\v\f\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_ATOMS += [(r"\d", "[0-9]"), (r"\D", "[^0-9]"), (r"[^\d]", "[^0-9]"), (r"\w", "[A-Za-z0-9_]"),
+           (r"\W", "[^A-Za-z0-9_]"), (r"\s", f"[{_ECMA_SPACE}]"), (r"\S", f"[^{_ECMA_SPACE}]"),
+           (r"[^\s]", f"[^{_ECMA_SPACE}]"), (r"[\S]", f"[^{_ECMA_SPACE}]")]  # fmt: skip
+_ATOMS += [(".", "[^\n\r\u2028\u2029]")]
 
 
 @st.composite
@@ -559,3 +559,26 @@ def test_uri_template_agrees_with_xgrammar() -> None:
         assert accepts(ours, quoted) == _is_grammar_accept_string(theirs, quoted), text
         compared += 1
     assert compared >= 10
+
+
+@pytest.mark.parametrize(
+    "pattern, value, expected",
+    [
+        (r"^\d$", "٣", False),
+        (r"^\D$", "٣", True),
+        (r"^[^\d]$", "٣", True),
+        (r"^\w$", "é", False),
+        (r"^\W$", "é", True),
+        (r"^\s$", "\ufeff", True),
+        (r"^\s$", "\u0085", False),
+        (r"^\S$", "\u0085", True),
+        (r"^\S$", "\ufeff", False),
+        (r"^[^\s,]$", "\x1c", True),
+    ],
+)
+def test_pattern_class_escapes_are_ecmascripts(pattern: str, value: str, expected: bool) -> None:
+    # JSON Schema patterns are ECMA-262 regexes (the test suite's optional ecmascript-regex
+    # cases): ASCII \d and \w, and ECMA white space, where Python's re is Unicode-wide
+    expr = pattern_string(pattern)
+    for text in dumps_both(value):
+        assert accepts(expr, text) == expected, text

@@ -41,7 +41,7 @@ from .escapes import _json_char_of_cached as _json_char_of_cached
 from .formats import SUPPORTED_FORMATS, UNSUPPORTED_SPEC_FORMATS, format_chars, format_string
 from .integers import integer_expr
 from .numbers import ANY_NUMBER, number_expr
-from .patterns import pattern_chars, pattern_string
+from .patterns import json_content, pattern_chars, pattern_string
 from .repeats import repeat
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "format_string",
     "integer_expr",
     "json_char_of",
+    "json_content",
     "number_expr",
     "pattern_chars",
     "pattern_string",

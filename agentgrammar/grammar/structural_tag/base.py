@@ -27,8 +27,10 @@ class BuilderBase:
         self.taken: Set[str] = {"root"}
         self.counters: Dict[str, int] = {}
         # Free text never holds a token marker of the tag, as the token or as its text, but
-        # where the marker is a trigger or an end (which win over an exclude at the same byte).
-        # A marker by id has no text the grammar knows: only its token is excluded.
+        # where the marker ends a trigger or an end ("<｜DSML｜"): an exclude ending on the same
+        # byte would kill that word (it wins, as in xgrammar's TagDispatch), so such a marker
+        # is not excluded from that text. A marker by id has no text the grammar knows: only
+        # its token is excluded.
         self.marker_words = [w for m in markers for w in (token_marker(m), m) if isinstance(w, str)]
         # Every token the tag names (excluded ones too), all marked in the vocabulary: xgrammar
         # reads such a token as its text, so free text that excludes a word of that text
@@ -37,12 +39,16 @@ class BuilderBase:
 
     def words(self, excludes: Sequence[str], words: Sequence[str] = ()) -> Tuple[bytes, ...]:
         """The exclude words of a piece of free text: ``excludes`` and the marker words but
-        its own ``words`` (triggers and ends)."""
+        its own ``words`` (triggers and ends): each marked token whose text holds an excluded
+        word, and each marker word but those that end with one of its ``words`` or end one."""
         tokens = [token_marker(m) for m in self.marked_texts if any(x and x in m for x in excludes)]
         tokens = [t for t in tokens if t not in words]
         if not self.marker_words:
             return _words([*excludes, *tokens])
-        return _words([*excludes, *tokens, *(w for w in self.marker_words if w not in words)])
+        kept = [
+            m for m in self.marker_words if not any(w and (m.endswith(w) or w.endswith(m)) for w in words)
+        ]
+        return _words([*excludes, *tokens, *kept])
 
     def fresh(self, base: str) -> str:
         return fresh_name(base, self.taken, self.counters)

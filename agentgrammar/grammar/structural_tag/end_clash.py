@@ -2,14 +2,16 @@
 
 A tag around ``any_text`` runs up to the first occurrence of its end, and its excludes apply to
 the content only (xgrammar's semantics: with exclude ``"</"`` and end ``"</a>"``, ``<a>x</a>`` is
-accepted). The C core's TagDispatch checks excludes on every byte, ends included, so an exclude
-that can end inside an end (``"</"``, ``"/a"``, ``"x<"`` for ``"</a>"``) would reject every
-end: such a tag is written here as a byte automaton instead (``CharDFA`` over ``BYTES``), the
-rare case (Kimi-K3's builtin tag has one) paying for a larger grammar.
+accepted). The C core's TagDispatch checks excludes on every byte, ends included, and an
+exclude that ends on the same byte as an end wins (as in xgrammar's TagDispatch), so an exclude
+that can end inside an end or with it (``"</"``, ``"/a"``, ``"x<"``, ``"a>"``, ``"x</a>"`` for
+``"</a>"``) would reject every end: such a tag is written here as a byte automaton instead
+(``CharDFA`` over ``BYTES``), the rare case (Kimi-K3's builtin tag has one) paying for a larger
+grammar.
 
 Example:
     >>> clashes(b"</", b"</a>"), clashes(b"a>", b"</a>"), clashes(b"</a>x", b"</a>")
-    (True, False, False)
+    (True, True, False)
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ __all__ = ["clashes", "content_then_end"]
 
 
 def clashes(exclude: bytes, end: bytes) -> bool:
-    """Whether an occurrence of ``exclude`` can end strictly inside ``end`` (before its last
-    byte), where a TagDispatch would see it before the end completes."""
-    for k in range(1, len(end)):
+    """Whether an occurrence of ``exclude`` can end inside ``end`` or on its last byte, where a
+    TagDispatch would see it before or with the end (and reject the text)."""
+    for k in range(1, len(end) + 1):
         n = min(k, len(exclude))
         if exclude[len(exclude) - n :] == end[k - n : k]:
             return True
