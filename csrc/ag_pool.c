@@ -9,6 +9,12 @@
  * Why the `busy` count: a worker that wakes late may still be inside a job that
  * the caller already saw finish. A new job is only set up once no worker is
  * inside the old one, so its function and context are never read half-changed.
+ *
+ * Between jobs, workers run background tasks (ag_pool_post) a slice at a time,
+ * newest task first: a slice is short (one state's classes), so a batch waits
+ * at most that long for a worker, and the request that arrived last (whose
+ * model is writing its first tokens) is served before older ones. A worker in
+ * a slice is not `busy`: the job's caller never waits for it.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "ag_pool.h"
@@ -19,6 +25,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 
 #define AG_POOL_MAX_THREADS 256
 
@@ -36,6 +43,10 @@ struct ag_pool {
   void *ctx;
   int32_t n_tasks;
   atomic_int next; /* the next task to hand out */
+  ag_pool_task *queue; /* background tasks, newest (highest order) first */
+  uint64_t posted;     /* tasks posted so far: the next order */
+  atomic_bool held;    /* tests: workers wait in ag_pool_gate */
+  atomic_int at_gate;  /* workers waiting there */
 };
 
 /* Runs tasks of the current job until none is left. */
@@ -47,13 +58,36 @@ static void ag_pool_drain(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tas
   }
 }
 
+/* Links a background task in order (under the lock): after the newer ones. */
+static void ag_pool_enqueue(ag_pool *pool, ag_pool_task *task) {
+  ag_pool_task **at = &pool->queue;
+  while (*at && (*at)->order > task->order) at = &(*at)->next;
+  task->next = *at;
+  *at = task;
+}
+
+/* Runs one slice of the newest background task (called and returns under the lock). */
+static void ag_pool_background_slice(ag_pool *pool) {
+  ag_pool_task *task = pool->queue;
+  pool->queue = task->next;
+  pthread_mutex_unlock(&pool->lock);
+  bool more = task->run(task, pool);
+  pthread_mutex_lock(&pool->lock);
+  if (more) ag_pool_enqueue(pool, task); /* still linked if the pool stops: dropped at free */
+}
+
 static void *ag_pool_worker(void *arg) {
   ag_pool *pool = arg;
   uint64_t seen = 0;
   pthread_mutex_lock(&pool->lock);
   for (;;) {
-    while (!pool->stop && pool->job == seen) pthread_cond_wait(&pool->wake, &pool->lock);
+    while (!pool->stop && pool->job == seen && !pool->queue)
+      pthread_cond_wait(&pool->wake, &pool->lock);
     if (pool->stop) break;
+    if (pool->job == seen) { /* no new batch: background work */
+      ag_pool_background_slice(pool);
+      continue;
+    }
     seen = pool->job;
     ag_pool_fn fn = pool->fn;
     void *ctx = pool->ctx;
@@ -70,6 +104,7 @@ static void *ag_pool_worker(void *arg) {
 
 /* Stops and joins the started workers. */
 static void ag_pool_stop(ag_pool *pool) {
+  atomic_store(&pool->held, false); /* a held worker would never be joined */
   pthread_mutex_lock(&pool->lock);
   pool->stop = true;
   pthread_cond_broadcast(&pool->wake);
@@ -97,6 +132,11 @@ static ag_status ag_pool_start(ag_pool *pool, int32_t n_workers, ag_error *err) 
 }
 
 static void ag_pool_destroy(ag_pool *pool) {
+  while (pool->queue) { /* the workers are joined: what is left will not run */
+    ag_pool_task *task = pool->queue;
+    pool->queue = task->next;
+    task->drop(task);
+  }
   pthread_cond_destroy(&pool->idle);
   pthread_cond_destroy(&pool->wake);
   pthread_mutex_destroy(&pool->lock);
@@ -122,6 +162,8 @@ ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err) {
   pthread_cond_init(&pool->wake, NULL);
   pthread_cond_init(&pool->idle, NULL);
   atomic_init(&pool->next, 0);
+  atomic_init(&pool->held, false);
+  atomic_init(&pool->at_gate, 0);
   ag_status st = ag_pool_start(pool, n_threads - 1, err);
   if (st != AG_OK) {
     ag_pool_stop(pool);
@@ -166,3 +208,25 @@ void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks) {
   pthread_mutex_unlock(&pool->lock);
   pthread_mutex_unlock(&pool->run);
 }
+
+bool ag_pool_post(ag_pool *pool, ag_pool_task *task) {
+  if (pool->n_workers == 0) return false;
+  pthread_mutex_lock(&pool->lock);
+  task->order = ++pool->posted;
+  ag_pool_enqueue(pool, task);
+  pthread_cond_signal(&pool->wake);
+  pthread_mutex_unlock(&pool->lock);
+  return true;
+}
+
+void ag_pool_gate(ag_pool *pool) {
+  if (!atomic_load_explicit(&pool->held, memory_order_acquire)) return;
+  atomic_fetch_add(&pool->at_gate, 1);
+  struct timespec pause = {0, 200000};
+  while (atomic_load_explicit(&pool->held, memory_order_acquire)) nanosleep(&pause, NULL);
+  atomic_fetch_sub(&pool->at_gate, 1);
+}
+
+void ag_pool_testing_hold(ag_pool *pool, int hold) { atomic_store(&pool->held, hold != 0); }
+
+int32_t ag_pool_testing_at_gate(ag_pool *pool) { return atomic_load(&pool->at_gate); }
