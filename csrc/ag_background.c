@@ -8,7 +8,9 @@
  * edges lead to the rule's start and to the edge's target. Each slice walks
  * until it has classified one state nobody has classified yet, so a batch or
  * a newer request waits for the worker one classification at most; at most
- * `max_states` are classified. The states of the first mask (the start's and
+ * `max_states` are classified, in at most `max_seconds` of classifying (a
+ * state's classes cost microseconds to milliseconds: a count alone would not
+ * bound a large schema's work). The states of the first mask (the start's and
  * the rules it predicts) are left to the caller, who needs them at once.
  *
  * Ownership, without locks: the compiled grammar owns its task, but does not
@@ -36,6 +38,7 @@ struct ag_background {
   atomic_bool finished; /* the plan ran out (or failed), for tests */
   ag_compiled *compiled; /* not retained: see the phases */
   int32_t budget;        /* classifications left */
+  double seconds_left;   /* of classification time */
   atomic_int classified;
   /* The walk, made in the first slice (on the worker, not in the compile). */
   int32_t *queue; /* [n_states] */
@@ -120,7 +123,7 @@ static bool ag_background_slice(ag_background *b) {
   ag_compiled *c = b->compiled;
   const ag_grammar *g = c->grammar;
   if (!b->queue && !ag_background_plan(b)) return false;
-  while (b->head < b->tail && b->budget > 0) {
+  while (b->head < b->tail && b->budget > 0 && b->seconds_left > 0) {
     int32_t s = b->queue[b->head++];
     ag_expand(b, g, s);
     const ag_state *st = &g->states[s];
@@ -130,10 +133,12 @@ static bool ag_background_slice(ag_background *b) {
       continue;
     const ag_state_masks *masks;
     ag_error err;
+    double start = ag_now();
     if (ag_compiled_state_masks(c, s, 0, &masks, &err) != AG_OK) return false; /* out of memory */
+    b->seconds_left -= ag_now() - start;
     b->budget--;
     atomic_fetch_add(&b->classified, 1);
-    return b->head < b->tail && b->budget > 0;
+    return b->head < b->tail && b->budget > 0 && b->seconds_left > 0;
   }
   return false;
 }
@@ -192,9 +197,9 @@ int32_t ag_background_classified(const ag_background *b) {
 }
 
 ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t max_states,
-                                          ag_error *err) {
+                                          double max_seconds, ag_error *err) {
   if (!c || !pool) return ag_fail(err, AG_ERR_INVALID, -1, "null compiled grammar or pool");
-  if (max_states <= 0) return AG_OK;
+  if (max_states <= 0 || !(max_seconds > 0)) return AG_OK;
   if (ag_pool_num_threads(pool) < 2)
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "background classification needs a pool with a worker thread (2 threads or more)");
@@ -204,6 +209,7 @@ ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t
   b->task.drop = ag_background_drop;
   b->compiled = c;
   b->budget = max_states;
+  b->seconds_left = max_seconds;
   atomic_init(&b->phase, AG_BG_QUEUED);
   atomic_init(&b->finished, false);
   atomic_init(&b->classified, 0);

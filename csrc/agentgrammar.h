@@ -246,14 +246,14 @@ ag_status ag_batch_fill_masks(ag_pool *pool, ag_matcher *const *matchers, const 
  * Classifies, on a worker thread of `pool` (which needs n_threads >= 2), the
  * states a matcher is likely to reach: breadth-first from the start of each
  * linked part (a request's tools' arguments), then from the grammar's start, at
- * most max_states of them (0: none), one state per slice between the pool's
- * batches. Returns at once. Masks never wait for the worker: a state it has not
+ * most max_states of them in at most max_seconds of classifying (either 0:
+ * none), one state per slice between the pool's batches. Returns at once. Masks never wait for the worker: a state it has not
  * reached is classified by the mask that needs it, as without it, so masks are
  * the same either way. Once per compiled grammar (AG_ERR_STATE after). Freeing
  * the compiled grammar stops the work; freeing the pool drops what is queued.
  */
 ag_status ag_compiled_classify_background(ag_compiled *compiled, ag_pool *pool, int32_t max_states,
-                                          ag_error *err);
+                                          double max_seconds, ag_error *err);
 
 /* ---- applying masks --------------------------------------------------- */
 

@@ -30,7 +30,7 @@ from ..grammar.memo import (
 )
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
-from .background import BACKGROUND_STATES, classify_in_background
+from .background import classify_in_background
 from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
@@ -344,7 +344,7 @@ class Compiler:
             return found
         compiled = self._build(grammar)
         if self.background:
-            classify_in_background(compiled._handle, BACKGROUND_STATES)
+            classify_in_background(compiled._handle)
         self._trim_memos()
         self._remember(key, compiled)
         return compiled
