@@ -22,7 +22,15 @@ typedef struct ag_background ag_background;
  * ends. Never waits.
  */
 bool ag_background_release(ag_background *b);
-/* 0: none started, 1: queued, 2: in a slice, 3: finished (tests). */
+/*
+ * A matcher of c reached `state`: when it lies in a linked part (a tool's
+ * arguments, once the model has picked the tool), the worker walks that part
+ * next, before the rest of its plan, posting its task again if it had parked.
+ * Never waits: atomics, and a try-lock of the pool that may fail (the next
+ * mask there tries again). Called by every mask for each of its states.
+ */
+void ag_background_note_visit(ag_compiled *c, int32_t state);
+/* 0: none started, 1: queued, 2: in a slice, 3: idle (finished, or parked). */
 int ag_background_phase(const ag_background *b);
 /* States the worker classified so far. */
 int32_t ag_background_classified(const ag_background *b);

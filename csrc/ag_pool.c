@@ -45,6 +45,7 @@ struct ag_pool {
   atomic_int next; /* the next task to hand out */
   ag_pool_task *queue; /* background tasks, newest (highest order) first */
   uint64_t posted;     /* tasks posted so far: the next order */
+  atomic_int refs;     /* the owner's (until ag_pool_free) and each parked task's */
   atomic_bool held;    /* tests: workers wait in ag_pool_gate */
   atomic_int at_gate;  /* workers waiting there */
 };
@@ -131,12 +132,20 @@ static ag_status ag_pool_start(ag_pool *pool, int32_t n_workers, ag_error *err) 
   return AG_OK;
 }
 
-static void ag_pool_destroy(ag_pool *pool) {
-  while (pool->queue) { /* the workers are joined: what is left will not run */
-    ag_pool_task *task = pool->queue;
-    pool->queue = task->next;
+/* Drops the queued tasks once the workers are joined: they will not run. */
+static void ag_pool_drop_queue(ag_pool *pool) {
+  pthread_mutex_lock(&pool->lock);
+  ag_pool_task *queue = pool->queue;
+  pool->queue = NULL;
+  pthread_mutex_unlock(&pool->lock);
+  while (queue) {
+    ag_pool_task *task = queue;
+    queue = task->next;
     task->drop(task);
   }
+}
+
+static void ag_pool_destroy(ag_pool *pool) {
   pthread_cond_destroy(&pool->idle);
   pthread_cond_destroy(&pool->wake);
   pthread_mutex_destroy(&pool->lock);
@@ -162,12 +171,13 @@ ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err) {
   pthread_cond_init(&pool->wake, NULL);
   pthread_cond_init(&pool->idle, NULL);
   atomic_init(&pool->next, 0);
+  atomic_init(&pool->refs, 1);
   atomic_init(&pool->held, false);
   atomic_init(&pool->at_gate, 0);
   ag_status st = ag_pool_start(pool, n_threads - 1, err);
   if (st != AG_OK) {
     ag_pool_stop(pool);
-    ag_pool_destroy(pool);
+    ag_pool_release(pool);
     return st;
   }
   *out = pool;
@@ -177,7 +187,14 @@ ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err) {
 void ag_pool_free(ag_pool *pool) {
   if (!pool) return;
   ag_pool_stop(pool);
-  ag_pool_destroy(pool);
+  ag_pool_drop_queue(pool);
+  ag_pool_release(pool); /* the struct stays while parked tasks hold it; nothing runs */
+}
+
+void ag_pool_retain(ag_pool *pool) { atomic_fetch_add(&pool->refs, 1); }
+
+void ag_pool_release(ag_pool *pool) {
+  if (atomic_fetch_sub(&pool->refs, 1) == 1) ag_pool_destroy(pool);
 }
 
 int32_t ag_pool_num_threads(const ag_pool *pool) { return pool->n_workers + 1; }
@@ -209,14 +226,27 @@ void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks) {
   pthread_mutex_unlock(&pool->run);
 }
 
-bool ag_pool_post(ag_pool *pool, ag_pool_task *task) {
-  if (pool->n_workers == 0) return false;
-  pthread_mutex_lock(&pool->lock);
+/* Links a new task (under the lock): false when no worker would run it. */
+static bool ag_pool_link(ag_pool *pool, ag_pool_task *task) {
+  if (pool->stop || pool->n_workers == 0) return false;
   task->order = ++pool->posted;
   ag_pool_enqueue(pool, task);
   pthread_cond_signal(&pool->wake);
-  pthread_mutex_unlock(&pool->lock);
   return true;
+}
+
+bool ag_pool_post(ag_pool *pool, ag_pool_task *task) {
+  pthread_mutex_lock(&pool->lock);
+  bool linked = ag_pool_link(pool, task);
+  pthread_mutex_unlock(&pool->lock);
+  return linked;
+}
+
+bool ag_pool_try_post(ag_pool *pool, ag_pool_task *task) {
+  if (pthread_mutex_trylock(&pool->lock) != 0) return false;
+  bool linked = ag_pool_link(pool, task);
+  pthread_mutex_unlock(&pool->lock);
+  return linked;
 }
 
 void ag_pool_gate(ag_pool *pool) {

@@ -30,8 +30,15 @@ struct ag_pool_task {
   void (*drop)(ag_pool_task *task);
 };
 
-/* Queues a task; false (nothing queued) when the pool has no worker thread. */
+/* Queues a task; false (nothing queued) when the pool has no worker thread or
+ * is freed. ag_pool_try_post never waits: false too when the pool's lock is
+ * taken (a worker taking or queueing a task), for callers on a mask's path. */
 bool ag_pool_post(ag_pool *pool, ag_pool_task *task);
+bool ag_pool_try_post(ag_pool *pool, ag_pool_task *task);
+/* A task that may post itself later holds the pool: ag_pool_free stops the
+ * threads and drops the queue, and the struct goes with its last holder. */
+void ag_pool_retain(ag_pool *pool);
+void ag_pool_release(ag_pool *pool);
 /* Where a task's slice lets tests hold the worker (ag_pool_testing_hold). */
 void ag_pool_gate(ag_pool *pool);
 

@@ -241,8 +241,8 @@ class Compiler:
     (``MEMO_SHARE``; shared by every compiler, so the smallest limit governs them). After each
     compile, the least recently used grammars and parts are dropped until the C count is within
     the limit less what the memos hold (a grammar that a matcher still uses is freed when that
-    matcher is). Masks filled between compiles can take the count past the limit until the
-    next compile; ``cache_limit_bytes=0`` keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
+    matcher is). Masks filled between compiles, and background classification, can take the count
+    past the limit until the next compile; ``cache_limit_bytes=0`` keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
     grammars (every ``compile`` then builds and links anew, as benchmarks of request compiles
     want); parts and shared classes are still kept. The vocabulary's token tables (its tokens
     sorted, their prefix and length indexes) are built once per ``Vocabulary`` and shared by

@@ -255,3 +255,46 @@ def test_a_second_start_and_a_pool_without_a_worker_are_refused() -> None:
     classify_in_background(compiled._handle, pool=pool)
     with pytest.raises(AgentGrammarError, match="started already"):
         classify_in_background(compiled._handle, pool=pool)
+
+
+def _stats_sum(compiled: Any) -> int:
+    s = compiled.cache_stats
+    return s.walked + s.derived + s.shared
+
+
+def _enter_then_walk_arguments(enter_first: bool) -> int:
+    """A request of 60 tools whose plan (a budget of about one part's states) reaches none of
+    them deep; the worker held while a matcher names ``get_weather_7`` (its part entered, with
+    ``enter_first``) or not. Then: the states the mask path classifies along its arguments."""
+    tools = [
+        _tool(f"{t['function']['name']}_{i}", t["function"]["parameters"]) for i in range(20) for t in TOOLS
+    ]
+    compiled = Compiler(VOCAB, background=False).compile(
+        formats.get("qwen3").grammar(ToolRegistry.from_openai(tools))
+    )
+    largest = max(int(lib.ag_grammar_num_states(p._grammar_handle)) for p in compiled._parts)
+    pool = _pool()
+    matcher = Matcher(compiled)
+    lib.ag_pool_testing_hold(pool, 1)
+    try:
+        classify_in_background(compiled._handle, max_states=largest + 8, max_seconds=60.0, pool=pool)
+        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        assert matcher.accept_string(CALL % "get_weather_7")
+        if enter_first:
+            matcher.allowed_token_ids()  # a mask in the tool's part: the worker goes there next
+    finally:
+        lib.ag_pool_testing_hold(pool, 0)
+    _until(lambda: _phase(compiled)[0] == 3, "the background work")
+    before = _stats_sum(compiled)
+    for ch in '{"city": "Oslo", "days": 3':
+        assert matcher.allowed_token_ids()
+        assert matcher.accept_string(ch)
+    return _stats_sum(compiled) - before
+
+
+def test_the_part_of_the_tool_a_matcher_entered_is_classified_first() -> None:
+    """Each selected tool's argument states first: once a matcher is in a tool's part, the
+    worker walks that part whole before the rest of its plan (or posts itself again from
+    parked), so the masks along the arguments find every class ready."""
+    assert _enter_then_walk_arguments(enter_first=True) == 0
+    assert _enter_then_walk_arguments(enter_first=False) > 0  # the plan alone did not get there
