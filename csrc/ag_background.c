@@ -220,7 +220,7 @@ static bool ag_background_slice(ag_background *b) {
     const ag_state_masks *masks;
     ag_error err;
     double start = ag_now();
-    if (ag_compiled_state_masks(c, s, 0, &masks, &err) != AG_OK) return false; /* out of memory */
+    if (ag_compiled_state_masks_lock_free(c, s, &masks, &err) != AG_OK) return false; /* out of memory */
     double spent = ag_now() - start;
     *(hinted ? &b->hint_seconds_left : &b->seconds_left) -= spent;
     *(hinted ? &b->hint_budget : &b->budget) -= 1;
@@ -250,7 +250,8 @@ static bool ag_background_run(ag_pool_task *task, ag_pool *pool) {
    * part posts it again (ag_background_note_visit). A hint that comes as it
    * parks is taken by the next mask in that part. */
   phase = AG_BG_RUNNING;
-  int next = more ? AG_BG_QUEUED : b->n_parts && b->hint_budget > 0 ? AG_BG_PARKED : AG_BG_IDLE;
+  bool hints_left = b->n_parts && b->hint_budget > 0 && b->hint_seconds_left > 0;
+  int next = more ? AG_BG_QUEUED : hints_left ? AG_BG_PARKED : AG_BG_IDLE;
   if (next == AG_BG_IDLE) ag_background_free_plan(b);
   if (atomic_compare_exchange_strong(&b->phase, &phase, next)) return more; /* b may be gone now */
   /* ORPHANED: the grammar's last reference went during the slice */

@@ -32,6 +32,9 @@ void ag_compiled_destroy(ag_compiled *c);
  * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */
 ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
                                   const ag_state_masks **out, ag_error *err);
+/* The same for a background worker: lock-free (ag_mask_cache_get). */
+ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const ag_state_masks **out,
+                                            ag_error *err);
 
 /* The published classes of a state, wherever it is held; NULL when not computed yet. */
 const ag_state_masks *ag_compiled_state_peek(ag_compiled *c, int32_t state);

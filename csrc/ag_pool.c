@@ -16,13 +16,14 @@
  * model is writing its first tokens) is served before older ones. A worker in
  * a slice is not `busy`: the job's caller never waits for it.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* SCHED_IDLE (Linux) */
 #include "ag_pool.h"
 #include "ag_util.h"
 
 #include <stdatomic.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <time.h>
@@ -260,3 +261,13 @@ void ag_pool_gate(ag_pool *pool) {
 void ag_pool_testing_hold(ag_pool *pool, int hold) { atomic_store(&pool->held, hold != 0); }
 
 int32_t ag_pool_testing_at_gate(ag_pool *pool) { return atomic_load(&pool->at_gate); }
+
+void ag_pool_set_idle_priority(ag_pool *pool) {
+#if defined(__linux__) && defined(SCHED_IDLE)
+  struct sched_param lowest = {0};
+  for (int32_t t = 0; t < pool->n_workers; t++)
+    pthread_setschedparam(pool->threads[t], SCHED_IDLE, &lowest); /* lowering needs no privilege */
+#else
+  (void)pool;
+#endif
+}

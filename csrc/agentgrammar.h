@@ -226,6 +226,13 @@ typedef struct ag_pool ag_pool;
 ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err);
 void ag_pool_free(ag_pool *pool);
 int32_t ag_pool_num_threads(const ag_pool *pool);
+/*
+ * Runs the pool's worker threads at the lowest scheduling priority (SCHED_IDLE
+ * on Linux; nothing elsewhere): for a pool that only classifies in the
+ * background (ag_compiled_classify_background), whose work should take spare
+ * CPU only, never time from the threads that fill masks or run the model.
+ */
+void ag_pool_set_idle_priority(ag_pool *pool);
 
 /*
  * Fills n matchers' masks on the pool's threads, as ag_matcher_fill_mask does:

@@ -599,7 +599,7 @@ def _ours_memory(args: Any) -> Dict[str, float]:
     setup = Setup()
     ag = Agentic(setup, args.bfcl, args.registry, args.seed)
     base = _rss_mib()
-    compiler = Compiler(setup.vocab)
+    compiler = Compiler(setup.vocab, background=args.background)
     ag.build_ours(compiler, list(ag.by_name))
     size = max(args.sizes)
     for _ in range(args.requests):

@@ -51,6 +51,7 @@ def background_pool() -> Any:
         status = lib.ag_pool_new(2, out, err)  # the caller counts as one: one worker thread
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
+        lib.ag_pool_set_idle_priority(out[0])  # spare CPU only: never the masks' or the model's
         _POOL = (os.getpid(), ffi.gc(out[0], lib.ag_pool_free))
         return _POOL[1]
 

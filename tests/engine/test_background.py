@@ -99,6 +99,9 @@ def _pool() -> Any:
     return ffi.gc(out[0], lib.ag_pool_free)
 
 
+_POOL = _pool()
+
+
 def _walk(compiled: Any, prefix: str, seed: int, steps: int = 40, oracle: bool = False) -> List[bytes]:
     """Every mask along a random walk of allowed tokens (with rollbacks) after ``prefix``; with
     ``oracle``, each mask checked against the direct walk's."""
@@ -135,7 +138,11 @@ def test_masks_with_background_classification_equal_masks_without(
 ) -> None:
     make, prefixes = GRAMMARS[which]
     prefix = prefixes[start % len(prefixes)]
-    compiled = Compiler(VOCAB).compile(make())
+    if wait:  # on a pool of our own: the default one runs at idle priority, slow on a busy machine
+        compiled = Compiler(VOCAB, background=False).compile(make())
+        classify_in_background(compiled._handle, pool=_POOL)
+    else:
+        compiled = Compiler(VOCAB).compile(make())
     assert _phase(compiled)[0] in (1, 2, 3)
     if wait:  # the worker has classified what it plans to: the walk finds its classes
         _until(lambda: _phase(compiled)[0] == 3, "the background work")
