@@ -343,10 +343,10 @@ class Compiler:
         if found is not None:
             return found
         compiled = self._build(grammar)
-        if self.background:
-            classify_in_background(compiled._handle)
         self._trim_memos()
         self._remember(key, compiled)
+        if self.background:  # last: the worker's walks would slow the compile's own work
+            classify_in_background(compiled._handle)
         return compiled
 
     def _trim_memos(self) -> None:
