@@ -107,6 +107,7 @@ typedef struct ag_masks_job {
   ag_loop_memo loop;
   uint32_t plain;         /* the state's plain depth (ag_plain_depth), AG_PLAIN_UNKNOWN until known */
   bool refuses;           /* with plain: ag_plain_depth's `refuses` */
+  bool lock_free;         /* a background worker's: no lock a mask may wait on (ag_mask_cache_get) */
 } ag_masks_job;
 
 /* Sets up the classification of job's state: the walk's arrays, an empty entry,

@@ -2,6 +2,7 @@
  * per-state token-mask cache that every matcher of the grammar shares (and, for
  * a linked grammar, the compiled parts whose caches serve the part states). */
 #include "ag_compiled.h"
+#include "ag_background.h"
 
 /* The grammar's automata, which a compiled grammar holds (parts' automata are
  * copied into a linked grammar, so they count again there). */
@@ -24,6 +25,7 @@ static ag_status ag_compiled_make(ag_grammar *grammar, ag_vocab *vocab, ag_compi
   ag_compiled *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   atomic_init(&c->refs, 1);
+  atomic_init(&c->background, NULL);
   ag_status st = ag_mask_cache_new(grammar, &c->cache, err);
   if (!st && grammar->n_parts && !(c->parts = calloc((size_t)grammar->n_parts, sizeof *c->parts)))
     st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
@@ -78,6 +80,12 @@ void ag_compiled_retain(ag_compiled *c) { atomic_fetch_add(&c->refs, 1); }
 
 void ag_compiled_free(ag_compiled *c) {
   if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
+  ag_background *b = atomic_load_explicit(&c->background, memory_order_acquire);
+  if (b && !ag_background_release(b)) return; /* its worker destroys c after the slice */
+  ag_compiled_destroy(c);
+}
+
+void ag_compiled_destroy(ag_compiled *c) {
   if (c->parts)
     for (int32_t k = 0; k < c->grammar->n_parts; k++) ag_compiled_free(c->parts[k]);
   free(c->parts);
@@ -88,20 +96,38 @@ void ag_compiled_free(ag_compiled *c) {
   free(c);
 }
 
-ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
-                                  const ag_state_masks **out, ag_error *err) {
-  const ag_grammar *g = c->grammar;
-  if (g->n_parts && state < g->part_state_begin[g->n_parts]) {
+/* The compiled grammar whose cache holds *state (a part, or c itself), with
+ * *state made its own id there. */
+static ag_compiled *ag_compiled_holder(ag_compiled *c, int32_t *state) {
+  for (;;) {
+    const ag_grammar *g = c->grammar;
+    if (!g->n_parts || *state >= g->part_state_begin[g->n_parts]) return c;
     int32_t lo = 0, hi = g->n_parts - 1; /* the last part beginning at or before state */
     while (lo < hi) {
       int32_t mid = lo + (hi - lo + 1) / 2;
-      if (g->part_state_begin[mid] <= state) lo = mid;
+      if (g->part_state_begin[mid] <= *state) lo = mid;
       else hi = mid - 1;
     }
-    return ag_compiled_state_masks(c->parts[lo], state - g->part_state_begin[lo], deadline, out,
-                                   err);
+    *state -= g->part_state_begin[lo];
+    c = c->parts[lo];
   }
-  return ag_mask_cache_get(c->cache, g, c->vocab, state, deadline, out, err);
+}
+
+ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
+                                  const ag_state_masks **out, ag_error *err) {
+  ag_compiled *h = ag_compiled_holder(c, &state);
+  return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, deadline, false, out, err);
+}
+
+ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const ag_state_masks **out,
+                                            ag_error *err) {
+  ag_compiled *h = ag_compiled_holder(c, &state);
+  return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, 0, true, out, err);
+}
+
+const ag_state_masks *ag_compiled_state_peek(ag_compiled *c, int32_t state) {
+  ag_compiled *h = ag_compiled_holder(c, &state);
+  return ag_mask_cache_peek(h->cache, state);
 }
 
 /* Where the words of trie rule t first differ: from its start, along the

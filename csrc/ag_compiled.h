@@ -9,6 +9,8 @@
 #include "ag_mask_cache.h"
 #include "ag_vocab.h"
 
+struct ag_background;
+
 struct ag_compiled {
   atomic_int refs;
   ag_grammar *grammar;
@@ -16,13 +18,25 @@ struct ag_compiled {
   struct ag_mask_cache *cache; /* per-state token classes, filled on first use */
   ag_compiled **parts;         /* [grammar->n_parts] compiled parts, retained: their caches serve
                                 * the part states, so every grammar linking a part shares them */
+  /* Background classification (ag_background.h), NULL until started; owned, though
+   * its pool may hold it queued: ag_background_release decides who frees what. */
+  _Atomic(struct ag_background *) background;
 };
 
 void ag_compiled_retain(ag_compiled *c);
+/* Frees a compiled grammar whose last reference is gone, its background work
+ * finished or cancelled (ag_compiled_free; ag_background.c when a slice ran on). */
+void ag_compiled_destroy(ag_compiled *c);
 
 /* The classes of a compiled grammar's state: from the part that owns the state
  * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */
 ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
                                   const ag_state_masks **out, ag_error *err);
+/* The same for a background worker: lock-free (ag_mask_cache_get). */
+ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const ag_state_masks **out,
+                                            ag_error *err);
+
+/* The published classes of a state, wherever it is held; NULL when not computed yet. */
+const ag_state_masks *ag_compiled_state_peek(ag_compiled *c, int32_t state);
 
 #endif /* AG_COMPILED_H */

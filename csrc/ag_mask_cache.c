@@ -552,15 +552,15 @@ static void ag_note_classified(ag_masks_job *job) {
   if (job->walk == AG_WALK_DISPATCH) return;
   atomic_fetch_add(&c->rule_classified[r], 1);
   ag_depth_equiv *q = atomic_load_explicit(&c->equiv[r], memory_order_acquire);
-  if (q && !ag_narrow(job)) {
+  if (q && !job->lock_free && !ag_narrow(job)) {
     ag_depth_equiv_note(q, job->state);
     ag_cache_grow(c, job->v, ag_depth_equiv_take_growth(q));
   }
 }
 
 ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, double deadline, const ag_state_masks **out,
-                            ag_error *err) {
+                            int32_t state, double deadline, bool lock_free,
+                            const ag_state_masks **out, ag_error *err) {
   _Atomic(ag_state_masks *) *slot = ag_slot(c, state);
   if (!slot)
     return ag_fail(err, AG_ERR_INVALID, -1, "state %d is not held by this cache (states %d to %d)",
@@ -575,7 +575,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
   ag_masks_job job = {.cache = c, .g = g, .v = v, .state = state, .rule = rule,
                       .walk = c->rule_walk[rule], .deadline = deadline, .narrow = -1,
-                      .plain = AG_PLAIN_UNKNOWN};
+                      .plain = AG_PLAIN_UNKNOWN, .lock_free = lock_free};
   ag_status fst = ag_state_follow(c, g, v, rule, &job.follow, err); /* also part of a BYTES state's key */
   if (fst) return fst;
   const uint32_t *follow = job.follow;
@@ -600,7 +600,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
       job.plain = ag_plain_depth(g, state, v->max_token_len, &job.refuses);
       by_follow = job.plain >= v->max_token_len;
     }
-    if (!st && !e) st = ag_try_derive(&job, &e, err);
+    if (!st && !e && !lock_free) st = ag_try_derive(&job, &e, err);
     origin = &c->n_derived;
     if (!st && !e) {
       ag_state_masks *any = NULL; /* the walk also gives the "any follow" entry, when missing */

@@ -51,10 +51,13 @@ typedef struct ag_mask_cache ag_mask_cache;
 ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *err);
 void ag_mask_cache_free(ag_mask_cache *cache);
 /* The classes of `state`, computed now if no thread has yet (AG_ERR_TIMEOUT, and
- * nothing kept, past `deadline`; 0: none). Thread-safe. */
+ * nothing kept, past `deadline`; 0: none). Thread-safe. With lock_free (a
+ * background worker, which may be descheduled anywhere), takes no lock that a
+ * mask may wait on: no derivation from an equivalent state and no note for
+ * later ones (ag_depth_equiv.h locks), a walk instead; the classes are the same. */
 ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, double deadline, const ag_state_masks **out,
-                            ag_error *err);
+                            int32_t state, double deadline, bool lock_free,
+                            const ag_state_masks **out, ag_error *err);
 /* The published classes of `state`, NULL when not computed yet or not held
  * here (a part's state). Thread-safe. */
 const ag_state_masks *ag_mask_cache_peek(ag_mask_cache *cache, int32_t state);

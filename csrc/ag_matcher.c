@@ -5,6 +5,7 @@
  * rollback is popping sets. Masks walk the byte-sorted vocabulary: a token
  * reuses the sets of the prefix it shares with the previous token, and once a
  * byte is rejected every following token with that same prefix is skipped. */
+#include "ag_background.h"
 #include "ag_compiled.h"
 #include "ag_earley.h"
 #include "agentgrammar_testing.h"
@@ -451,6 +452,7 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     int32_t s = p->items.data[it].state;
     if (m->state_stamp[s] == m->stamp || g->states[s].byte_begin == g->states[s].byte_end) continue;
     m->state_stamp[s] = m->stamp;
+    ag_background_note_visit(m->compiled, s); /* a tool's part entered: the worker goes there */
     const ag_state_masks *e;
     ag_status st = ag_compiled_state_masks(m->compiled, s, m->deadline, &e, err);
     if (st) return st;

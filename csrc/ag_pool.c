@@ -9,16 +9,24 @@
  * Why the `busy` count: a worker that wakes late may still be inside a job that
  * the caller already saw finish. A new job is only set up once no worker is
  * inside the old one, so its function and context are never read half-changed.
+ *
+ * Between jobs, workers run background tasks (ag_pool_post) a slice at a time,
+ * newest task first: a slice is short (one state's classes), so a batch waits
+ * at most that long for a worker, and the request that arrived last (whose
+ * model is writing its first tokens) is served before older ones. A worker in
+ * a slice is not `busy`: the job's caller never waits for it.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* SCHED_IDLE (Linux) */
 #include "ag_pool.h"
 #include "ag_util.h"
 
 #include <stdatomic.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 
 #define AG_POOL_MAX_THREADS 256
 
@@ -36,6 +44,11 @@ struct ag_pool {
   void *ctx;
   int32_t n_tasks;
   atomic_int next; /* the next task to hand out */
+  ag_pool_task *queue; /* background tasks, newest (highest order) first */
+  uint64_t posted;     /* tasks posted so far: the next order */
+  atomic_int refs;     /* the owner's (until ag_pool_free) and each parked task's */
+  atomic_bool held;    /* tests: workers wait in ag_pool_gate */
+  atomic_int at_gate;  /* workers waiting there */
 };
 
 /* Runs tasks of the current job until none is left. */
@@ -47,13 +60,36 @@ static void ag_pool_drain(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tas
   }
 }
 
+/* Links a background task in order (under the lock): after the newer ones. */
+static void ag_pool_enqueue(ag_pool *pool, ag_pool_task *task) {
+  ag_pool_task **at = &pool->queue;
+  while (*at && (*at)->order > task->order) at = &(*at)->next;
+  task->next = *at;
+  *at = task;
+}
+
+/* Runs one slice of the newest background task (called and returns under the lock). */
+static void ag_pool_background_slice(ag_pool *pool) {
+  ag_pool_task *task = pool->queue;
+  pool->queue = task->next;
+  pthread_mutex_unlock(&pool->lock);
+  bool more = task->run(task, pool);
+  pthread_mutex_lock(&pool->lock);
+  if (more) ag_pool_enqueue(pool, task); /* still linked if the pool stops: dropped at free */
+}
+
 static void *ag_pool_worker(void *arg) {
   ag_pool *pool = arg;
   uint64_t seen = 0;
   pthread_mutex_lock(&pool->lock);
   for (;;) {
-    while (!pool->stop && pool->job == seen) pthread_cond_wait(&pool->wake, &pool->lock);
+    while (!pool->stop && pool->job == seen && !pool->queue)
+      pthread_cond_wait(&pool->wake, &pool->lock);
     if (pool->stop) break;
+    if (pool->job == seen) { /* no new batch: background work */
+      ag_pool_background_slice(pool);
+      continue;
+    }
     seen = pool->job;
     ag_pool_fn fn = pool->fn;
     void *ctx = pool->ctx;
@@ -70,6 +106,7 @@ static void *ag_pool_worker(void *arg) {
 
 /* Stops and joins the started workers. */
 static void ag_pool_stop(ag_pool *pool) {
+  atomic_store(&pool->held, false); /* a held worker would never be joined */
   pthread_mutex_lock(&pool->lock);
   pool->stop = true;
   pthread_cond_broadcast(&pool->wake);
@@ -94,6 +131,19 @@ static ag_status ag_pool_start(ag_pool *pool, int32_t n_workers, ag_error *err) 
     return ag_fail(err, AG_ERR_NOMEM, -1, "could not start thread %d of the pool (error %d)",
                    (int)pool->n_workers + 1, rc);
   return AG_OK;
+}
+
+/* Drops the queued tasks once the workers are joined: they will not run. */
+static void ag_pool_drop_queue(ag_pool *pool) {
+  pthread_mutex_lock(&pool->lock);
+  ag_pool_task *queue = pool->queue;
+  pool->queue = NULL;
+  pthread_mutex_unlock(&pool->lock);
+  while (queue) {
+    ag_pool_task *task = queue;
+    queue = task->next;
+    task->drop(task);
+  }
 }
 
 static void ag_pool_destroy(ag_pool *pool) {
@@ -122,10 +172,13 @@ ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err) {
   pthread_cond_init(&pool->wake, NULL);
   pthread_cond_init(&pool->idle, NULL);
   atomic_init(&pool->next, 0);
+  atomic_init(&pool->refs, 1);
+  atomic_init(&pool->held, false);
+  atomic_init(&pool->at_gate, 0);
   ag_status st = ag_pool_start(pool, n_threads - 1, err);
   if (st != AG_OK) {
     ag_pool_stop(pool);
-    ag_pool_destroy(pool);
+    ag_pool_release(pool);
     return st;
   }
   *out = pool;
@@ -135,7 +188,14 @@ ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err) {
 void ag_pool_free(ag_pool *pool) {
   if (!pool) return;
   ag_pool_stop(pool);
-  ag_pool_destroy(pool);
+  ag_pool_drop_queue(pool);
+  ag_pool_release(pool); /* the struct stays while parked tasks hold it; nothing runs */
+}
+
+void ag_pool_retain(ag_pool *pool) { atomic_fetch_add(&pool->refs, 1); }
+
+void ag_pool_release(ag_pool *pool) {
+  if (atomic_fetch_sub(&pool->refs, 1) == 1) ag_pool_destroy(pool);
 }
 
 int32_t ag_pool_num_threads(const ag_pool *pool) { return pool->n_workers + 1; }
@@ -165,4 +225,49 @@ void ag_pool_run(ag_pool *pool, ag_pool_fn fn, void *ctx, int32_t n_tasks) {
   while (pool->busy > 0) pthread_cond_wait(&pool->idle, &pool->lock);
   pthread_mutex_unlock(&pool->lock);
   pthread_mutex_unlock(&pool->run);
+}
+
+/* Links a new task (under the lock): false when no worker would run it. */
+static bool ag_pool_link(ag_pool *pool, ag_pool_task *task) {
+  if (pool->stop || pool->n_workers == 0) return false;
+  task->order = ++pool->posted;
+  ag_pool_enqueue(pool, task);
+  pthread_cond_signal(&pool->wake);
+  return true;
+}
+
+bool ag_pool_post(ag_pool *pool, ag_pool_task *task) {
+  pthread_mutex_lock(&pool->lock);
+  bool linked = ag_pool_link(pool, task);
+  pthread_mutex_unlock(&pool->lock);
+  return linked;
+}
+
+bool ag_pool_try_post(ag_pool *pool, ag_pool_task *task) {
+  if (pthread_mutex_trylock(&pool->lock) != 0) return false;
+  bool linked = ag_pool_link(pool, task);
+  pthread_mutex_unlock(&pool->lock);
+  return linked;
+}
+
+void ag_pool_gate(ag_pool *pool) {
+  if (!atomic_load_explicit(&pool->held, memory_order_acquire)) return;
+  atomic_fetch_add(&pool->at_gate, 1);
+  struct timespec pause = {0, 200000};
+  while (atomic_load_explicit(&pool->held, memory_order_acquire)) nanosleep(&pause, NULL);
+  atomic_fetch_sub(&pool->at_gate, 1);
+}
+
+void ag_pool_testing_hold(ag_pool *pool, int hold) { atomic_store(&pool->held, hold != 0); }
+
+int32_t ag_pool_testing_at_gate(ag_pool *pool) { return atomic_load(&pool->at_gate); }
+
+void ag_pool_set_idle_priority(ag_pool *pool) {
+#if defined(__linux__) && defined(SCHED_IDLE)
+  struct sched_param lowest = {0};
+  for (int32_t t = 0; t < pool->n_workers; t++)
+    pthread_setschedparam(pool->threads[t], SCHED_IDLE, &lowest); /* lowering needs no privilege */
+#else
+  (void)pool;
+#endif
 }

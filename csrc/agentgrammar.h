@@ -226,6 +226,13 @@ typedef struct ag_pool ag_pool;
 ag_status ag_pool_new(int32_t n_threads, ag_pool **out, ag_error *err);
 void ag_pool_free(ag_pool *pool);
 int32_t ag_pool_num_threads(const ag_pool *pool);
+/*
+ * Runs the pool's worker threads at the lowest scheduling priority (SCHED_IDLE
+ * on Linux; nothing elsewhere): for a pool that only classifies in the
+ * background (ag_compiled_classify_background), whose work should take spare
+ * CPU only, never time from the threads that fill masks or run the model.
+ */
+void ag_pool_set_idle_priority(ag_pool *pool);
 
 /*
  * Fills n matchers' masks on the pool's threads, as ag_matcher_fill_mask does:
@@ -239,6 +246,21 @@ int32_t ag_pool_num_threads(const ag_pool *pool);
 ag_status ag_batch_fill_masks(ag_pool *pool, ag_matcher *const *matchers, const int32_t *rows,
                               int32_t n, uint32_t *masks, size_t n_rows, size_t row_words,
                               int32_t *results, ag_error *err);
+
+/* ---- background classification ------------------------------------ */
+
+/*
+ * Classifies, on a worker thread of `pool` (which needs n_threads >= 2), the
+ * states a matcher is likely to reach: breadth-first from the start of each
+ * linked part (a request's tools' arguments), then from the grammar's start, at
+ * most max_states of them in at most max_seconds of classifying (either 0:
+ * none), one state per slice between the pool's batches. Returns at once. Masks never wait for the worker: a state it has not
+ * reached is classified by the mask that needs it, as without it, so masks are
+ * the same either way. Once per compiled grammar (AG_ERR_STATE after). Freeing
+ * the compiled grammar stops the work; freeing the pool drops what is queued.
+ */
+ag_status ag_compiled_classify_background(ag_compiled *compiled, ag_pool *pool, int32_t max_states,
+                                          double max_seconds, ag_error *err);
 
 /* ---- applying masks --------------------------------------------------- */
 

@@ -21,6 +21,17 @@ extern "C" {
 ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_words,
                                       int *all_allowed, ag_error *err);
 
+/*
+ * While hold is set, the pool's workers wait at the start of each background
+ * slice (a task taken, nothing done yet); ag_pool_testing_at_gate counts them.
+ * Freeing the pool lets them go.
+ */
+void ag_pool_testing_hold(ag_pool *pool, int hold);
+int32_t ag_pool_testing_at_gate(ag_pool *pool);
+/* The grammar's background work: 0 none, 1 queued, 2 in a slice, 3 finished;
+ * *classified: the states its worker classified so far. */
+int ag_compiled_testing_background(ag_compiled *compiled, int32_t *classified);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,7 @@ from ..grammar.memo import (
 )
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
+from .background import classify_in_background
 from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
@@ -205,7 +206,8 @@ class CompiledGrammar:
         """How the states visited so far got their token classes, parts included.
 
         >>> from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
-        >>> compiled = Compiler(Vocabulary(["a", "b", "ab", "</s>"])).compile(Grammar.from_regex("ab"))
+        >>> compiler = Compiler(Vocabulary(["a", "b", "ab", "</s>"]), background=False)
+        >>> compiled = compiler.compile(Grammar.from_regex("ab"))
         >>> Matcher(compiled).allowed_token_ids()
         [0, 2]
         >>> compiled.cache_stats
@@ -239,12 +241,17 @@ class Compiler:
     (``MEMO_SHARE``; shared by every compiler, so the smallest limit governs them). After each
     compile, the least recently used grammars and parts are dropped until the C count is within
     the limit less what the memos hold (a grammar that a matcher still uses is freed when that
-    matcher is). Masks filled between compiles can take the count past the limit until the
-    next compile; ``cache_limit_bytes=0`` keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
+    matcher is). Masks filled between compiles, and background classification, can take the count
+    past the limit until the next compile; ``cache_limit_bytes=0`` keeps nothing for reuse. ``reuse_grammars=False`` turns off only the handing back of whole
     grammars (every ``compile`` then builds and links anew, as benchmarks of request compiles
     want); parts and shared classes are still kept. The vocabulary's token tables (its tokens
     sorted, their prefix and length indexes) are built once per ``Vocabulary`` and shared by
     all its compilers, so another compiler costs an allocation; its caches start empty.
+
+    ``background=True`` (the default) has a C worker thread classify, after each ``compile``,
+    the states a matcher is likely to reach (``engine/background.py``), while the model writes
+    its first tokens; masks never wait for it and are the same without it. ``False`` keeps every
+    state's classification for the mask that first needs it.
 
     Example:
         >>> from agentgrammar import Compiler, Vocabulary
@@ -258,6 +265,7 @@ class Compiler:
         *,
         cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES,
         reuse_grammars: bool = True,
+        background: bool = True,
     ) -> None:
         if not isinstance(vocab, Vocabulary):
             raise VocabularyError(f"Compiler needs an agentgrammar.Vocabulary, got {type(vocab).__name__}")
@@ -267,6 +275,7 @@ class Compiler:
         self._vocab_handle = _new_vocab_handle(vocab)
         self.cache_limit_bytes = cache_limit_bytes
         self.reuse_grammars = bool(reuse_grammars)
+        self.background = bool(background)
         lib.ag_vocab_set_shared_cache_limit(self._vocab_handle, cache_limit_bytes // SHARED_CACHE_SHARE)
         self._recent: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
         self._parts: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
@@ -336,6 +345,8 @@ class Compiler:
         compiled = self._build(grammar)
         self._trim_memos()
         self._remember(key, compiled)
+        if self.background:  # last: the worker's walks would slow the compile's own work
+            classify_in_background(compiled._handle)
         return compiled
 
     def _trim_memos(self) -> None:
@@ -518,4 +529,4 @@ def _literal_bytes(rules: Sequence[Rule]) -> List[bytes]:
 @lru_cache(maxsize=1)
 def byte_compiler() -> Compiler:
     """A shared compiler over a vocabulary of the 256 single bytes (for ``Grammar.accepts``)."""
-    return Compiler(Vocabulary([bytes([b]) for b in range(256)], stop_token_ids=[]))
+    return Compiler(Vocabulary([bytes([b]) for b in range(256)], stop_token_ids=[]), background=False)

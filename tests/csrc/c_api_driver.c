@@ -315,6 +315,21 @@ static void test_link(ag_vocab *v) {
   CHECK(ag_compiled_new_linked(g, v, &part, 0, &c, &err) == AG_ERR_INVALID);
   CHECK(ag_compiled_new_linked(g, v, &part, 1, &c, &err) == AG_OK);
   ag_grammar_free(g);
+  /* Background classification while the matcher below fills its masks (the same masks);
+   * the pool is freed before the grammar, whose parked or dropped task still holds it. */
+  ag_pool *bg = NULL, *alone = NULL;
+  CHECK(ag_pool_new(2, &bg, &err) == AG_OK && ag_pool_new(1, &alone, &err) == AG_OK);
+  CHECK(ag_compiled_classify_background(c, alone, 100, 1.0, &err) == AG_ERR_INVALID);
+  CHECK(ag_compiled_classify_background(c, bg, 0, 1.0, &err) == AG_OK); /* none asked: nothing */
+  CHECK(ag_compiled_classify_background(c, bg, 100, 1.0, &err) == AG_OK);
+  CHECK(ag_compiled_classify_background(c, bg, 100, 1.0, &err) == AG_ERR_STATE);
+  for (int i = 0; i < 8; i++) { /* freed at once, the work queued or in a slice: it stops */
+    ag_compiled *gone = NULL;
+    CHECK(ag_compiled_new(part_grammar, v, &gone, &err) == AG_OK);
+    if (gone) CHECK(ag_compiled_classify_background(gone, bg, 100, 1.0, &err) == AG_OK);
+    ag_compiled_free(gone);
+  }
+  ag_pool_free(alone);
   CHECK(ag_matcher_new(c, NULL, -1, 0, &m, &err) == AG_OK);
   CHECK(mask_of(m) == (1u << 5));                                     /* "x" */
   CHECK(ag_matcher_accept_token(m, 5, &ok, &err) == AG_OK && ok == 1);
@@ -322,6 +337,7 @@ static void test_link(ag_vocab *v) {
   CHECK(ag_matcher_accept_token(m, 4, &ok, &err) == AG_OK && ok == 1);
   CHECK(ag_matcher_can_end(m));
   ag_matcher_free(m);
+  ag_pool_free(bg);
   ag_compiled_free(c);
   test_link_corruptions(v, LINKED_GRAMMAR, n, part_grammar, part);
   test_trie_linked(v, part_grammar, part);

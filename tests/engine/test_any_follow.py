@@ -59,7 +59,7 @@ def _walk_and_compare(compiler: Compiler, name: str, rnd: random.Random, steps: 
 
 
 def test_a_string_state_under_another_follow_set_is_derived() -> None:
-    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    compiler = Compiler(_vocabulary(), reuse_grammars=False, background=False)
     first = compiler.compile(_grammar("object"))
     m = Matcher(first)
     assert m.accept_string('{"a": "ab')  # inside the string: walked with any byte following, then derived
@@ -80,7 +80,7 @@ def test_a_string_state_under_another_follow_set_is_derived() -> None:
 @pytest.mark.parametrize("order", list(itertools.permutations(SCHEMAS)))
 @pytest.mark.parametrize("seed", range(4))
 def test_masks_equal_the_direct_walk_in_any_order(order: List[str], seed: int) -> None:
-    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    compiler = Compiler(_vocabulary(), reuse_grammars=False, background=False)
     rnd = random.Random(seed)
     for name in order:
         for _ in range(3):

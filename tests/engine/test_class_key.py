@@ -44,7 +44,7 @@ def _walk(compiled, text: str) -> None:
 
 
 def test_states_past_the_last_reference_are_shared_across_grammars() -> None:
-    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    compiler = Compiler(_vocabulary(), reuse_grammars=False, background=False)
     first = compiler.compile(Grammar.from_ebnf(FIRST))
     _walk(first, "a(1)}\n</end>")
     assert first.cache_stats.shared == 0, first.cache_stats
@@ -57,7 +57,7 @@ def test_states_past_the_last_reference_are_shared_across_grammars() -> None:
 def test_states_before_a_reference_are_not_shared() -> None:
     """``"a" x`` and ``"a" y`` have the same bytes up to the reference, but tokens passing it
     are decided by the rule behind it: the second grammar walks its own."""
-    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    compiler = Compiler(_vocabulary(), reuse_grammars=False, background=False)
     first = compiler.compile(Grammar.from_ebnf('root ::= "a" x\nx ::= [0-9] | "(" x ")"'))
     m = Matcher(first)
     m.allowed_token_ids()
@@ -71,7 +71,7 @@ def test_states_before_a_reference_are_not_shared() -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_masks_equal_the_direct_walk_along_random_paths(seed: int) -> None:
     """Both grammars walked in turn on one compiler, the shared tail reached from either."""
-    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    compiler = Compiler(_vocabulary(), reuse_grammars=False, background=False)
     rnd = random.Random(seed)
     grammars = [compiler.compile(Grammar.from_ebnf(text)) for text in (FIRST, SECOND)]
     stop = compiler.vocabulary.stop_token_ids
@@ -94,7 +94,7 @@ def test_automata_past_the_small_order_map_are_keyed_too(states: int) -> None:
     grammar, finds every state the first grammar's walk classified, whichever map it took."""
     rng = random.Random(states)
     text = "".join(rng.choice("abc01") for _ in range(states))
-    compiler = Compiler(_vocabulary(), reuse_grammars=False)
+    compiler = Compiler(_vocabulary(), reuse_grammars=False, background=False)
     first = compiler.compile(Grammar.from_ebnf(f'root ::= "{text}" {TAIL}'))
     _walk(first, text + "}\n</end>")
     assert first.cache_stats.shared == 0, first.cache_stats

@@ -44,7 +44,7 @@ def allowed(matcher: Matcher) -> Set[int]:
 
 def walk_text(grammar: Grammar, text: str) -> Compiler:
     """Accept `text` byte by byte (by single-byte tokens), each mask checked against the walk."""
-    compiler = Compiler(VOCAB)
+    compiler = Compiler(VOCAB, background=False)
     compiled = compiler.compile(grammar)
     matcher = Matcher(compiled)
     for b in text.encode():
@@ -56,7 +56,7 @@ def walk_text(grammar: Grammar, text: str) -> Compiler:
 
 
 def test_a_self_loop_accepts_exactly_its_class_tokens_and_the_way_out() -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf('root ::= [a-z0-9-]+ ";"'))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf('root ::= [a-z0-9-]+ ";"'))
     matcher = Matcher(compiled)
     assert matcher.accept_string("a")
     want = {i for i, t in enumerate(TOKENS) if re.fullmatch(rb"[a-z0-9-]*;?", t) and t}
@@ -84,7 +84,7 @@ def test_masks_equal_the_direct_walk_along_regexes(regex: str, texts: List[str])
 def test_a_bound_shorter_than_a_token_rejects_the_longer_class_tokens() -> None:
     """Five bytes short of a bound of 20 ([a-z0-9]{0,20}), a class token of more than 5 bytes
     (there are some of 6 to 45) cannot be taken whole, and no token with a byte outside."""
-    compiled = Compiler(VOCAB).compile(Grammar.from_regex(r"[a-z0-9]{0,20}x"))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_regex(r"[a-z0-9]{0,20}x"))
     matcher = Matcher(compiled)
     assert matcher.accept_string("a" * 15)
     want = {i for i, t in enumerate(TOKENS) if re.fullmatch(rb"[a-z0-9]{0,5}x?", t) and t}
@@ -116,7 +116,7 @@ def test_json_strings_whose_characters_may_be_escaped(schema, value: str) -> Non
 def test_grammars_of_one_compiler_share_a_class_set() -> None:
     """The tokens of a class are found once per vocabulary: a second grammar looping on the
     same class finds them (its masks are still those of the direct walk)."""
-    compiler = Compiler(VOCAB)
+    compiler = Compiler(VOCAB, background=False)
     first = compiler.compile(Grammar.from_ebnf('root ::= [a-z0-9-]+ ";"'))
     second = compiler.compile(Grammar.from_ebnf('root ::= "=" [a-z0-9-]+ "!"'))
     m1, m2 = Matcher(first), Matcher(second)

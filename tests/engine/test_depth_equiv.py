@@ -73,7 +73,9 @@ def walk_and_compare(compiled, rng: random.Random, steps: int = 60, rollback: fl
 
 
 def test_positions_of_a_bounded_string_are_derived() -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf('root ::= "\\"" [a-e ,]{0,120} "\\"" ","'))
+    compiled = Compiler(VOCAB, background=False).compile(
+        Grammar.from_ebnf('root ::= "\\"" [a-e ,]{0,120} "\\"" ","')
+    )
     matcher = Matcher(compiled)
     for step in range(40):  # one character at a time: a new position of the chain each step
         cached, direct = masks(matcher)
@@ -89,7 +91,7 @@ def test_positions_of_a_bounded_string_with_escapes_are_derived() -> None:
     # Within the deepest level of a position lie a few hundred states: within the work one
     # lookup may do, which a bound of 1024 classes was not.
     source = 'root ::= "\\"" ([a-e ,] | "\\\\u" [0-9A-Fa-f]{4}){3,60} "\\""'
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     matcher = Matcher(compiled)
     for step in range(40):
         cached, direct = masks(matcher)
@@ -103,7 +105,9 @@ def test_positions_of_a_bounded_string_with_escapes_are_derived() -> None:
 def test_masks_near_the_bound_reject_long_tokens() -> None:
     """Close to the bound, tokens longer than the room left must go, though an equivalent
     state far from the bound accepted them: those are the tokens walked again."""
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf('root ::= [a-e ,u0"\\\\}]{0,60} "!"'))
+    compiled = Compiler(VOCAB, background=False).compile(
+        Grammar.from_ebnf('root ::= [a-e ,u0"\\\\}]{0,60} "!"')
+    )
     matcher = Matcher(compiled)
     for used in range(60):
         cached, direct = masks(matcher)
@@ -134,7 +138,7 @@ def test_masks_near_the_bound_reject_long_tokens() -> None:
 def test_derived_masks_match_with_rule_edges_in_the_chain(source: str) -> None:
     """Rule edges compare by their target's class one level down, or by the target itself when
     the rule is nullable."""
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     for seed in range(6):
         walk_and_compare(compiled, random.Random(seed), steps=50)
     assert compiled.cache_stats.derived > 0, compiled.cache_stats
@@ -161,7 +165,7 @@ def bounded_grammars(draw) -> str:
 @SETTINGS
 @given(source=bounded_grammars(), seed=st.integers(0, 2**16))
 def test_derived_masks_equal_the_direct_walk(source: str, seed: int) -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     rng = random.Random(seed)
     for _ in range(2):  # the second walk meets the entries (and representatives) of the first
         walk_and_compare(compiled, rng, steps=50, rollback=0.15)
@@ -170,7 +174,7 @@ def test_derived_masks_equal_the_direct_walk(source: str, seed: int) -> None:
 def test_threads_deriving_at_once_agree_with_one_thread() -> None:
     source = 'root ::= ("\\"" item{0,64} "\\"" ","){1,3}\nitem ::= [a-e ,u0] | "\\\\" ["\\\\u]'
     paths: List[List[int]] = []
-    reference = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    reference = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     for seed in range(4):
         rng, m, path = random.Random(seed), Matcher(reference), []
         for _ in range(50):
@@ -188,7 +192,9 @@ def test_threads_deriving_at_once_agree_with_one_thread() -> None:
             m.accept_token(tok)
         expected.append(row)
 
-    shared = Compiler(VOCAB).compile(Grammar.from_ebnf(source))  # fresh cache, filled concurrently
+    shared = Compiler(VOCAB, background=False).compile(
+        Grammar.from_ebnf(source)
+    )  # fresh cache, filled concurrently
     failures: List[str] = []
 
     def run(k: int) -> None:
@@ -216,7 +222,7 @@ def bounded_string_matcher(bound: int):
         "properties": {"h": {"type": "string", "maxLength": bound}},
         "required": ["h"],
     }
-    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_json_schema(schema))
     matcher = Matcher(compiled)
     assert matcher.accept_string('{"h": "')
     return compiled, matcher

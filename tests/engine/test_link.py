@@ -109,7 +109,7 @@ def test_parts_are_compiled_once_and_shared() -> None:
 def test_byte_only_states_share_their_classes_across_grammars() -> None:
     """A state of a rule made of bytes alone is classified once per vocabulary: its classes
     are shared, so they are not counted in the compiled grammar's own memory."""
-    compiler = Compiler(vocab(), reuse_grammars=False)
+    compiler = Compiler(vocab(), reuse_grammars=False, background=False)
     mask = allocate_token_bitmask(1, len(TOKENS), backend="numpy")
     for prefix in ("x", "y"):  # two grammars, the same automaton after their first byte
         compiled = compiler.compile(Grammar.from_ebnf(f'root ::= "{prefix}" [ab]+'))

@@ -68,7 +68,7 @@ def test_a_state_that_accepts_a_few_tokens_costs_a_few_bytes() -> None:
     tokens = [bytes([b]) for b in range(256)] + sorted(w.encode() for w in words)[:60000]
     vocab = Vocabulary(tokens + [b"</s>"], stop_token_ids=[len(tokens)])
     text = "".join(rng.choice("abcdefghijklmnop") for _ in range(20))
-    compiler = Compiler(vocab)
+    compiler = Compiler(vocab, background=False)
     compiled = compiler.compile(Grammar.from_ebnf(f'root ::= "{text}"'))
     before = compiler.cache_size_bytes + compiled.memory_size_bytes
     matcher = Matcher(compiled)

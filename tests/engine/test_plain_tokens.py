@@ -143,7 +143,7 @@ DOES_NOT_APPLY = [
 
 @pytest.mark.parametrize("source", APPLIES + CONTROL_AFTER + DOES_NOT_APPLY)
 def test_masks_equal_the_direct_walk(source: str) -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     for seed in range(4):
         walk(compiled, random.Random(seed))
     stats = compiled.cache_stats
@@ -154,7 +154,9 @@ def test_masks_equal_the_direct_walk(source: str) -> None:
 
 
 def test_a_string_state_allows_exactly_the_plain_tokens_and_its_own() -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf('root ::= "\\"" [^"\\\\\\x00-\\x1f]* "\\""'))
+    compiled = Compiler(VOCAB, background=False).compile(
+        Grammar.from_ebnf('root ::= "\\"" [^"\\\\\\x00-\\x1f]* "\\""')
+    )
     matcher = Matcher(compiled)
     assert matcher.accept_string('"')
     allowed = set(matcher.allowed_token_ids())
@@ -176,7 +178,7 @@ def test_a_string_state_allows_exactly_the_plain_tokens_and_its_own() -> None:
 
 @pytest.mark.parametrize("source", CONTROL_AFTER)
 def test_plain_text_then_a_control_byte_where_one_may_follow(source: str) -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     matcher = Matcher(compiled)
     assert matcher.accept_string('"' if source.startswith('root ::= "') else "ab")
     allowed = set(matcher.allowed_token_ids())
@@ -189,7 +191,7 @@ def test_plain_text_then_a_control_byte_where_one_may_follow(source: str) -> Non
 
 def test_a_character_cut_short_is_allowed_only_where_it_can_be_finished() -> None:
     source = 'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e00-\\u4e3f]* "\\""'  # no character starts E4 B8
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(source))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_ebnf(source))
     matcher = Matcher(compiled)
     assert matcher.accept_string('"')
     allowed = set(matcher.allowed_token_ids())
@@ -209,7 +211,7 @@ def test_a_character_cut_short_is_allowed_only_where_it_can_be_finished() -> Non
     ],
 )
 def test_json_strings_and_keys(schema) -> None:
-    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_json_schema(schema))
     for seed in range(4):
         walk(compiled, random.Random(seed), steps=30)
 
@@ -222,5 +224,7 @@ def test_json_strings_and_keys(schema) -> None:
 )
 def test_classes_with_holes_and_bounds(excluded, bound: str, seed: int) -> None:
     cls = '[^"\\\\\\x00-\\x1f' + "".join(excluded) + "]"
-    compiled = Compiler(VOCAB).compile(Grammar.from_ebnf(f'root ::= "\\"" {cls}{bound} "\\"" ","?'))
+    compiled = Compiler(VOCAB, background=False).compile(
+        Grammar.from_ebnf(f'root ::= "\\"" {cls}{bound} "\\"" ","?')
+    )
     walk(compiled, random.Random(seed), steps=30)

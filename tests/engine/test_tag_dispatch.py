@@ -218,7 +218,7 @@ def test_dispatch_classes_are_shared_across_grammars_with_other_tag_content():
     tags contain, and the masks stay exact where tokens run from a trigger into the tag."""
     tokens = [b"<c", b"all>", b"<call>", b"<call>{", b"l>{", b">{", b"{}", b"{", b"}", b"x", b"ab", b"</s>"]
     vocab = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
-    compiler = Compiler(vocab, reuse_grammars=False)
+    compiler = Compiler(vocab, reuse_grammars=False, background=False)
     d = TagDispatch(triggers=((b"<call>", "call"),), excludes=(b"</think>",))
 
     def grammar(content: bytes) -> Grammar:

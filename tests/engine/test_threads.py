@@ -187,7 +187,7 @@ def run_threads(n_threads: int, n_requests: int, steps: int, seed: int) -> None:
     if errors:
         raise errors[0]
 
-    fresh = Compiler(vocab)
+    fresh = Compiler(vocab, background=False)  # every state classified by the mask that needs it
     for t in range(n_threads):
         for (spec, s), got in zip(todo[t], results[t]):
             want = run_request(fresh, spec, s, steps)
@@ -232,8 +232,9 @@ def test_shared_compiler_threads_match_single_thread_big() -> None:
 
 # CPython cannot run with a preloaded TSan runtime (it crashes at start-up), so the C core is
 # checked under TSan by a small C driver instead: several pthreads share one ag_compiled per
-# grammar (and so its lazily filled mask cache), walk random allowed tokens with rollbacks and
-# hash every mask; a single-threaded rerun on fresh compiled grammars must give the same hashes.
+# grammar (and so its lazily filled mask cache, which a pool's worker fills in the background
+# too), walk random allowed tokens with rollbacks and hash every mask; a single-threaded rerun
+# on fresh compiled grammars must give the same hashes.
 TSAN_DRIVER = r"""
 #include "agentgrammar.h"
 #include <pthread.h>
@@ -372,8 +373,18 @@ int main(int argc, char **argv) {
     gwords[g] = (int32_t *)slurp(path, &n);
     gn[g] = n / 4;
   }
-  ag_compiled *shared[MAX_G], *fresh[MAX_G];
+  ag_compiled *shared[MAX_G], *fresh[MAX_G], *dropped[MAX_G];
+  /* Background classification on a pool's worker while the threads walk, and grammars
+   * freed with their background work queued or in a slice: it stops, nothing leaks. */
+  ag_pool *bg;
+  check(ag_pool_new(2, &bg, &err), &err, "pool_new");
   compile_all(shared);
+  compile_all(dropped);
+  for (int g = 0; g < n_grammars; g++) {
+    check(ag_compiled_classify_background(dropped[g], bg, 1 << 20, 60.0, &err), &err, "background");
+    check(ag_compiled_classify_background(shared[g], bg, 1 << 20, 60.0, &err), &err, "background");
+  }
+  for (int g = 0; g < n_grammars; g++) ag_compiled_free(dropped[g]);
   pthread_t th[64]; job jobs[64];
   for (int t = 0; t < n_threads; t++) {
     jobs[t] = (job){shared, t, calloc((size_t)n_requests, sizeof(uint64_t))};
@@ -395,6 +406,7 @@ int main(int argc, char **argv) {
   bad += pooled != alone;
   for (int g = 0; g < n_grammars; g++) { ag_compiled_free(batched[g]); ag_compiled_free(serial[g]); }
   for (int g = 0; g < n_grammars; g++) { ag_compiled_free(shared[g]); ag_compiled_free(fresh[g]); free(gwords[g]); }
+  ag_pool_free(bg);
   ag_vocab_free(vocab); free(blob); free(offsets); free(kinds);
   printf("requests %d, mismatches %d\n", n_threads * n_requests, bad);
   return bad ? 1 : 0;

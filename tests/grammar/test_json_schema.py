@@ -1314,7 +1314,7 @@ def test_after_a_member_the_next_optional_members_are_one_choice() -> None:
     subset of the members, in schema order, and nothing else."""
     names = [f"p{i}" for i in range(12)]
     schema = {"type": "object", "properties": {k: {"type": "integer"} for k in names}}
-    compiled = Compiler(VOCAB).compile(Grammar.from_json_schema(schema, strict=True))
+    compiled = Compiler(VOCAB, background=False).compile(Grammar.from_json_schema(schema, strict=True))
     matcher = Matcher(compiled)
     assert matcher.accept_string('{"p0": 1')
     before = compiled.cache_stats

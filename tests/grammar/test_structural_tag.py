@@ -156,7 +156,7 @@ def test_a_text_tag_no_trigger_opens_is_a_part_every_request_shares() -> None:
     assert len(shared) == 1 and shared[0].accepts("<think>why not</think>")
     assert not shared[0].accepts("<think>a</think>b") and not shared[0].accepts("<thin")
     pieces = ["<", "think", ">", "</", "think>", "why", " not", "<call>", "alpha", "beta", "</call>", "\n"]
-    compiler = Compiler(Vocabulary([*pieces, "</s>"], stop_token_ids=[len(pieces)]))
+    compiler = Compiler(Vocabulary([*pieces, "</s>"], stop_token_ids=[len(pieces)]), background=False)
     before = {}
     for grammar, name in ((first, "alpha"), (second, "beta")):
         compiled = compiler.compile(grammar)

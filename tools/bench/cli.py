@@ -109,6 +109,18 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--hf-max-new-tokens", type=int, default=64)
     parser.add_argument("--hf-prompt", default="Weather in Paris for the next three days, as JSON:")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--forward-ms",
+        type=float,
+        default=0.0,
+        help="agentic: untimed pause before each mask (a forward pass)",
+    )
+    parser.add_argument(
+        "--no-background",
+        dest="background",
+        action="store_false",
+        help="ours without background classification (Compiler(background=False))",
+    )
     parser.add_argument("--json", action="store_true", help="print every figure as JSON instead of tables")
     args = parser.parse_args(argv)
     if args.maskbench_repeats < 1:

@@ -88,11 +88,16 @@ class Walker:
         return bool(self.m.accept_token(token))
 
 
-def walk(setup: Setup, engine: str, compiled: Any, ids: Sequence[int]) -> Optional[List[float]]:
-    """Seconds of mask + accept per token along ``ids``; None when the engine rejects a token."""
+def walk(
+    setup: Setup, engine: str, compiled: Any, ids: Sequence[int], forward_s: float = 0.0
+) -> Optional[List[float]]:
+    """Seconds of mask + accept per token along ``ids``; None when the engine rejects a token.
+    ``forward_s``: an untimed pause before each mask, the model's forward pass."""
     w = Walker(setup, engine, compiled)
     times: List[float] = []
     for token in ids:
+        if forward_s:
+            time.sleep(forward_s)
         start = time.perf_counter()
         w.fill()
         ok = w.accept(token)
