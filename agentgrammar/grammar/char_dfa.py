@@ -610,14 +610,8 @@ class CharDFA:
         fresh: Callable[[str], str],
         base_name: str,
     ) -> Optional[Expr]:
-        """IR for the accepted strings, each character spelled by ``spell(ranges)`` (e.g. every
-        JSON spelling of one code point in ranges). A state that several others lead to becomes
-        a rule named ``fresh(base_name)`` in ``rules``, unless what it leads to is small and
-        acyclic (``_small_states``): then it is one expression, shared by every state that
-        leads to it. The rest are inlined. None when empty.
-
-        A self-loop becomes a repeat, so the rule nesting grows with the number of state
-        changes, not with the string's length."""
+        """IR for the accepted strings, each character spelled by ``spell(ranges)``; see
+        ``char_dfa_ir.dfa_to_ir``."""
         return dfa_to_ir(self, spell, rules, fresh, base_name)
 
 

@@ -9,27 +9,12 @@ from typing import Any, Dict, List, NamedTuple, Optional
 
 import pytest
 
-from agentgrammar import Tool, ToolCall
+from agentgrammar import ToolCall
 from agentgrammar.formats import FormatParseError, get, names
 from agentgrammar.formats.presets.aliases import ALIASES
 
 xgr = pytest.importorskip("xgrammar")
-from xgrammar.testing import _is_grammar_accept_string as xgr_accepts  # noqa: E402
-
-WEATHER = Tool(
-    "get_weather",
-    "",
-    {
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-        "required": ["city"],
-    },
-)
-NOW = Tool("now", "", {"type": "object", "properties": {}})
-TOOLS = [WEATHER, NOW]
-OPENAI = [{"type": "function", "function": {"name": t.name, "parameters": t.parameters}} for t in TOOLS]
-OSLO = ToolCall("get_weather", {"city": "Oslo", "days": 3})
-TIME = ToolCall("now", {})
+from tests.formats.xgrammar_tag_checks import OPENAI, OSLO, TIME, TOOLS, xgr_accepts  # noqa: E402
 
 
 class Sample(NamedTuple):
