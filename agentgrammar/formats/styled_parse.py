@@ -19,10 +19,12 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import AgentGrammarError
+from ..registry.nesting import nesting_depth
 from .arguments import MAX_JSON_DEPTH, DuplicateKeyError, JSONLimitError, loads_strict
 from .styled import COHERE_END, GEMMA_QUOTE, KIMI_END, M3_NS, schema_of
 
@@ -101,6 +103,8 @@ class _Reader:
             raise StyledParseError(f"{what} names the key {e.key!r} twice", at) from None
         except JSONLimitError as e:
             raise StyledParseError(f"{what} holds {e.problem}", at + e.offset) from None
+        except json.JSONDecodeError as e:  # hostile text: not JSON where the type says JSON
+            raise StyledParseError(f"{what} is not JSON: {e.msg}", at + e.pos) from None
 
     def depth(self, depth: int, pos: int) -> None:
         if depth > MAX_JSON_DEPTH:
@@ -283,6 +287,14 @@ def read_arguments(style: str, text: str, pos: int, schema: Any = None) -> Tuple
         >>> read_arguments("minimax_m3_xml", "]<]minimax[>[<city>Oslo]<]minimax[>[</city>", 0)
         ({'city': 'Oslo'}, 43)
     """
+    args, end = _read(style, text, pos, schema)
+    # elements and the JSON inside them nest together: the whole stays within what a tool takes
+    if nesting_depth(args, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise StyledParseError(f"the arguments nest more than {MAX_JSON_DEPTH} levels deep", pos)
+    return args, end
+
+
+def _read(style: str, text: str, pos: int, schema: Any) -> Tuple[Dict[str, Any], int]:
     r = _Reader(text, schema)
     if style == "gemma":
         start = r.ws(pos)
