@@ -140,7 +140,8 @@ class Checker:
         flags = {"accepted": False, "tokens": False, "parsed": False}
         if len(calls) > 1 and not fmt.parallel_calls:
             return "n/a", flags, f"{len(calls)} calls in a one-call format"
-        if fmt.call_id_form is not None:  # the call's head holds its id (Kimi-K2): parse gives it
+        # the call's head holds its id (Kimi-K2, Cohere, Kimi-K3): parse gives it
+        if fmt.call_id_form is not None or fmt.call_index is not None:
             calls = [ToolCall(c.name, c.arguments, fmt.new_call_id(i, c.name)) for i, c in enumerate(calls)]
         try:
             text = fmt.render(AgentOutput(tool_calls=list(calls)), tools=tools)

@@ -119,7 +119,9 @@ def make_episode(fmt: AgentFormat, rng: random.Random, registry: Optional[ToolRe
     answer in the response block, or as free text in formats without one)."""
     registry = registry or demo_registry()
     user, call, topic = _request(rng)
-    if fmt.call_id_form is not None:  # the call's head holds its id (Kimi-K2's functions.NAME:0)
+    if (
+        fmt.call_id_form is not None or fmt.call_index is not None
+    ):  # the call's head holds its id (Kimi-K2's functions.NAME:0)
         call = ToolCall(call.name, call.arguments, fmt.new_call_id(0, call.name))
     result = str(registry.call(call))
     # Short, formulaic reasoning (no copied values): even a weak model closes it reliably.

@@ -72,6 +72,22 @@ def _form(fmt: "AgentFormat") -> Optional[CallIndexForm]:
     return CallIndexForm.parse(fmt.call_index) if fmt.call_index is not None else None
 
 
+_STRING_BOUNDS = ("pattern", "format", "minLength", "maxLength")
+
+
+def _plain_strings(schema: Any) -> Any:
+    """``schema`` with its strings' pattern, format and length bounds dropped: the
+    ``minimax_m3_xml`` style writes no constrained string (as in xgrammar), so its grammar is
+    looser there and the call's validation against the tool checks them."""
+    if isinstance(schema, list):
+        return [_plain_strings(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    kinds = schema.get("type")
+    stringy = kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
+    return {k: _plain_strings(v) for k, v in schema.items() if not (stringy and k in _STRING_BOUNDS)}
+
+
 def styled_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> Tuple[st.Tag, ...]:
     """The structural tag of one call of ``tool`` (the layout has one way to open a call).
 
@@ -81,8 +97,11 @@ def styled_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) ->
         ['<cofl:tool_call id="']
     """
     assert fmt.argument_style is not None
+    schema = tool.parameters
+    if fmt.argument_style == "minimax_m3_xml":
+        schema = _plain_strings(schema)
     args: st.Format = st.JSONSchema(
-        json_schema=tool.parameters,
+        json_schema=schema,
         style=fmt.argument_style,
         any_order=any_order,
         max_whitespace_cnt=fmt.max_whitespace,
