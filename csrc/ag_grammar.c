@@ -270,6 +270,7 @@ ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out
   if (!g) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory loading the grammar");
   atomic_init(&g->refs, 1);
   g->root = ir.root;
+  g->holds_ff = ir.holds_ff;
   st = ag_fsm_build(&ir, g, err);
   if (!st) st = ag_grammar_analyze(g, err);
   if (!st) st = ag_grammar_keep_dispatches(g, &ir, 0, err);
@@ -295,3 +296,5 @@ void ag_grammar_free(ag_grammar *g) {
 int32_t ag_grammar_num_rules(const ag_grammar *g) { return g ? g->n_rules : 0; }
 
 int32_t ag_grammar_num_states(const ag_grammar *g) { return g ? g->n_states : 0; }
+
+int32_t ag_grammar_holds_ff(const ag_grammar *g) { return g && g->holds_ff; }

@@ -81,6 +81,8 @@ struct ag_grammar {
    * reference inlines, which no edge names (ag_fsm.c, ag_rules_build). A grammar
    * that links this one may name its root and the rules its edges name, not these. */
   bool *rule_stub;
+  /* Its own IR (not its parts') holds byte 0xFF (ag_ir.holds_ff). */
+  bool holds_ff;
   int32_t n_states;
   ag_state *states;      /* [n_states] */
   int32_t *state_rule;   /* [n_states] */

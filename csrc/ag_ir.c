@@ -314,6 +314,33 @@ static ag_status ag_ir_check_keytrie(const ag_ir *ir, int32_t i, const int32_t *
   return AG_OK;
 }
 
+/* Whether byte string w (n words, checked) holds 0xFF. */
+static bool ag_ir_word_has_ff(const int32_t *w, int32_t n) {
+  for (int32_t k = 0; k < n; k++)
+    if (w[k] == 0xFF) return true;
+  return false;
+}
+
+/* Whether checked node p holds byte 0xFF in a literal, a word or a byte range. */
+static bool ag_ir_node_has_ff(const int32_t *p) {
+  switch (p[0]) {
+    case AG_NODE_LITERAL: return ag_ir_word_has_ff(p + 2, p[1]);
+    case AG_NODE_BYTES:
+      for (int32_t k = 0; k < p[1]; k++)
+        if (p[3 + 2 * k] == 0xFF) return true;
+      return false;
+    case AG_NODE_DISPATCH:
+    case AG_NODE_SWITCH: {
+      int32_t n = p[0] == AG_NODE_DISPATCH ? p[2] : p[1];
+      const int32_t *w = p[0] == AG_NODE_DISPATCH ? p + 3 : p + 2;
+      for (int32_t k = 0; k < n; k++, w += 2 + w[1])
+        if (ag_ir_word_has_ff(w + 2, w[1])) return true;
+      return false;
+    }
+    default: return false; /* key trie names are ASCII */
+  }
+}
+
 static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
   int32_t off = ir->offset[i];
   if (off < 0 || off >= ir->n_data)
@@ -354,7 +381,9 @@ ag_status ag_ir_parse(const int32_t *words, size_t n_words, int32_t n_external, 
                      ir->body[r], ir->n_nodes);
   /* Every node is checked, even unreferenced ones: a buffer is either valid
    * or rejected, never half-trusted. */
-  for (int32_t i = 0; i < ir->n_nodes; i++)
+  for (int32_t i = 0; i < ir->n_nodes; i++) {
     if ((st = ag_ir_check_node(ir, i, err))) return st;
+    if (!ir->holds_ff) ir->holds_ff = ag_ir_node_has_ff(ag_ir_node(ir, i));
+  }
   return AG_OK;
 }

@@ -44,6 +44,9 @@ typedef struct ag_ir {
   const int32_t *body;   /* [n_rules] */
   const int32_t *offset; /* [n_nodes] */
   const int32_t *data;   /* [n_data] */
+  /* Some literal, word or byte range holds byte 0xFF, with which token markers and
+   * one-token items open (no UTF-8 text holds it): callers then look for them. */
+  bool holds_ff;
 } ag_ir;
 
 static inline const int32_t *ag_ir_node(const ag_ir *ir, int32_t node) {

@@ -377,6 +377,7 @@ ag_status ag_grammar_link(const int32_t *words, size_t n_words, ag_grammar *cons
   ag_grammar *g = calloc(1, sizeof *g);
   if (!g) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
   atomic_init(&g->refs, 1);
+  g->holds_ff = ir.holds_ff;
   st = ag_link_build(g, &ir, parts, n_parts, &z, err); /* analysed as it is built */
   if (!st) st = ag_link_check_parts_kept(g, err);
   if (!st) st = ag_grammar_keep_dispatches(g, &ir, (int32_t)z.ir_rules, err);

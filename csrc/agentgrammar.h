@@ -113,6 +113,10 @@ ag_status ag_grammar_link(const int32_t *words, size_t n_words, ag_grammar *cons
 void ag_grammar_free(ag_grammar *grammar);
 int32_t ag_grammar_num_rules(const ag_grammar *grammar);
 int32_t ag_grammar_num_states(const ag_grammar *grammar);
+/* 1 when the grammar's own buffer (not its parts') holds byte 0xFF in a literal, a
+ * word or a byte range: token markers and one-token items open with it, and no
+ * UTF-8 text holds it, so a grammar without it writes neither. */
+int32_t ag_grammar_holds_ff(const ag_grammar *grammar);
 
 /* ---- compiled grammar ------------------------------------------------- */
 

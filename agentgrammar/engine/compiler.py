@@ -356,9 +356,12 @@ class Compiler:
         self._memo_bytes = min(trim_memos(share), share)
 
     def _build(self, grammar: Grammar) -> CompiledGrammar:
-        _check_token_markers(grammar, self._vocab)
         parts = self._parts_of(grammar.parts)
         g = _load_grammar(grammar, parts)
+        # The loader saw every byte: a grammar without 0xFF (most) writes no token marker and
+        # no one-token item, and its rules need no walk for them.
+        chunks = _literal_bytes(grammar.rules) if lib.ag_grammar_holds_ff(g) else []
+        _check_token_markers(chunks, self._vocab)
         out = ffi.new("ag_compiled **")
         err = new_error()
         if parts:
@@ -373,9 +376,7 @@ class Compiler:
         status = lib.ag_compiled_prepare_triggers(handle, err)
         if status != lib.AG_OK:
             raise_error(status, err, GrammarError)
-        ones = None
-        if b"\xff" in grammar.to_bytes():  # most grammars: no walk (as _check_token_markers)
-            ones = one_token_sets(_literal_bytes(grammar.rules), self._vocab)
+        ones = one_token_sets(chunks, self._vocab) if chunks else None
         return CompiledGrammar(grammar, self._vocab, handle, g, parts, ones)
 
     def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
@@ -493,13 +494,10 @@ def token_markers_of(grammar: Grammar) -> List[Any]:
     return sorted(markers_in_bytes(_literal_bytes(grammar.rules)), key=lambda m: (isinstance(m, int), str(m)))
 
 
-def _check_token_markers(grammar: Grammar, vocab: Vocabulary) -> None:
-    """``GrammarError`` when ``grammar`` (its own rules) writes a token marker that ``vocab``
-    does not spell: any token holding 0xFF could then write it byte by byte. The serialized
-    grammar holds no 0xFF byte in most grammars, which settles it without a walk."""
-    if b"\xff" not in grammar.to_bytes():
-        return
-    missing = sorted(markers_in_bytes(_literal_bytes(grammar.rules)) - set(vocab.token_markers), key=str)
+def _check_token_markers(chunks: Sequence[bytes], vocab: Vocabulary) -> None:
+    """``GrammarError`` when a grammar whose own literals are ``chunks`` writes a token marker
+    that ``vocab`` does not spell: any token holding 0xFF could then write it byte by byte."""
+    missing = sorted(markers_in_bytes(chunks) - set(vocab.token_markers), key=str)
     if missing:
         raise GrammarError(
             f"the grammar writes {', '.join(map(repr, missing))} as single tokens, but the vocabulary "

@@ -16,6 +16,8 @@ from agentgrammar import (
     VocabularyError,
 )
 from agentgrammar import structural_tag as st
+from agentgrammar.engine._native import lib
+from agentgrammar.grammar.ir import ByteClass, Rule
 from agentgrammar.grammar.token_markers import (
     encode_text,
     marker_bytes,
@@ -134,3 +136,18 @@ def test_a_grammar_with_markers_needs_a_vocabulary_that_marks_them() -> None:
                 ],
             }
         )
+
+
+def test_the_loader_says_which_grammars_may_write_markers() -> None:
+    # the compiler walks a grammar's literals for markers only when its loader saw a 0xFF byte
+    v = _vocab().with_token_markers(["<call>", "</call>"])
+    marked = Compiler(v).compile(Grammar.from_structural_tag(_calls_tag()))
+    plain = Compiler(v).compile(
+        Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+    )
+    text = Compiler(v).compile(Grammar.from_ebnf("root ::= [\\x00-\\xff]+"))  # code points: UTF-8
+    raw = Compiler(v).compile(Grammar.from_rules([Rule("root", ByteClass(((0xF0, 0xFF),)))]))
+    assert lib.ag_grammar_holds_ff(marked._grammar_handle) == 1
+    assert lib.ag_grammar_holds_ff(plain._grammar_handle) == 0
+    assert lib.ag_grammar_holds_ff(text._grammar_handle) == 0
+    assert lib.ag_grammar_holds_ff(raw._grammar_handle) == 1
