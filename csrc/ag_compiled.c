@@ -187,5 +187,6 @@ void ag_compiled_cache_stats(const ag_compiled *c, ag_cache_stats *out) {
     out->derived += part.derived;
     out->shared += part.shared;
     out->plain += part.plain;
+    out->classed += part.classed;
   }
 }

@@ -1089,21 +1089,24 @@ def test_spec_formats_that_are_not_supported_still_raise() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["date-time", "email", "uuid"])
-def test_a_format_is_one_shared_rule_normalized_once(fmt: str) -> None:
-    from agentgrammar.grammar import json_values, pieces
+def test_a_format_is_one_shared_grammar_normalized_once(fmt: str) -> None:
+    from agentgrammar.grammar import json_values
 
     schema = {"type": "object", "properties": {k: {"type": "string", "format": fmt} for k in "abc"}}
     g, again = Grammar.from_json_schema(schema), Grammar.from_json_schema(schema)
     rule = "json_format_" + fmt.replace("-", "_")
-    by_name = {r.name: r.body for r in g.rules}
-    # the three properties use one rule, already in the form the C core takes: the grammar's
-    # normalization has nothing to do, and its repeat rules are base rules of the format
-    assert g._normalized is g.rules
-    assert sorted(n for n in by_name if n.startswith(rule)) == sorted(
+    # the three properties embed one grammar, the same object in every schema (its automata
+    # are loaded once per process), already in the form the C core takes
+    (part,) = [p for p in g.parts if p.root == rule]
+    assert [p for p in again.parts if p.root == rule] == [part] and part._shared
+    assert not any(r.name.startswith(rule) for r in g.rules)
+    assert part._normalized is part.rules
+    assert sorted(r.name for r in part.rules) == sorted(
         r.name for r in normalize_rules([Rule(rule, json_values.format_string(fmt))], use_pieces=False)
     )
-    assert {r.name: r.body for r in again.rules}[rule] is by_name[rule]  # the same object: a piece
-    assert pieces.info(by_name[rule]) is not None
+    # with excludes a string is the schema's own: the format stays one of its rules
+    excluded = Grammar.from_json_schema(schema, excludes=["zz"])
+    assert rule in {r.name for r in excluded.rules} and not any(p.root == rule for p in excluded.parts)
     # the same language as the format's string inline
     inline = Grammar.from_rules([Rule("root", json_values.format_string(fmt))])
     samples = {

@@ -27,11 +27,13 @@ from ..ir import (
     RuleRef,
     Seq,
     fresh_name,
+    referenced_rules,
 )
 from .arrays import array_schema
 from .base_rules import base, value_rule
 from .combinators import any_of, rewrite
 from .enums import enum_schema
+from .formats import _FORMAT_RULES, _format_rule_body
 from .instances import _compact_json
 from .keywords import (
     _ALL_TYPES,
@@ -82,6 +84,31 @@ def _value_embed(layout: _Layout, make_part: MakePart, excludes: Tuple[str, ...]
     return found
 
 
+#: An ``Embed`` of the grammar of each ``format``'s JSON string, by format and part factory:
+#: made once, as ``_VALUE_GRAMMARS``.
+_FORMAT_GRAMMARS: Dict[Tuple[str, MakePart], Embed] = {}
+
+
+def _format_embed(fmt: str, make_part: MakePart) -> Embed:
+    """An ``Embed`` of the grammar of ``format`` ``fmt``'s JSON string (its rule and the rules
+    its counted repeats use), made once by ``make_part``."""
+    key = (fmt, make_part)
+    found = _FORMAT_GRAMMARS.get(key)
+    if found is None:
+        name = _FORMAT_RULES[fmt]
+        rules: List[Rule] = []
+        todo, seen = [name], {name}
+        while todo:
+            rule = todo.pop()
+            body = _format_rule_body(rule)
+            rules.append(Rule(rule, body))
+            fresh = [dep for dep in referenced_rules(body) if dep not in seen]
+            seen.update(fresh)
+            todo += fresh
+        found = _FORMAT_GRAMMARS.setdefault(key, Embed(make_part(rules, name)))
+    return found
+
+
 #: ``Converter.rewritten``: the schema needs no rewriting.
 _UNCHANGED: Any = object()
 
@@ -106,6 +133,7 @@ class Converter:
         self.root = root
         self.make_part = make_part  # any value as an Embed of the part it makes (any_value)
         self.value_embed: Optional[Embed] = None  # the Embed of any value, once used
+        self.format_embeds: Dict[str, Embed] = {}  # the Embeds of formats used (format_string)
         self.layout = layout
         self.strict = strict
         self.lenient = lenient
@@ -167,6 +195,16 @@ class Converter:
             self.value_embed = _value_embed(self.layout, self.make_part, self.excludes)
             return self.value_embed
         return value_rule(self, depth)
+
+    def format_string(self, fmt: str) -> Expr:
+        """A JSON string of ``format`` ``fmt`` (a supported one). Like any value, it is embedded
+        from one grammar per format (``_format_embed``): its automata, thousands of states for
+        ``email`` or ``date-time``, are built once per process instead of in every grammar,
+        and a compiler's token masks of its states serve every grammar that embeds it."""
+        if self.make_part is not None and not self.excludes:
+            embed = self.format_embeds[fmt] = _format_embed(fmt, self.make_part)
+            return embed
+        return base(self, _FORMAT_RULES[fmt])
 
     def sub(self, schema: Any, path: str, depth: int, hint: str) -> Optional[Expr]:
         """The expression of a sub-schema, shared through a rule when it is not trivial."""

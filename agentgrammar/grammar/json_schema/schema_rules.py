@@ -148,4 +148,5 @@ def schema_rules_and_parts(
         base(conv, "ws")  # referenced by the layout's separators (unused ones are dropped by Grammar)
     rules = [Rule(n, b) for n, b in conv.rules.items()]
     rules += [Rule(n, b) for n, b in conv.base_rules.items()]
-    return rules, "root", () if conv.value_embed is None else (conv.value_embed.grammar,)
+    embeds = ([] if conv.value_embed is None else [conv.value_embed]) + list(conv.format_embeds.values())
+    return rules, "root", tuple(e.grammar for e in embeds)

@@ -22,7 +22,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .excludes import warn_lengths_dropped
-from .formats import _FORMAT_RULES, _format_dfa
+from .formats import _format_dfa
 from .keywords import (
     _AND_PATTERNS,
     _INTERNAL_KW,
@@ -102,7 +102,7 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
             conv.unsupported("pattern", path, f"({pattern!r}) cannot be converted: {e}")
             return base(conv, "json_string")
     if fmt is not None:
-        return base(conv, _FORMAT_RULES[fmt])
+        return conv.format_string(fmt)
     if lo == 0 and hi is None:
         return base(conv, "json_string")
     # Code points counted exactly; large bounds are nested rather than unrolled.
