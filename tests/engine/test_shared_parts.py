@@ -4,10 +4,12 @@ the engine (not on the grammar) while the grammar lives, and bound by every comp
 from __future__ import annotations
 
 import gc
+from typing import List
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
 from agentgrammar.engine import shared_parts
 from agentgrammar.grammar.ir import Embed, Literal, Rule, Seq
+from agentgrammar.grammar.json_schema import json_schema_rules
 
 TOKENS = ["<", ">", "x", "y", "</s>"]
 
@@ -59,3 +61,44 @@ def test_a_grammar_holds_no_engine_state() -> None:
     slots = set(Grammar.__slots__)
     assert not slots & {"_kept", "_key", "_compiled_bytes"}
     assert part._shared and not grammar._shared
+
+
+FORMAT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "when": {"type": "string", "format": "date-time"},
+        "who": {"type": "string", "format": "email"},
+    },
+    "required": ["when", "who"],
+}
+FORMAT_VALUE = '{"when": "2020-02-29T10:00:00.5+01:00", "who": "jo.x@example.com"}'
+
+
+def _masks_along(compiled, text: str) -> List[List[int]]:
+    matcher = Matcher(compiled)
+    out = []
+    for i in range(len(text)):
+        out.append(matcher.allowed_token_ids())
+        assert matcher.accept_string(text[i]), text[: i + 1]
+    out.append(matcher.allowed_token_ids())
+    return out
+
+
+def test_a_format_is_a_shared_part_with_the_masks_of_the_format_inline() -> None:
+    from tests.engine.test_threads import make_vocab
+
+    embedded = Grammar.from_json_schema(FORMAT_SCHEMA)
+    other = Grammar.from_json_schema({"type": "array", "items": {"type": "string", "format": "email"}})
+    inline = Grammar.from_rules(*json_schema_rules(FORMAT_SCHEMA))  # no parts: every rule its own
+    assert not inline.parts and {p.root for p in embedded.parts} >= {
+        "json_format_date_time",
+        "json_format_email",
+    }
+    one, two = Compiler(make_vocab()), Compiler(make_vocab())
+    compiled, again = one.compile(embedded), two.compile(other)
+    handles = {p.grammar.root: p._grammar_handle for p in compiled._parts}
+    # two schemas, two fresh compilers: one C grammar of email, loaded once
+    assert [p._grammar_handle for p in again._parts if p.grammar.root == "json_format_email"] == [
+        handles["json_format_email"]
+    ]
+    assert _masks_along(compiled, FORMAT_VALUE) == _masks_along(one.compile(inline), FORMAT_VALUE)
