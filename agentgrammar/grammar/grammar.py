@@ -120,7 +120,9 @@ class Grammar(GrammarBase, CountedOnce):
         rules = tuple(rules)
         kept, normal = _validate(rules, root, check_nodes=not _converted)
         if _parts and len(kept) < len(rules):  # an embed may have been in a dropped rule
-            _parts = tuple(embedded_grammars(kept))
+            names = {r.name for r in kept}
+            if embedded_grammars([r for r in rules if r.name not in names]):  # most drop none
+                _parts = tuple(embedded_grammars(kept))
         object.__setattr__(self, "rules", kept)
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)

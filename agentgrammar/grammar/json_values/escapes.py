@@ -83,8 +83,11 @@ def _positions(pos: Sequence[Tuple[int, int]], cls) -> Expr:  # type: ignore[no-
     return seq(items)
 
 
+@_cache
 def _hex4(lo: int, hi: int) -> Expr:
-    """Four hex digits (either case) with value in [lo, hi]."""
+    """Four hex digits (either case) with value in [lo, hi]. Remembered: the escapes of every
+    class that reaches past U+FFFF (a key or pattern class left open, its complement) spell
+    the same surrogate ranges, and those of U+E000..U+FFFF."""
     out = choice([_positions(p, _hex_class) for p in _fixed_width(lo, hi, 4, 16)])
     assert out is not None
     return out
