@@ -7,6 +7,7 @@ MEMO_SHARE``; grammars are counted once, however many caches reach them."""
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 from typing import Any, Dict
 
@@ -117,3 +118,36 @@ def test_bounded_cache_is_least_recently_used_first_out() -> None:
     assert cache.get(0) == 0 and cache.get(1) is None and cache.get(9) == 9
     memo.clear_memos()
     assert len(cache) == 0
+
+
+class _Slotted:
+    """A stand-in for this package's slotted objects (its module is renamed below)."""
+
+    __slots__ = ("other", "payload")
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+
+class _Foreign:
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+
+class _Text(str):
+    pass
+
+
+def test_approx_bytes_enters_the_packages_objects_and_counts_each_object_once() -> None:
+    _Slotted.__module__ = "agentgrammar.tests_stand_in"  # walked like this package's objects
+    text = "y" * 50_000
+    one = _Slotted([text, text])
+    entered = memo.approx_bytes([one])
+    assert 50_000 <= entered < 2 * 50_000  # the slot's list and its string, counted once
+    assert memo.approx_bytes([[one, one, one]]) == entered + sys.getsizeof([one, one, one])
+    assert memo.approx_bytes([_Foreign([text])]) < 1_000  # a foreign object: its own size only
+    assert memo.approx_bytes([(_Text(text),)]) >= 50_000  # a str subclass is counted too
+    found: list = []
+    g = Grammar.from_regex("[a-z]+")
+    assert memo.approx_bytes([{"g": g, "k": _Slotted(g)}], grammars=found) < 1_000
+    assert found == [g]  # a grammar is reported (once), not entered
