@@ -31,8 +31,8 @@ _HELD: Dict[int, int] = {}
 _MEASURE_BATCH = 64
 # Of a batch, one entry in this many is walked and the others count as their cache's average
 # walked entry until the estimate passes a limit (a trim walks them then): walking every entry
-# was a third of a request's compile for new tools (a 100-tool request, 2,000 entries).
-_MEASURE_SAMPLE = 4
+# was a third of a cold request's compile (a 100-tool request adds some 700 entries).
+_MEASURE_SAMPLE = 16
 _AVERAGE = [4096, 1]  # bytes measured, entries measured (a prior of one 4 KiB entry)
 
 
