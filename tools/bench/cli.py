@@ -28,7 +28,9 @@ hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, defau
    sharing of identical rules inside one grammar: about 4x slower at 100 tools); *warm*: one compiler per engine kept for the
    whole run, every tool already compiled once (the full registry as a warm-up), a new subset;
    ours is timed warm before cold, and the full registry is built again (untimed) after each
-   cold request, whose clearing of our process-wide per-tool caches no serving process does;
+   cold request, whose clearing of our process-wide per-tool caches no serving process does,
+   and the memo accounting measures what it rebuilt (untimed, as the registry's first build
+   did; else the next timed warm request measured it);
    what the rebuild leaves alive is frozen out of the cyclic collector's reach, as setup is.
    Times are build + compile, and build + compile + first mask ("ttfm"). Then, along a
    realistic output (think text, a sentence, two tool calls with valid arguments made from the
