@@ -308,6 +308,8 @@ class Vocabulary:
             stop = _check_ids(stop_token_ids, "stop_token_ids", n)
         else:
             found = set(_find_stop_tokens(token_bytes))
+            if added:  # its end tokens are added ones: a plain token spelling one is text (Qwen's "</s>")
+                found &= added.keys()
             eos = _read_attr(tokenizer, "eos_token_id", name)
             if eos is None:
                 eos_of = _read_attr(_read_attr(tokenizer, "sp_model", name), "eos_id", f"{name}.sp_model")

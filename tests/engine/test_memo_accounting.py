@@ -7,6 +7,7 @@ MEMO_SHARE``; grammars are counted once, however many caches reach them."""
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 from typing import Any, Dict
 
@@ -117,3 +118,61 @@ def test_bounded_cache_is_least_recently_used_first_out() -> None:
     assert cache.get(0) == 0 and cache.get(1) is None and cache.get(9) == 9
     memo.clear_memos()
     assert len(cache) == 0
+
+
+class _Slotted:
+    """A stand-in for this package's slotted objects (its module is renamed below)."""
+
+    __slots__ = ("other", "payload")
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+
+class _Foreign:
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+
+class _Text(str):
+    pass
+
+
+def test_approx_bytes_enters_the_packages_objects_and_counts_each_object_once() -> None:
+    _Slotted.__module__ = "agentgrammar.tests_stand_in"  # walked like this package's objects
+    text = "y" * 50_000
+    one = _Slotted([text, text])
+    entered = memo.approx_bytes([one])
+    assert 50_000 <= entered < 2 * 50_000  # the slot's list and its string, counted once
+    assert memo.approx_bytes([[one, one, one]]) == entered + sys.getsizeof([one, one, one])
+    assert memo.approx_bytes([_Foreign([text])]) < 1_000  # a foreign object: its own size only
+    assert memo.approx_bytes([(_Text(text),)]) >= 50_000  # a str subclass is counted too
+    found: list = []
+    g = Grammar.from_regex("[a-z]+")
+    assert memo.approx_bytes([{"g": g, "k": _Slotted(g)}], grammars=found) < 1_000
+    assert found == [g]  # a grammar is reported (once), not entered
+
+
+def test_a_compiles_new_entries_are_sampled_and_walked_when_asked() -> None:
+    memo.clear_memos()
+    cache: memo.IdentityMemo[Any] = memo.IdentityMemo("test sampled", limit=1000)
+    keys = [object() for _ in range(200)]
+    for k in keys:
+        cache.put(k, "x" * 10_000)
+    estimate = memo.trim_memos(10**12)  # as a compile does, far under its limit: sampled
+    assert len(cache._estimated) >= 100  # most entries were counted, not walked
+    exact = memo.memo_size_bytes()  # walks every entry
+    assert not cache._estimated
+    assert exact >= 200 * 10_000 and abs(estimate - exact) < exact // 20
+    for k in keys[:100]:
+        cache.discard(k)
+    assert 100 * 10_000 <= memo.memo_size_bytes() < exact * 3 // 4
+    for _ in range(100):
+        cache.put(object(), "y" * 10_000)  # new entries, sampled again, then dropped by a trim
+    memo.trim_memos(10**12)
+    total = memo.memo_size_bytes()
+    memo.trim_memos(total // 2)  # over: walked for real, then the oldest go
+    assert memo.memo_size_bytes() <= total // 2 and not cache._estimated
+    assert cache.get(keys[-1]) is None
+    memo.clear_memos()
+    assert len(cache) == 0 and memo.memo_size_bytes() == 0

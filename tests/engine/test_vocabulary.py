@@ -163,6 +163,17 @@ def test_holes_are_empty_and_special():
     assert v.token_kinds() == bytes([TOKEN_NORMAL, TOKEN_SPECIAL, TOKEN_NORMAL, TOKEN_STOP])
 
 
+def test_a_plain_token_spelling_an_end_token_is_text_when_the_end_tokens_are_added():
+    # Qwen2/3 have "</s>" among their merges (id 128247) and end with the added <|im_end|>.
+    added = {2: types.SimpleNamespace(special=True), 3: types.SimpleNamespace(special=True)}
+    vocab = {"a": 0, "</s>": 1, "<|im_end|>": 2, "<|endoftext|>": 3}
+    for eos in (2, None):
+        tok = types.SimpleNamespace(get_vocab=lambda: vocab, added_tokens_decoder=added, eos_token_id=eos)
+        v = Vocabulary.from_huggingface(tok)
+        assert v.stop_token_ids == (2, 3)
+        assert v.token_kinds()[1] == TOKEN_NORMAL and v.token_bytes[1] == b"</s>"
+
+
 def test_tiktoken_style_bytes_vocabulary():
     tok = types.SimpleNamespace(get_vocab=lambda: {b"\xe4\xb8": 0, b" a": 1, b"<|endoftext|>": 2})
     v = Vocabulary.from_huggingface(tok)
@@ -357,3 +368,17 @@ def test_a_vocabulary_pickled_as_slots_alone_still_loads() -> None:
     again.__setstate__(old_state)
     assert again.token_bytes == vocab.token_bytes and again._native_tables is None
     assert Matcher(Compiler(again).compile(Grammar.from_regex("a"))).allowed_token_ids() == [0]
+
+
+def test_qwen3_and_o200k_stop_tokens_are_their_added_end_tokens():
+    from tests.kit import kit_tokenizer
+
+    qwen = kit_tokenizer("qwen3")
+    v = Vocabulary.from_huggingface(qwen)
+    ids = qwen.convert_tokens_to_ids(["<|endoftext|>", "<|im_end|>"])
+    assert v.stop_token_ids == tuple(ids)
+    plain = qwen.convert_tokens_to_ids("</s>")  # one of the merges, not an added token
+    assert plain not in qwen.get_added_vocab().values() and v.token_kinds()[plain] == TOKEN_NORMAL
+    oss = kit_tokenizer("gpt-oss")
+    ends = oss.convert_tokens_to_ids(["<|endoftext|>", "<|return|>", "<|call|>"])
+    assert Vocabulary.from_huggingface(oss).stop_token_ids == tuple(ends)

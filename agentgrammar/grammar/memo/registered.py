@@ -52,7 +52,7 @@ class _Registered(_Account):
         self._held = held
         self._bytes = self._size()
 
-    def measure(self) -> None:
+    def measure(self, sample: int = 1) -> None:
         self._rescan()
 
     def shrink(self, fraction: float) -> None:
@@ -175,7 +175,7 @@ class _LruAccount(_Account):
     def own_bytes(self) -> int:
         return len(self) * self._per_entry
 
-    def measure(self) -> None:
+    def measure(self, sample: int = 1) -> None:
         n = len(self)
         if n < 16 or self._measured_at // 2 < n < 2 * self._measured_at:
             return

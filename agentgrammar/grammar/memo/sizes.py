@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import threading
 import types
+import weakref
 from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["GRAMMAR_BYTES_PER_WORD", "CountedOnce", "approx_bytes", "grammar_bytes"]
@@ -28,6 +29,10 @@ _HELD: Dict[int, int] = {}
 # Fresh entries are measured in batches (a walk per entry, and the registered caches scanned):
 # until then each counts as the average entry measured so far.
 _MEASURE_BATCH = 64
+# Of a batch, one entry in this many is walked and the others count as their cache's average
+# walked entry until the estimate passes a limit (a trim walks them then): walking every entry
+# was a third of a cold request's compile (a 100-tool request adds some 700 entries).
+_MEASURE_SAMPLE = 16
 _AVERAGE = [4096, 1]  # bytes measured, entries measured (a prior of one 4 KiB entry)
 
 
@@ -80,6 +85,33 @@ class CountedOnce:
         return ()
 
 
+# Exact types that a walk counts without entering (subclasses take the general path).
+_ATOMS = frozenset({str, bytes, int, float, bool, type(None), complex})
+# type -> the slot names a walk enters, or None for a type it does not enter (foreign, opaque);
+# weak, so that a class made at run time can go.
+_SLOTS: "weakref.WeakKeyDictionary[type, Optional[Tuple[str, ...]]]" = weakref.WeakKeyDictionary()
+_UNKNOWN = object()
+
+
+def _entered_slots(t: type) -> Optional[Tuple[str, ...]]:
+    """The slots (over the whole MRO) of this package's type ``t`` that a walk enters, or None
+    when objects of ``t`` are counted but not entered; found once per type."""
+    known = _SLOTS.get(t, _UNKNOWN)
+    if known is not _UNKNOWN:
+        return known  # type: ignore[return-value]
+    found: Optional[Tuple[str, ...]]
+    if not (t.__module__.startswith("agentgrammar") and t.__name__ not in _OPAQUE_NAMES):
+        found = None
+    else:
+        names: List[str] = []
+        for klass in t.__mro__:
+            slots = getattr(klass, "__slots__", ())
+            names.extend((slots,) if isinstance(slots, str) else slots)
+        found = tuple(names)
+    _SLOTS[t] = found
+    return found
+
+
 def approx_bytes(
     roots: Sequence[Any],
     *,
@@ -103,6 +135,7 @@ def approx_bytes(
     total = 0
     stack = list(roots)
     is_root = {id(r) for r in roots}
+    getsizeof = sys.getsizeof
     while stack and len(seen) < limit:
         o = stack.pop()
         i = id(o)
@@ -110,28 +143,32 @@ def approx_bytes(
             continue
         seen.add(i)
         t = type(o)
+        if t in _ATOMS:  # most objects of an entry: counted, nothing to enter
+            total += getsizeof(o)
+            continue
         if isinstance(o, CountedOnce):
             if grammars is not None:
                 grammars.append(o)
             continue
         if isinstance(o, _SKIP_TYPES):
             continue
-        total += sys.getsizeof(o)
+        total += getsizeof(o)
         if isinstance(o, dict):
             stack.extend(o.keys())
             stack.extend(o.values())
         elif isinstance(o, _CONTAINERS):
             stack.extend(o)
-        elif t.__module__.startswith("agentgrammar") and t.__name__ not in _OPAQUE_NAMES:
+        else:
+            slots = _entered_slots(t)
+            if slots is None:
+                continue
             attrs = getattr(o, "__dict__", None)
             if attrs is not None:
                 stack.append(attrs)
-            for klass in t.__mro__:
-                slots = getattr(klass, "__slots__", ())
-                for slot in (slots,) if isinstance(slots, str) else slots:
-                    value = getattr(o, slot, None)
-                    if value is not None:
-                        stack.append(value)
+            for slot in slots:
+                value = getattr(o, slot, None)
+                if value is not None:
+                    stack.append(value)
     return total
 
 

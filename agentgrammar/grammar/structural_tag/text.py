@@ -100,9 +100,24 @@ def _markers_of(item: Any) -> Set[Any]:
     return _markers_of([getattr(item, name) for name in type(item).model_fields])
 
 
+# Tag -> every token it names (``_named_tokens``): a request's hundreds of cached tags are
+# met again, and walking each one's fields was most of a 500-tool request for known tools.
+_TAG_NAMED: "memo.IdentityMemo[Set[Any]]" = memo.IdentityMemo("tag named tokens", limit=16384)
+
+
 def _named_tokens(item: Any) -> Set[Any]:
     """Every token a format names (``_markers_of``, and the excluded and trigger tokens): the
     tokens a vocabulary marks for it."""
+    if isinstance(item, st.Tag):
+        named = _TAG_NAMED.get(item)
+        if named is None:
+            named = _TAG_NAMED.put(item, _named_fields(item))
+        return set(named)
+    return _named_fields(item)
+
+
+def _named_fields(item: Any) -> Set[Any]:
+    """``_named_tokens`` of ``item`` found from its own fields."""
     found = set(_markers_of(item)) if not isinstance(item, (list, tuple)) else set()
     if isinstance(item, (list, tuple)):
         for x in item:
