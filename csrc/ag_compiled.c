@@ -125,6 +125,12 @@ ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const
   return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, 0, true, out, err);
 }
 
+ag_status ag_compiled_state_copies(ag_compiled *c, int32_t state, const struct ag_copies **out,
+                                   ag_error *err) {
+  ag_compiled *h = ag_compiled_holder(c, &state);
+  return ag_mask_cache_copies(h->cache, h->grammar, h->vocab, state, out, err);
+}
+
 const ag_state_masks *ag_compiled_state_peek(ag_compiled *c, int32_t state) {
   ag_compiled *h = ag_compiled_holder(c, &state);
   return ag_mask_cache_peek(h->cache, state);

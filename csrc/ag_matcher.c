@@ -7,6 +7,7 @@
  * byte is rejected every following token with that same prefix is skipped. */
 #include "ag_background.h"
 #include "ag_compiled.h"
+#include "ag_copies.h"
 #include "ag_earley.h"
 #include "agentgrammar_testing.h"
 
@@ -60,6 +61,8 @@ struct ag_matcher {
   uint32_t stamp;
   AG_VEC(const ag_state_masks *) classes; /* the current set's scannable states' classes */
   AG_VEC(int32_t) class_states;           /* the state of each */
+  AG_VEC(int32_t) class_room;  /* the copies each may still begin (ag_copy_room), -1: any */
+  uint32_t *scratch;           /* [mask words] one class's tokens near a counted max */
   ag_verdicts verdicts[AG_VERDICT_SLOTS];
 };
 
@@ -127,6 +130,8 @@ void ag_matcher_free(ag_matcher *m) {
   free(m->accepted_pos);
   ag_vec_free(&m->classes);
   ag_vec_free(&m->class_states);
+  ag_vec_free(&m->class_room);
+  free(m->scratch);
   for (int k = 0; k < AG_VERDICT_SLOTS; k++) ag_vec_free(&m->verdicts[k].accepted);
   free(m->stop_ids);
   free(m->stop_bits);
@@ -291,7 +296,8 @@ static void ag_gather_byte_paths(const ag_parser *p, ag_byte_paths *b) {
   for (uint32_t it = p->set_start.data[p->set_start.len - 1];
        it < p->items.len && b->n < AG_BYTE_PATHS; it++) {
     int32_t s = p->items.data[it].state;
-    if (g->states[s].byte_begin == g->states[s].byte_end) continue;
+    /* a counted rule's bytes may pass its max: only the parser knows */
+    if (g->states[s].byte_begin == g->states[s].byte_end || g->states[s].counted) continue;
     bool seen = false;
     for (int k = 0; k < b->n && !seen; k++) seen = b->states[k] == s;
     if (!seen) b->states[b->n++] = s;
@@ -434,6 +440,27 @@ static void ag_or_words(uint32_t *restrict dst, const uint32_t *restrict src, si
   for (size_t w = 0; w < n; w++) dst[w] |= src[w];
 }
 
+/* The most copies a token may still begin from state s of a counted rule's byte
+ * automaton, the largest over the current set's items in s; -1 (any) for other
+ * states, an unbounded repeat, or room for the longest token (each byte begins
+ * one copy at most). A byte from the rule's start with count 0 begins the first
+ * copy without passing an accepting state (ag_copy_count, ag_copies.h). */
+static int32_t ag_copy_room(const ag_matcher *m, int32_t s) {
+  const ag_grammar *g = m->compiled->grammar;
+  const ag_state *st = &g->states[s];
+  int32_t max = st->counted ? g->rule_repeat[g->state_rule[s]].max : -1;
+  if (max < 0) return -1;
+  const ag_parser *p = &m->parser;
+  int64_t room = -1;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    if (item.state != s) continue;
+    int64_t r = (int64_t)max - item.count - (item.count == 0 && !st->accepting);
+    if (r > room) room = r;
+  }
+  return room < 0 || room >= (int64_t)m->compiled->vocab->max_token_len ? -1 : (int32_t)room;
+}
+
 /* Collects the classes of the distinct scannable states in the current Earley set. */
 static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error *err) {
   const ag_grammar *g = m->compiled->grammar;
@@ -444,6 +471,7 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
   }
   m->classes.len = 0;
   m->class_states.len = 0;
+  m->class_room.len = 0;
   *any_uncertain = false;
   /* Last items first: an item's predictions come after it, and a state's first
    * classification uses its predictions' classes when they are known. */
@@ -456,7 +484,8 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     const ag_state_masks *e;
     ag_status st = ag_compiled_state_masks(m->compiled, s, m->deadline, &e, err);
     if (st) return st;
-    if (!ag_vec_push(&m->classes, e) || !ag_vec_push(&m->class_states, s))
+    if (!ag_vec_push(&m->classes, e) || !ag_vec_push(&m->class_states, s) ||
+        !ag_vec_push(&m->class_room, ag_copy_room(m, s)))
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
     *any_uncertain = *any_uncertain || e->n_uncertain > 0;
   }
@@ -494,16 +523,86 @@ static ag_verdicts *ag_kept_verdicts(ag_matcher *m, ag_item item) {
   return slot;
 }
 
+/* Adds what a class near its counted max allows: its accepted tokens that begin
+ * at most `room` copies (ag_copies.h); the exits that begin more are left to
+ * the parser, marked in pos_bits. */
+static ag_status ag_add_bounded(ag_matcher *m, size_t k, uint32_t *mask, size_t words, ag_error *err) {
+  const ag_state_masks *e = m->classes.data[k];
+  const ag_vocab *v = m->compiled->vocab;
+  int32_t room = m->class_room.data[k];
+  const ag_copies *t;
+  ag_status st = ag_compiled_state_copies(m->compiled, m->class_states.data[k], &t, err);
+  if (st) return st;
+  if (e->accepted) {
+    if (!m->scratch && !(m->scratch = malloc(words * sizeof *m->scratch)))
+      return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+    memcpy(m->scratch, e->accepted, words * sizeof *m->scratch);
+    int32_t from = room < t->max_copies ? t->first[room + 1] : t->n_inside;
+    for (int32_t q = from; q < t->n_inside; q++) ag_bit_clear(m->scratch, v->sorted_ids[t->pos[q]]);
+    int64_t over = (int64_t)room + t->adj + 1; /* plain tokens of more characters begin too many */
+    if (t->plain && over <= v->max_plain_chars)
+      for (int32_t q = v->plain_chars_first[over]; q < v->plain_chars_first[v->max_plain_chars + 1]; q++)
+        ag_bit_clear(m->scratch, v->sorted_ids[v->plain_by_chars[q]]);
+    ag_or_words(mask, m->scratch, words);
+  } else {
+    for (int32_t j = 0; j < e->n_accepted_list; j++)
+      if (ag_copies_at(t, v, e->accepted_list[j]) <= (uint32_t)room)
+        ag_bit_set(mask, v->sorted_ids[e->accepted_list[j]]);
+  }
+  for (int32_t q = 0; q < t->n_exits; q++)
+    if (t->copies_at[t->exits[q]] > (uint32_t)room) ag_bit_set(m->pos_bits, t->exits[q]);
+  return AG_OK;
+}
+
+/* The mask when some class is near its counted max (ag_copy_room): the other
+ * classes' accepted tokens, the bounded classes' that fit, then every uncertain
+ * token and bounded exit checked against the parser (no kept verdicts: what the
+ * bounded classes mark changes with the count). */
+static ag_status ag_bounded_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
+  const int32_t *ids = m->compiled->vocab->sorted_ids;
+  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
+  memset(mask, 0, words * sizeof *mask);
+  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
+  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
+  for (size_t k = 0; k < m->classes.len; k++) {
+    const ag_state_masks *e = m->classes.data[k];
+    ag_mark_uncertain(m, e);
+    if (m->class_room.data[k] >= 0) {
+      ag_status st = ag_add_bounded(m, k, mask, words, err);
+      if (st) return st;
+    } else if (e->accepted) {
+      ag_or_words(mask, e->accepted, words);
+      for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
+    } else {
+      for (int32_t j = 0; j < e->n_accepted_list; j++) {
+        ag_bit_set(mask, ids[e->accepted_list[j]]);
+        ag_bit_set(m->accepted_pos, e->accepted_list[j]);
+      }
+    }
+  }
+  for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
+  ag_candidates bits = {m->pos_bits, NULL, 0, 0};
+  return ag_walk_tokens(m, &bits, mask, NULL, true, err);
+}
+
+static bool ag_any_bounded(const ag_matcher *m) {
+  for (size_t k = 0; k < m->class_room.len; k++)
+    if (m->class_room.data[k] >= 0) return true;
+  return false;
+}
+
 /* The union of the cached accepted sets of every scannable state in the current
  * Earley set, then the uncertain tokens checked against the parser. Without
  * uncertain tokens (the common case) the union is the whole answer. */
 static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
   bool any_uncertain;
   ag_status st = ag_collect_classes(m, &any_uncertain, err);
+  if (!st && ag_any_bounded(m)) st = ag_bounded_mask(m, mask, words, err);
   if (st) { /* a first visit timed out, say: no token allowed, not the last mask's */
     memset(mask, 0, words * sizeof *mask);
     return st;
   }
+  if (ag_any_bounded(m)) return AG_OK;
   /* The first class's bitset is copied over the mask, the others ORed in, and
    * listed tokens set one by one (ag_state_masks); without a first bitset to
    * copy, the mask is cleared first. */
