@@ -1,4 +1,5 @@
-"""Small IR helpers of the JSON value builders: character classes, and counted repeats with
+"""Small IR helpers of the JSON value builders: character classes, and counted repeats: of one
+character whole (the engine counts them in the character's automaton), of other items with
 large bounds nested in blocks (the engine unrolls up to 256 copies and counts beyond)."""
 
 from __future__ import annotations
