@@ -613,3 +613,37 @@ def test_max_length_5000_is_a_small_automaton() -> None:
     assert len(set(sizes.values())) == 1 and sizes[5000] <= 40, sizes
     unbounded = num_states(compiler.compile_json_schema({"type": "string"}))
     assert sizes[5000] <= unbounded + 16, (sizes, unbounded)
+
+
+# JSON Schema patterns and array lengths with large bounds: a pattern's class is counted in its
+# own automaton, a longer item in blocks, array items by the counted rule of rule edges.
+PATTERN_CASES = [
+    ("^[a-z]{3,400}$", r"[a-z]{3,400}"),
+    ("^x[0-9]{0,300}y$", r"x[0-9]{0,300}y"),
+    ("^(ab|c){0,300}$", r"(?:ab|c){0,300}"),
+]
+
+
+@pytest.mark.parametrize("pattern,python", PATTERN_CASES)
+@SETTINGS
+@given(
+    n=st.sampled_from([0, 1, 2, 3, 150, 298, 299, 300, 301, 399, 400, 401]),
+    unit=st.sampled_from(["a", "ab", "c", "7", "é"]),
+)
+def test_pattern_bounds_are_exact(pattern: str, python: str, n: int, unit: str) -> None:
+    grammar = Grammar.from_json_schema({"type": "string", "pattern": pattern})
+    for value in (unit * n, "x" + unit * n + "y"):
+        want = re.fullmatch(python, value) is not None
+        assert grammar.accepts(json.dumps(value, ensure_ascii=False)) == want, (pattern, len(value))
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 300), (290, 300), (257, None)])
+def test_array_lengths_are_exact(lo: int, hi) -> None:
+    schema = {"type": "array", "items": {"type": "integer"}, "minItems": lo}
+    if hi is not None:
+        schema["maxItems"] = hi
+    grammar = Grammar.from_json_schema(schema)
+    for n in sorted({0, 1, lo - 1, lo, lo + 1, 299, 300, 301, 400}):
+        if n >= 0:
+            want = n >= lo and (hi is None or n <= hi)
+            assert grammar.accepts(json.dumps(list(range(n)))) == want, (lo, hi, n)
