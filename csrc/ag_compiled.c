@@ -180,6 +180,9 @@ size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
   n += ((size_t)v->max_token_len + 1) * sizeof *v->n_longer; /* the index by length */
   n += (2 * ag_pos_words(v) + ag_mask_words(v)) * sizeof *v->plain; /* the plain tokens, and to skip */
+  /* the characters of each token, the plain ones by characters (ag_vocab.chars) */
+  n += (size_t)v->n_sorted * (sizeof *v->chars + sizeof *v->plain_by_chars) +
+       ((size_t)v->max_plain_chars + 2) * sizeof *v->plain_chars_first;
   return n + (size_t)v->n_sorted * (2 * sizeof(int32_t) + sizeof(uint16_t));
 }
 
