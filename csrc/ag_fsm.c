@@ -200,6 +200,12 @@ static ag_status ag_counted_inline(ag_builder *b, int32_t child_node, int32_t mi
   }
   b->byte_edges.len = w;
   free(old);
+  /* With min 0 the start accepts too, with the same edges as the accepting states:
+   * they are one state, the start (a byte from an accepting state begins a copy
+   * whatever the count), so the loop's first position is the loop itself. */
+  if (min == 0)
+    for (uint32_t e = first; e < w; e++)
+      if (b->states.data[b->byte_edges.data[e].target].accepting) b->byte_edges.data[e].target = b->base;
   *done = true;
   return AG_OK;
 }
