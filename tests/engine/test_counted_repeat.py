@@ -554,6 +554,7 @@ EXIT_GRAMMARS = [
     'root ::= ("ab"){260,270} "a" "c"?',
     "root ::= [a-c]{280,300} [a-z]*",
     'root ::= ("x" | "yz"){0,300} "y"?',
+    'root ::= [a-z]{0,300} "a" "!"?',
 ]
 
 
@@ -583,6 +584,8 @@ def test_exits_near_the_bound(source: str, rnd: random.Random) -> None:
         b"yz",
         b"xyzy",
         b"z",
+        b"xaa!",
+        b"aaa!",
         b"",
     ]
     v = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
@@ -647,3 +650,54 @@ def test_array_lengths_are_exact(lo: int, hi) -> None:
         if n >= 0:
             want = n >= lo and (hi is None or n <= hi)
             assert grammar.accepts(json.dumps(list(range(n)))) == want, (lo, hi, n)
+
+
+OBJECT_TOKENS = [
+    *STRING_TOKENS[:-1],
+    b'", "b": "',
+    b'", "c": ',
+    b'", "',
+    b"b",
+    b'": "',
+    b"c",
+    b"1",
+    b"12",
+    b"}",
+    b"",
+]
+
+
+@pytest.mark.parametrize("lo", [0, 280])
+@settings(
+    deadline=None,
+    max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(rnd=st.randoms(use_true_random=False))
+def test_object_of_long_strings_masks_equal_direct(lo: int, rnd: random.Random) -> None:
+    """Several long strings in one object, tokens that close one and open the next: the kept
+    verdicts (keyed without a count that decides nothing) and the skipped looping bytes of a
+    counted string stay exact, across strings and rollbacks."""
+    string = {"type": "string", "minLength": lo, "maxLength": 300}
+    schema = {
+        "type": "object",
+        "properties": {"a": string, "b": string, "c": {"type": "integer"}},
+        "required": ["a"],
+    }
+    v = Vocabulary(OBJECT_TOKENS, stop_token_ids=[len(OBJECT_TOKENS) - 1])
+    matcher = Matcher(Compiler(v).compile_json_schema(schema))
+    assert matcher.accept_string('{"a": "')
+    for _ in range(120):
+        cached, direct = masks(matcher, v.vocab_size)
+        assert np.array_equal(cached, direct), f"at {matcher.num_accepted_steps} steps"
+        allowed = [t for t in matcher.allowed_token_ids() if t not in v.stop_token_ids]
+        if matcher.num_accepted_steps > 1 and (not allowed or rnd.random() < 0.08):
+            matcher.rollback(rnd.randint(1, min(matcher.num_accepted_steps - 1, 5)))
+            continue
+        if not allowed:
+            break
+        closing = [t for t in allowed if b'"' in OBJECT_TOKENS[t]]
+        long = [t for t in allowed if len(OBJECT_TOKENS[t]) >= 5 and t not in closing]
+        pick = rnd.random()
+        pool = closing if closing and pick < 0.08 else long if long and pick < 0.7 else allowed
+        assert matcher.accept_token(rnd.choice(pool))
