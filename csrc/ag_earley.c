@@ -239,9 +239,8 @@ ag_status ag_parser_init(ag_parser *p, const ag_grammar *g, ag_error *err) {
 void ag_parser_restart(ag_parser *p) {
   p->items.len = 0;
   p->set_start.len = 0;
-  p->set_kernel.len = 0;
   p->wait_valid = false;
-  if (!ag_vec_push(&p->set_start, 0) || !ag_vec_push(&p->set_kernel, 0)) return;
+  if (!ag_vec_push(&p->set_start, 0)) return;
   ag_index_clear(p);
   if (!ag_add(p, (ag_item){p->g->rule_start[p->g->root], 0, 0})) return;
   if (ag_closure(p, NULL) != AG_OK) p->items.len = 0;
@@ -251,8 +250,7 @@ ag_status ag_parser_init_item(ag_parser *p, const ag_grammar *g, int32_t state, 
   memset(p, 0, sizeof *p);
   p->g = g;
   /* Set 0 stays empty: completing the item's rule there advances nothing. */
-  if (!ag_vec_push(&p->set_start, 0) || !ag_vec_push(&p->set_start, 0) ||
-      !ag_vec_push(&p->set_kernel, 0) || !ag_vec_push(&p->set_kernel, 0))
+  if (!ag_vec_push(&p->set_start, 0) || !ag_vec_push(&p->set_start, 0))
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   ag_index_clear(p);
   if (!ag_add(p, (ag_item){state, 0, 0})) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
@@ -270,7 +268,6 @@ bool ag_parser_bottom_can_end(const ag_parser *p) {
 void ag_parser_free(ag_parser *p) {
   ag_vec_free(&p->items);
   ag_vec_free(&p->set_start);
-  ag_vec_free(&p->set_kernel);
   free(p->slot_item);
   free(p->slot_stamp);
   ag_vec_free(&p->wait);
@@ -280,10 +277,6 @@ void ag_parser_free(ag_parser *p) {
 ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
   uint32_t begin = ag_current_start(p), end = (uint32_t)p->items.len;
   if (!ag_vec_push(&p->set_start, end)) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
-  if (!ag_vec_push(&p->set_kernel, 0)) {
-    p->set_start.len--;
-    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
-  }
   ag_index_clear(p);
   p->work += end - begin;
   for (uint32_t i = begin; i < end; i++) {
@@ -298,10 +291,8 @@ ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
   *ok = p->items.len > end;
   if (!*ok) {
     p->set_start.len--;
-    p->set_kernel.len--;
     return AG_OK;
   }
-  p->set_kernel.data[p->set_kernel.len - 1] = (uint32_t)(p->items.len - end);
   ag_status st = ag_closure(p, err);
   if (st) ag_parser_truncate(p, (uint32_t)p->set_start.len - 1);
   return st;
@@ -311,7 +302,6 @@ void ag_parser_truncate(ag_parser *p, uint32_t n_sets) {
   if (n_sets == 0 || n_sets >= p->set_start.len) return;
   p->items.len = p->set_start.data[n_sets];
   p->set_start.len = n_sets;
-  p->set_kernel.len = n_sets;
   if (p->wait_valid && p->wait_origin >= (int32_t)n_sets) p->wait_valid = false; /* its set is gone */
 }
 

@@ -24,9 +24,6 @@ typedef struct ag_parser {
   const ag_grammar *g;
   AG_VEC(ag_item) items;     /* the items of all sets, set after set */
   AG_VEC(uint32_t) set_start; /* set k is items[set_start[k] .. set_start[k+1] or items.len) */
-  /* [sets] how many of set k's first items a scan made (its kernel; the rest are
-   * their closure), 0 for the sets no scan made */
-  AG_VEC(uint32_t) set_kernel;
   /* Open-addressing index of the set being built, for de-duplication.
    * A slot is live when its stamp equals `stamp`; bumping stamp clears it. */
   uint32_t *slot_item;

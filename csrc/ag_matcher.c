@@ -338,32 +338,91 @@ static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t
  * close a string, checked at the first token of every string value).
  *
  * An item of a counted rule's byte automaton (a JSON string's length counted)
- * is another such loop when the set was scanned from it alone (its kernel; the
- * rest is its closure: the rule's end completed) and its count decides nothing
- * for a token (ag_key_count): a byte of the state's self loop that no other item
- * of the set takes leaves the same set with another count. `other` gets the
- * bytes the other items take (none for a lone item).
+ * whose count decides nothing for a token (ag_key_count) is another such loop
+ * when a byte of its self loop that no other item takes leaves the set's
+ * scannable items as they were, its count aside (ag_loop_keeps_set): its end
+ * completes what the set holds already. Then every such byte does, and the
+ * rest decides. `other` gets the bytes the other items take (none for a lone item).
  */
-static int32_t ag_key_count(const ag_matcher *m, ag_item it);
+/* An item's count as the kept verdicts key it: -1 where it decides nothing, in a
+ * counted rule's byte automaton past min and room for the longest token below
+ * max (a token leaving the rule then ends it past min; one inside fits). */
+static int32_t ag_key_count(const ag_matcher *m, ag_item it) {
+  const ag_grammar *g = m->compiled->grammar;
+  const ag_state *st = &g->states[it.state];
+  if (!st->counted || st->byte_begin == st->byte_end) return it.count;
+  const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
+  if (it.count < r->min) return it.count;
+  int64_t room = (int64_t)r->max - it.count - (it.count == 0 && !st->accepting);
+  return r->max >= 0 && room < (int64_t)m->compiled->vocab->max_token_len ? it.count : -1;
+}
 
-static int32_t ag_loop_state(const ag_matcher *m, uint32_t other[8]) {
+#define AG_LOOP_ITEMS 16 /* the most scannable items ag_loop_keeps_set compares */
+
+/* The current set's scannable items, counts as ag_key_count keys them; false past max. */
+static bool ag_scannable_items(const ag_matcher *m, ag_item *out, size_t max, size_t *n) {
+  const ag_parser *p = &m->parser;
+  *n = 0;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    const ag_state *st = &p->g->states[item.state];
+    if (st->byte_begin == st->byte_end) continue;
+    if (*n == max) return false;
+    item.count = ag_key_count(m, item);
+    out[(*n)++] = item;
+  }
+  return true;
+}
+
+/* Whether scanning byte c leaves the same scannable items (as sets). */
+static bool ag_loop_keeps_set(ag_matcher *m, uint8_t c) {
+  ag_item before[AG_LOOP_ITEMS], after[AG_LOOP_ITEMS];
+  size_t nb, na;
+  if (!ag_scannable_items(m, before, AG_LOOP_ITEMS, &nb)) return false;
+  uint32_t base = ag_parser_num_sets(&m->parser);
+  bool ok = false, same = false;
+  ag_error err;
+  if (ag_parser_scan(&m->parser, c, &ok, &err) != AG_OK || !ok) return false;
+  if (ag_scannable_items(m, after, AG_LOOP_ITEMS, &na) && na == nb) {
+    same = true;
+    for (size_t i = 0; i < na && same; i++) {
+      bool found = false;
+      for (size_t j = 0; j < nb && !found; j++)
+        found = after[i].state == before[j].state && after[i].origin == before[j].origin &&
+                after[i].count == before[j].count;
+      same = found;
+    }
+  }
+  ag_parser_truncate(&m->parser, base);
+  return same;
+}
+
+static int32_t ag_loop_state(ag_matcher *m, uint32_t other[8]) {
   const ag_parser *p = &m->parser;
   const ag_grammar *g = p->g;
   uint32_t begin = p->set_start.data[p->set_start.len - 1];
   memset(other, 0, 8 * sizeof *other);
-  int32_t s = p->items.data[begin].state;
-  const ag_state *st = &g->states[s];
-  if (p->items.len - begin == 1)
+  if (p->items.len - begin == 1) {
+    int32_t s = p->items.data[begin].state;
+    const ag_state *st = &g->states[s];
     return st->rule_begin == st->rule_end && !st->accepting && !st->counted ? s : -1;
-  if (p->set_kernel.data[p->set_kernel.len - 1] != 1 || !st->counted || st->byte_begin == st->byte_end ||
-      ag_key_count(m, p->items.data[begin]) != -1)
-    return -1;
-  for (uint32_t it = begin + 1; it < p->items.len; it++) {
-    const ag_state *o = &g->states[p->items.data[it].state];
+  }
+  int32_t loop = -1;
+  for (uint32_t it = begin; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    const ag_state *o = &g->states[item.state];
+    if (loop < 0 && o->counted && o->byte_begin != o->byte_end && ag_key_count(m, item) == -1) {
+      loop = item.state;
+      continue;
+    }
     for (uint32_t e = o->byte_begin; e < o->byte_end; e++)
       ag_byteset_add_range(other, g->byte_edges[e].lo, g->byte_edges[e].hi);
   }
-  return s;
+  if (loop < 0) return -1;
+  for (int c = 0; c < 256; c++) /* the first byte of the loop that no other item takes */
+    if (ag_state_step(g, loop, (uint8_t)c) == loop && !ag_bit(other, c))
+      return ag_loop_keeps_set(m, (uint8_t)c) ? loop : -1;
+  return -1;
 }
 
 /* The bytes of tok[0..len) that the loop state's self loop takes first, none of
@@ -517,19 +576,6 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     *any_uncertain = *any_uncertain || e->n_uncertain > 0;
   }
   return AG_OK;
-}
-
-/* An item's count as the kept verdicts key it: -1 where it decides nothing, in a
- * counted rule's byte automaton past min and room for the longest token below
- * max (a token leaving the rule then ends it past min; one inside fits). */
-static int32_t ag_key_count(const ag_matcher *m, ag_item it) {
-  const ag_grammar *g = m->compiled->grammar;
-  const ag_state *st = &g->states[it.state];
-  if (!st->counted || st->byte_begin == st->byte_end) return it.count;
-  const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
-  if (it.count < r->min) return it.count;
-  int64_t room = (int64_t)r->max - it.count - (it.count == 0 && !st->accepting);
-  return r->max >= 0 && room < (int64_t)m->compiled->vocab->max_token_len ? it.count : -1;
 }
 
 /* Whether state s's class (among the current ones) leaves tokens uncertain. */

@@ -701,3 +701,23 @@ def test_object_of_long_strings_masks_equal_direct(lo: int, rnd: random.Random) 
         pick = rnd.random()
         pool = closing if closing and pick < 0.08 else long if long and pick < 0.7 else allowed
         assert matcher.accept_token(rnd.choice(pool))
+
+
+def test_loop_bytes_are_skipped_only_where_the_set_stays() -> None:
+    """At the start both a counted loop and another alternative are live: a byte of the loop
+    leaves the other behind, so a token's loop bytes must not be skipped there (``a!.`` is
+    rejected: after ``a`` only ``!?`` may end it)."""
+    grammar = Grammar.from_ebnf('root ::= [a-y]{0,300} "!" "?"? | "z"* "!" "."')
+    assert has_counted_rules(grammar)
+    tokens = [b"a", b"z", b"!", b".", b"?", b"a!.", b"a!?", b"z!.", b"aa!?", b"aa!.", b"!.", b""]
+    v = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    matcher = Matcher(Compiler(v).compile(grammar))
+    for path in ([], [b"a"], [b"z"], [b"a", b"a"]):
+        matcher.reset()
+        for t in path:
+            assert matcher.accept_token(tokens.index(t))
+        cached, direct = masks(matcher, v.vocab_size)
+        assert np.array_equal(cached, direct), path
+    matcher.reset()
+    allowed = {tokens[t] for t in matcher.allowed_token_ids()}
+    assert b"a!?" in allowed and b"!." in allowed and b"a!." not in allowed
