@@ -144,7 +144,7 @@ static bool ag_closed_class(const ag_grammar *g, int32_t state, uint32_t *depth,
 uint32_t ag_class_depth(const ag_grammar *g, const ag_vocab *v, int32_t state, uint32_t max_len,
                         uint32_t cls[8]) {
   const ag_state *st = &g->states[state];
-  if (st->counted || st->byte_begin == st->byte_end || max_len == 0) return 0;
+  if (st->byte_begin == st->byte_end || max_len == 0) return 0;
   uint32_t self[8], closed[8];
   int32_t n_self = 0, n_closed = 0;
   if (ag_edge_first_tokens(g, v, state, true) >= AG_CLASS_MIN_TOKENS) { /* a loop on itself */

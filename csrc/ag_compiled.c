@@ -125,6 +125,12 @@ ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const
   return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, 0, true, out, err);
 }
 
+ag_status ag_compiled_state_copies(ag_compiled *c, int32_t state, const struct ag_copies **out,
+                                   ag_error *err) {
+  ag_compiled *h = ag_compiled_holder(c, &state);
+  return ag_mask_cache_copies(h->cache, h->grammar, h->vocab, state, out, err);
+}
+
 const ag_state_masks *ag_compiled_state_peek(ag_compiled *c, int32_t state) {
   ag_compiled *h = ag_compiled_holder(c, &state);
   return ag_mask_cache_peek(h->cache, state);
@@ -174,6 +180,9 @@ size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
   n += ((size_t)v->max_token_len + 1) * sizeof *v->n_longer; /* the index by length */
   n += (2 * ag_pos_words(v) + ag_mask_words(v)) * sizeof *v->plain; /* the plain tokens, and to skip */
+  /* the characters of each token, the plain ones by characters (ag_vocab.chars) */
+  n += (size_t)v->n_sorted * (sizeof *v->chars + sizeof *v->plain_by_chars) +
+       ((size_t)v->max_plain_chars + 2) * sizeof *v->plain_chars_first;
   return n + (size_t)v->n_sorted * (2 * sizeof(int32_t) + sizeof(uint16_t));
 }
 

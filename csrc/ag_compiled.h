@@ -36,6 +36,12 @@ ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline
 ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const ag_state_masks **out,
                                             ag_error *err);
 
+/* The copies each token begins from a counted rule's state (ag_copies.h),
+ * wherever the state is held. Thread-safe. */
+struct ag_copies;
+ag_status ag_compiled_state_copies(ag_compiled *c, int32_t state, const struct ag_copies **out,
+                                   ag_error *err);
+
 /* The published classes of a state, wherever it is held; NULL when not computed yet. */
 const ag_state_masks *ag_compiled_state_peek(ag_compiled *c, int32_t state);
 

@@ -225,7 +225,8 @@ ag_status ag_depth_equiv_build(const ag_grammar *g, int32_t rule, uint32_t max_l
   *out = NULL;
   int32_t begin = g->rule_start[rule], n = 0;
   while (begin + n < g->n_states && g->state_rule[begin + n] == rule && n <= AG_DEPTH_EQUIV_MAX_STATES) {
-    if (g->states[begin + n].counted) return AG_OK; /* counts are not in the automaton */
+    if (g->states[begin + n].counted && g->states[begin + n].byte_begin == g->states[begin + n].byte_end)
+      return AG_OK; /* a counted rule of rule edges: counts are not in the automaton */
     n++;
   }
   if (n < AG_DEPTH_EQUIV_MIN_STATES || n > AG_DEPTH_EQUIV_MAX_STATES) return AG_OK;

@@ -133,14 +133,99 @@ static ag_status ag_counted_state(ag_builder *b, bool accepting, int32_t child, 
   return AG_OK;
 }
 
-/* The counted rule of repeat node `node` (see ag_repeat_bounds): C* as one
- * state when min is 0, else C+ as a start and a looping accepting state. */
+static ag_status ag_rule_build(ag_builder *b, int32_t node);
+
+/* Whether the child's automaton, just built from b->base, can be counted in its
+ * own states: bytes only, not nullable, prefix-free (no accepting state goes on)
+ * and never back at its start. Then every copy ends at an accepting state and
+ * the next byte starts the next copy, so a copy boundary is a byte automaton's
+ * state and the count changes on its edges (ag_earley.c, ag_repeat_bounds). */
+static bool ag_countable_child(const ag_builder *b) {
+  size_t n = b->states.len;
+  if (b->states.data[b->base].accepting) return false;
+  for (size_t s = (size_t)b->base; s < n; s++) {
+    const ag_state *st = &b->states.data[s];
+    if (st->rule_begin != st->rule_end || (st->accepting && st->byte_begin != st->byte_end)) return false;
+    for (uint32_t e = st->byte_begin; e < st->byte_end; e++)
+      if (b->byte_edges.data[e].target == b->base) return false;
+  }
+  return true;
+}
+
+/* A counted repeat of a bytes-only child as one byte automaton (C+, whose
+ * accepting states take the start's edges): its items count the copies, and the
+ * mask cache classifies its states as it would an unbounded repeat's (the
+ * matcher drops the tokens that would pass the bound: ag_copies.h). *done is
+ * false, and nothing is kept, when the child does not fit (ag_countable_child). */
+static ag_status ag_counted_inline(ag_builder *b, int32_t child_node, int32_t min, bool *done) {
+  size_t n_states = b->states.len, n_bytes = b->byte_edges.len, n_rules = b->rule_edges.len;
+  size_t n_tries = b->trie_rules.len;
+  *done = false;
+  ag_status st = ag_rule_build(b, child_node);
+  if (st) return st;
+  if (!ag_countable_child(b)) {
+    b->states.len = b->state_rule.len = n_states;
+    b->byte_edges.len = n_bytes;
+    b->rule_edges.len = n_rules;
+    b->trie_rules.len = n_tries;
+    return AG_OK;
+  }
+  /* The accepting states take the start's edges. Edges stay laid out in state
+   * order (trimming compacts them in place), so the rule's are written anew. */
+  ag_state *states = b->states.data;
+  states[b->base].accepting = min == 0;
+  uint32_t first = states[b->base].byte_begin, sb = first, se = states[b->base].byte_end;
+  size_t n_new = 0;
+  for (size_t s = (size_t)b->base; s < b->states.len; s++) {
+    if (states[s].byte_begin < first) first = states[s].byte_begin;
+    if (states[s].accepting && (int32_t)s != b->base) n_new += se - sb;
+  }
+  size_t n_old = b->byte_edges.len - first;
+  n_new += n_old;
+  ag_byte_edge *old = malloc((n_old ? n_old : 1) * sizeof *old);
+  if (!old || !ag_vec_reserve(&b->byte_edges, first + n_new)) {
+    free(old);
+    return ag_builder_nomem(b);
+  }
+  memcpy(old, b->byte_edges.data + first, n_old * sizeof *old);
+  uint32_t w = first;
+  for (size_t s = (size_t)b->base; s < b->states.len; s++) {
+    ag_state *x = &b->states.data[s];
+    bool loops = x->accepting && (int32_t)s != b->base;
+    uint32_t from = loops ? sb : x->byte_begin, to = loops ? se : x->byte_end;
+    x->counted = true;
+    x->byte_begin = w;
+    for (uint32_t e = from; e < to; e++) b->byte_edges.data[w++] = old[e - first];
+    x->byte_end = w;
+  }
+  b->byte_edges.len = w;
+  free(old);
+  /* With min 0 the start accepts too, with the same edges as the accepting states:
+   * they are one state, the start (a byte from an accepting state begins a copy
+   * whatever the count), so the loop's first position is the loop itself. */
+  if (min == 0)
+    for (uint32_t e = first; e < w; e++)
+      if (b->states.data[b->byte_edges.data[e].target].accepting) b->byte_edges.data[e].target = b->base;
+  *done = true;
+  return AG_OK;
+}
+
+/* The counted rule of repeat node `node` (see ag_repeat_bounds): the child's own
+ * automaton looping when it allows (ag_counted_inline); else C* as one state
+ * when min is 0, or C+ as a start and a looping accepting state. */
 static ag_status ag_counted_build(ag_builder *b, int32_t node) {
   const int32_t *p = ag_ir_node(b->ir, node);
   const int32_t *c = ag_ir_node(b->ir, p[1]);
   int32_t child = c[1], min = p[2];
-  ag_status st = c[0] == AG_NODE_RULEREF ? AG_OK : ag_hidden_rule(b, p[1], &child);
   ag_repeat_bounds bounds = {min, p[3]};
+  bool done = false;
+  b->base = (int32_t)b->states.len;
+  if (b->inline_cost[p[1]] || (c[0] == AG_NODE_RULEREF && ag_inline_cost(b, c[1]))) {
+    ag_status st = ag_counted_inline(b, p[1], min, &done);
+    if (!st && done && !ag_vec_push(&b->bounds, bounds)) st = ag_builder_nomem(b);
+    if (st || done) return st;
+  }
+  ag_status st = c[0] == AG_NODE_RULEREF ? AG_OK : ag_hidden_rule(b, p[1], &child);
   if (!st && !ag_vec_push(&b->bounds, bounds)) st = ag_builder_nomem(b);
   b->base = (int32_t)b->states.len;
   if (!st) st = ag_counted_state(b, min == 0, child, min == 0 ? b->base : b->base + 1);

@@ -55,7 +55,10 @@ typedef struct ag_state {
  * liveness; the bounds are enforced by the parser, whose items in a counted rule
  * carry how many C's they have matched (ag_earley.c). A child that derives the
  * empty string gets min 0 at load (empty copies fill any minimum), so the parser
- * never needs to count empty matches.
+ * never needs to count empty matches. A repeat of a bytes-only child that is
+ * prefix-free is instead the child's own automaton looping (its accepting states
+ * take the start's edges), whose items count the copies begun (ag_earley.c); its
+ * states are counted and have byte edges, the others' only a rule edge.
  */
 typedef struct ag_repeat_bounds {
   int32_t min, max;

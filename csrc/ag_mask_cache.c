@@ -6,6 +6,7 @@
 #include "ag_class_key.h"
 #include "ag_depth_equiv.h"
 #include "ag_dispatch.h"
+#include "ag_copies.h"
 #include "ag_follow.h"
 #include "ag_plain_tokens.h"
 
@@ -24,6 +25,9 @@ struct ag_mask_cache {
    * of BYTES and DISPATCH rules are shared across grammars by key. */
   uint8_t *rule_walk;
   _Atomic(uint32_t *) follow; /* ag_grammar_follow, computed at the first classification */
+  /* [n_states - first_state] a counted rule's state: its tokens' copies
+   * (ag_copies.h), NULL until a matcher nears the rule's max there */
+  _Atomic(ag_copies *) *copies;
   /* [n_rules] BYTES rules: how many of the rule's states have classes, and the
    * levels of equivalence of its states (ag_depth_equiv.h), built when a second
    * state of the rule is classified; NULL until then. */
@@ -53,6 +57,7 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   ag_mask_cache *c = calloc(1, sizeof *c);
   if (!c) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   c->entries = malloc((size_t)(n_own ? n_own : 1) * sizeof *c->entries);
+  c->copies = malloc((size_t)(n_own ? n_own : 1) * sizeof *c->copies);
   c->rule_walk = malloc((size_t)g->n_rules);
   c->rule_classified = calloc((size_t)g->n_rules + 1, sizeof *c->rule_classified);
   c->equiv = calloc((size_t)g->n_rules + 1, sizeof *c->equiv);
@@ -61,12 +66,13 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
     c->safe = calloc((size_t)g->n_rules, sizeof *c->safe);
     c->safe_owned = calloc((size_t)g->n_rules, sizeof *c->safe_owned);
   }
-  if (!c->entries || !c->rule_walk || !c->rule_classified || !c->equiv || !c->equiv_none ||
+  if (!c->entries || !c->copies || !c->rule_walk || !c->rule_classified || !c->equiv || !c->equiv_none ||
       (g->rule_dispatch && (!c->safe || !c->safe_owned))) {
     free(c->rule_classified);
     free(c->equiv);
     free(c->equiv_none);
     free(c->entries);
+    free(c->copies);
     free(c->rule_walk);
     free(c->safe);
     free(c->safe_owned);
@@ -85,7 +91,10 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   c->first_state = first;
   c->n_states = g->n_states;
   c->n_rules = g->n_rules;
-  for (int32_t i = 0; i < n_own; i++) atomic_init(&c->entries[i], NULL);
+  for (int32_t i = 0; i < n_own; i++) {
+    atomic_init(&c->entries[i], NULL);
+    atomic_init(&c->copies[i], NULL);
+  }
   atomic_init(&c->n_walked, 0);
   atomic_init(&c->n_derived, 0);
   atomic_init(&c->n_shared, 0);
@@ -101,7 +110,8 @@ ag_status ag_mask_cache_new(const ag_grammar *g, ag_mask_cache **out, ag_error *
   size_t safe_bytes = c->safe ? (size_t)c->n_rules * sizeof *c->safe : 0;
   size_t rule_bytes = (size_t)c->n_rules * (1 + sizeof *c->rule_classified + sizeof *c->equiv +
                                             sizeof *c->equiv_none);
-  atomic_init(&c->bytes, sizeof *c + (size_t)n_own * sizeof *c->entries + safe_bytes + rule_bytes);
+  atomic_init(&c->bytes, sizeof *c + (size_t)n_own * (sizeof *c->entries + sizeof *c->copies) +
+                            safe_bytes + rule_bytes);
   *out = c;
   return AG_OK;
 }
@@ -126,8 +136,10 @@ void ag_state_masks_destroy(ag_state_masks *e) {
 
 void ag_mask_cache_free(ag_mask_cache *c) {
   if (!c) return;
-  for (int32_t i = 0; i < c->n_states - c->first_state; i++)
+  for (int32_t i = 0; i < c->n_states - c->first_state; i++) {
     ag_state_masks_free(atomic_load(&c->entries[i]));
+    ag_copies_free(atomic_load(&c->copies[i]));
+  }
   if (c->safe_owned)
     for (int32_t r = 0; r < c->n_rules; r++) free(c->safe_owned[r]);
   free(c->safe_owned);
@@ -139,6 +151,7 @@ void ag_mask_cache_free(ag_mask_cache *c) {
   free(c->rule_classified);
   free(c->rule_walk);
   free(c->entries);
+  free(c->copies);
   free(c);
 }
 
@@ -216,6 +229,30 @@ static ag_status ag_state_follow(ag_mask_cache *c, const ag_grammar *g, const ag
   ag_status st = ag_cache_follow(c, g, v, &f, err);
   if (!st) *out = f + (size_t)rule * 8;
   return st;
+}
+
+ag_status ag_mask_cache_copies(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v, int32_t state,
+                               const ag_copies **out, ag_error *err) {
+  *out = NULL;
+  if (state < c->first_state || state >= c->n_states)
+    return ag_fail(err, AG_ERR_INVALID, -1, "state %d is not held by this cache", (int)state);
+  _Atomic(ag_copies *) *slot = &c->copies[state - c->first_state];
+  ag_copies *t = atomic_load_explicit(slot, memory_order_acquire);
+  if (!t) {
+    const uint32_t *follow;
+    ag_status st = ag_state_follow(c, g, v, g->state_rule[state], &follow, err);
+    if (!st) st = ag_copies_build(g, v, state, follow, &t, err);
+    if (st) return st;
+    ag_copies *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(slot, &expected, t, memory_order_acq_rel, memory_order_acquire)) {
+      ag_cache_grow(c, v, t->bytes);
+    } else {
+      ag_copies_free(t);
+      t = expected;
+    }
+  }
+  *out = t;
+  return AG_OK;
 }
 
 /* The state's loop class depth (0: none), found once per job. */

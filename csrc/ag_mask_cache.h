@@ -61,6 +61,11 @@ ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_
 /* The published classes of `state`, NULL when not computed yet or not held
  * here (a part's state). Thread-safe. */
 const ag_state_masks *ag_mask_cache_peek(ag_mask_cache *cache, int32_t state);
+/* The copies each token begins from `state` of a counted rule's byte automaton
+ * (ag_copies.h), computed now if no thread has yet. Thread-safe. */
+struct ag_copies;
+ag_status ag_mask_cache_copies(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v, int32_t state,
+                               const struct ag_copies **out, ag_error *err);
 size_t ag_mask_cache_bytes(const ag_mask_cache *cache);
 /* Adds this cache's counts of states walked, derived and found shared to *out. */
 void ag_mask_cache_add_stats(const ag_mask_cache *cache, ag_cache_stats *out);

@@ -7,6 +7,7 @@
  * byte is rejected every following token with that same prefix is skipped. */
 #include "ag_background.h"
 #include "ag_compiled.h"
+#include "ag_copies.h"
 #include "ag_earley.h"
 #include "agentgrammar_testing.h"
 
@@ -19,23 +20,27 @@ typedef struct ag_step {
 
 /*
  * The uncertain tokens a mask resolved with the parser, kept for the next masks
- * of the same item. When one item (state, origin, count) of the current set is
- * the only one whose state leaves tokens uncertain, whether the parser takes
- * such a token depends on that item alone: on its state, and past the end of
- * its rule on what waits in its origin set and earlier ones, which later input
- * does not change (only rollback and reset pop them). Every other scannable
- * item's classes decide the token exactly: a token they accept is marked before
- * the parser runs, and one they reject has no path through them. So the kept
- * verdicts hold for the same item among the same classes (which mark the same
- * tokens first). The typical case is a JSON string: each token inside it is
- * masked from the same string state and origin, and its uncertain tokens (those
- * holding the closing quote and what may follow) were resolved at every token.
+ * of the same items. Whether the parser takes such a token depends only on the
+ * items of the current set whose states leave tokens uncertain: on each one's
+ * state, and past the end of its rule on what waits in its origin set and
+ * earlier ones, which later input does not change (only rollback and reset pop
+ * them). Every other scannable item's classes decide the token exactly: a token
+ * they accept is marked before the parser runs, and one they reject has no path
+ * through them. So the kept verdicts hold for the same items among the same
+ * classes (which mark the same tokens first). An item of a counted rule's byte
+ * automaton past its min and a token's length or more below its max is keyed
+ * without its count, which then decides nothing (ag_key_count). The typical case
+ * is a JSON string: each token inside it is masked from the same string state
+ * and origin, and its uncertain tokens (those holding the closing quote and what
+ * may follow) were resolved at every token.
  */
 #define AG_VERDICT_SLOTS 8
 #define AG_VERDICT_CLASSES 4 /* the most classes a kept verdict is compared on */
+#define AG_VERDICT_ITEMS 4   /* the most items with uncertain tokens it is keyed on */
 typedef struct ag_verdicts {
-  int32_t state; /* -1: empty */
-  int32_t origin, count;
+  bool valid;
+  ag_item items[AG_VERDICT_ITEMS]; /* the items whose states leave tokens uncertain, in set order */
+  size_t n_items;
   const ag_state_masks *classes[AG_VERDICT_CLASSES]; /* the current set's, in order */
   size_t n_classes;
   AG_VEC(int32_t) accepted; /* the token ids of the uncertain ones the parser took */
@@ -60,6 +65,8 @@ struct ag_matcher {
   uint32_t stamp;
   AG_VEC(const ag_state_masks *) classes; /* the current set's scannable states' classes */
   AG_VEC(int32_t) class_states;           /* the state of each */
+  AG_VEC(int32_t) class_room;  /* the copies each may still begin (ag_copy_room), -1: any */
+  uint32_t *scratch;           /* [mask words] one class's tokens near a counted max */
   ag_verdicts verdicts[AG_VERDICT_SLOTS];
 };
 
@@ -101,7 +108,6 @@ ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t
   m->terminate_without_stop = terminate_without_stop != 0;
   ag_status st = ag_copy_stops(m, stop_ids, n_stop, err);
   if (!st) st = ag_parser_init(&m->parser, compiled->grammar, err);
-  for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].state = -1;
   if (!st) {
     m->state_stamp = calloc((size_t)compiled->grammar->n_states + 1, sizeof *m->state_stamp);
     size_t pos_words = ((size_t)compiled->vocab->n_sorted + 31) / 32 + 1;
@@ -127,6 +133,8 @@ void ag_matcher_free(ag_matcher *m) {
   free(m->accepted_pos);
   ag_vec_free(&m->classes);
   ag_vec_free(&m->class_states);
+  ag_vec_free(&m->class_room);
+  free(m->scratch);
   for (int k = 0; k < AG_VERDICT_SLOTS; k++) ag_vec_free(&m->verdicts[k].accepted);
   free(m->stop_ids);
   free(m->stop_bits);
@@ -153,7 +161,7 @@ void ag_matcher_set_accept_time_budget(ag_matcher *m, double seconds) {
 
 /* Forgets the kept verdicts: their origin sets may be popped. */
 static void ag_forget_verdicts(ag_matcher *m) {
-  for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].state = -1;
+  for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].valid = false;
 }
 
 void ag_matcher_reset(ag_matcher *m) {
@@ -291,7 +299,8 @@ static void ag_gather_byte_paths(const ag_parser *p, ag_byte_paths *b) {
   for (uint32_t it = p->set_start.data[p->set_start.len - 1];
        it < p->items.len && b->n < AG_BYTE_PATHS; it++) {
     int32_t s = p->items.data[it].state;
-    if (g->states[s].byte_begin == g->states[s].byte_end) continue;
+    /* a counted rule's bytes may pass its max: only the parser knows */
+    if (g->states[s].byte_begin == g->states[s].byte_end || g->states[s].counted) continue;
     bool seen = false;
     for (int k = 0; k < b->n && !seen; k++) seen = b->states[k] == s;
     if (!seen) b->states[b->n++] = s;
@@ -327,19 +336,101 @@ static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t
  * parser where it was, so the token's verdict is its rest's: inside a JSON
  * string, `abc",` is decided by `",` (the few hundred uncertain tokens that
  * close a string, checked at the first token of every string value).
+ *
+ * An item of a counted rule's byte automaton (a JSON string's length counted)
+ * whose count decides nothing for a token (ag_key_count) is another such loop
+ * when a byte of its self loop that no other item takes leaves the set's
+ * scannable items as they were, its count aside (ag_loop_keeps_set): its end
+ * completes what the set holds already. Then every such byte does, and the
+ * rest decides. `other` gets the bytes the other items take (none for a lone item).
  */
-static int32_t ag_lone_loop_state(const ag_parser *p) {
-  uint32_t begin = p->set_start.data[p->set_start.len - 1];
-  if (p->items.len - begin != 1) return -1;
-  int32_t s = p->items.data[begin].state;
-  const ag_state *st = &p->g->states[s];
-  return st->rule_begin == st->rule_end && !st->accepting && !st->counted ? s : -1;
+/* An item's count as the kept verdicts key it: -1 where it decides nothing, in a
+ * counted rule's byte automaton past min and room for the longest token below
+ * max (a token leaving the rule then ends it past min; one inside fits). */
+static int32_t ag_key_count(const ag_matcher *m, ag_item it) {
+  const ag_grammar *g = m->compiled->grammar;
+  const ag_state *st = &g->states[it.state];
+  if (!st->counted || st->byte_begin == st->byte_end) return it.count;
+  const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
+  if (it.count < r->min) return it.count;
+  int64_t room = (int64_t)r->max - it.count - (it.count == 0 && !st->accepting);
+  return r->max >= 0 && room < (int64_t)m->compiled->vocab->max_token_len ? it.count : -1;
 }
 
-/* The bytes of tok[0..len) that the lone item's self loop takes first (ag_lone_loop_state). */
-static uint32_t ag_loop_prefix(const ag_grammar *g, int32_t loop, const uint8_t *tok, uint32_t len) {
+#define AG_LOOP_ITEMS 16 /* the most scannable items ag_loop_keeps_set compares */
+
+/* The current set's scannable items, counts as ag_key_count keys them; false past max. */
+static bool ag_scannable_items(const ag_matcher *m, ag_item *out, size_t max, size_t *n) {
+  const ag_parser *p = &m->parser;
+  *n = 0;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    const ag_state *st = &p->g->states[item.state];
+    if (st->byte_begin == st->byte_end) continue;
+    if (*n == max) return false;
+    item.count = ag_key_count(m, item);
+    out[(*n)++] = item;
+  }
+  return true;
+}
+
+/* Whether scanning byte c leaves the same scannable items (as sets). */
+static bool ag_loop_keeps_set(ag_matcher *m, uint8_t c) {
+  ag_item before[AG_LOOP_ITEMS], after[AG_LOOP_ITEMS];
+  size_t nb, na;
+  if (!ag_scannable_items(m, before, AG_LOOP_ITEMS, &nb)) return false;
+  uint32_t base = ag_parser_num_sets(&m->parser);
+  bool ok = false, same = false;
+  ag_error err;
+  if (ag_parser_scan(&m->parser, c, &ok, &err) != AG_OK || !ok) return false;
+  if (ag_scannable_items(m, after, AG_LOOP_ITEMS, &na) && na == nb) {
+    same = true;
+    for (size_t i = 0; i < na && same; i++) {
+      bool found = false;
+      for (size_t j = 0; j < nb && !found; j++)
+        found = after[i].state == before[j].state && after[i].origin == before[j].origin &&
+                after[i].count == before[j].count;
+      same = found;
+    }
+  }
+  ag_parser_truncate(&m->parser, base);
+  return same;
+}
+
+static int32_t ag_loop_state(ag_matcher *m, uint32_t other[8]) {
+  const ag_parser *p = &m->parser;
+  const ag_grammar *g = p->g;
+  uint32_t begin = p->set_start.data[p->set_start.len - 1];
+  memset(other, 0, 8 * sizeof *other);
+  if (p->items.len - begin == 1) {
+    int32_t s = p->items.data[begin].state;
+    const ag_state *st = &g->states[s];
+    return st->rule_begin == st->rule_end && !st->accepting && !st->counted ? s : -1;
+  }
+  int32_t loop = -1;
+  for (uint32_t it = begin; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    const ag_state *o = &g->states[item.state];
+    if (loop < 0 && o->counted && o->byte_begin != o->byte_end && ag_key_count(m, item) == -1) {
+      loop = item.state;
+      continue;
+    }
+    for (uint32_t e = o->byte_begin; e < o->byte_end; e++)
+      ag_byteset_add_range(other, g->byte_edges[e].lo, g->byte_edges[e].hi);
+  }
+  if (loop < 0) return -1;
+  for (int c = 0; c < 256; c++) /* the first byte of the loop that no other item takes */
+    if (ag_state_step(g, loop, (uint8_t)c) == loop && !ag_bit(other, c))
+      return ag_loop_keeps_set(m, (uint8_t)c) ? loop : -1;
+  return -1;
+}
+
+/* The bytes of tok[0..len) that the loop state's self loop takes first, none of
+ * them a byte another item takes (ag_loop_state). */
+static uint32_t ag_loop_prefix(const ag_grammar *g, int32_t loop, const uint32_t other[8], const uint8_t *tok,
+                               uint32_t len) {
   uint32_t k = 0;
-  while (loop >= 0 && k < len && ag_state_step(g, loop, tok[k]) == loop) k++;
+  while (loop >= 0 && k < len && ag_state_step(g, loop, tok[k]) == loop && !ag_bit(other, tok[k])) k++;
   return k;
 }
 
@@ -362,7 +453,8 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
   uint32_t base = ag_parser_num_sets(p), depth = 0;
   ag_status st = AG_OK;
   int32_t n = v->n_sorted, walked = 0;
-  int32_t loop = byte_paths ? ag_lone_loop_state(p) : -1;
+  uint32_t other[8];
+  int32_t loop = byte_paths ? ag_loop_state(m, other) : -1;
   const uint8_t *held = NULL; /* the bytes the parser's sets past `base` hold: held[0..depth) */
   ag_byte_paths paths = {.n = -1};
   for (int32_t i = ag_next_position(candidates, 0, n), prev = -1; i < n;) {
@@ -374,7 +466,7 @@ static ag_status ag_walk_tokens(ag_matcher *m, ag_candidates *candidates, uint32
     }
     uint32_t len;
     const uint8_t *full = ag_vocab_sorted_token(v, i, &len);
-    uint32_t skip = ag_loop_prefix(p->g, loop, full, len), l = 0;
+    uint32_t skip = ag_loop_prefix(p->g, loop, other, full, len), l = 0;
     const uint8_t *tok = full + skip; /* what the parser scans: the rest */
     len -= skip;
     if (loop < 0) {
@@ -434,6 +526,27 @@ static void ag_or_words(uint32_t *restrict dst, const uint32_t *restrict src, si
   for (size_t w = 0; w < n; w++) dst[w] |= src[w];
 }
 
+/* The most copies a token may still begin from state s of a counted rule's byte
+ * automaton, the largest over the current set's items in s; -1 (any) for other
+ * states, an unbounded repeat, or room for the longest token (each byte begins
+ * one copy at most). A byte from the rule's start with count 0 begins the first
+ * copy without passing an accepting state (ag_copy_count, ag_copies.h). */
+static int32_t ag_copy_room(const ag_matcher *m, int32_t s) {
+  const ag_grammar *g = m->compiled->grammar;
+  const ag_state *st = &g->states[s];
+  int32_t max = st->counted ? g->rule_repeat[g->state_rule[s]].max : -1;
+  if (max < 0) return -1;
+  const ag_parser *p = &m->parser;
+  int64_t room = -1;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    if (item.state != s) continue;
+    int64_t r = (int64_t)max - item.count - (item.count == 0 && !st->accepting);
+    if (r > room) room = r;
+  }
+  return room < 0 || room >= (int64_t)m->compiled->vocab->max_token_len ? -1 : (int32_t)room;
+}
+
 /* Collects the classes of the distinct scannable states in the current Earley set. */
 static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error *err) {
   const ag_grammar *g = m->compiled->grammar;
@@ -444,6 +557,7 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
   }
   m->classes.len = 0;
   m->class_states.len = 0;
+  m->class_room.len = 0;
   *any_uncertain = false;
   /* Last items first: an item's predictions come after it, and a state's first
    * classification uses its predictions' classes when they are known. */
@@ -456,42 +570,131 @@ static ag_status ag_collect_classes(ag_matcher *m, bool *any_uncertain, ag_error
     const ag_state_masks *e;
     ag_status st = ag_compiled_state_masks(m->compiled, s, m->deadline, &e, err);
     if (st) return st;
-    if (!ag_vec_push(&m->classes, e) || !ag_vec_push(&m->class_states, s))
+    if (!ag_vec_push(&m->classes, e) || !ag_vec_push(&m->class_states, s) ||
+        !ag_vec_push(&m->class_room, ag_copy_room(m, s)))
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
     *any_uncertain = *any_uncertain || e->n_uncertain > 0;
   }
   return AG_OK;
 }
 
-/* The item of the current set in `state` when it is the only one, else state -1. */
-static ag_item ag_only_item(const ag_matcher *m, int32_t state) {
-  const ag_parser *p = &m->parser;
-  ag_item found = {-1, 0, 0};
-  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
-    if (p->items.data[it].state != state) continue;
-    if (found.state >= 0) return (ag_item){-1, 0, 0};
-    found = p->items.data[it];
-  }
-  return found;
+/* Whether state s's class (among the current ones) leaves tokens uncertain. */
+static bool ag_state_uncertain(const ag_matcher *m, int32_t s) {
+  for (size_t k = 0; k < m->classes.len; k++)
+    if (m->class_states.data[k] == s) return m->classes.data[k]->n_uncertain > 0;
+  return false;
 }
 
-/* The slot of the verdicts kept for `item` (ag_only_item's) among the current
- * classes: a filled one (state >= 0) to use, an emptied one to record into, or
- * NULL when they are not kept (the item is not alone, or too many classes to
- * compare). */
-static ag_verdicts *ag_kept_verdicts(ag_matcher *m, ag_item item) {
-  size_t n = m->classes.len;
-  if (item.state < 0 || n > AG_VERDICT_CLASSES) return NULL;
-  uint32_t h = ((uint32_t)item.state * 2654435761u ^ (uint32_t)item.origin * 40503u ^
-                (uint32_t)item.count) % AG_VERDICT_SLOTS;
-  ag_verdicts *slot = &m->verdicts[h];
-  if (slot->state == item.state && slot->origin == item.origin && slot->count == item.count &&
-      slot->n_classes == n && memcmp(slot->classes, m->classes.data, n * sizeof *slot->classes) == 0)
+/* The slot of the verdicts kept for the current set's items with uncertain
+ * tokens among the current classes: a valid one to use, an emptied one to
+ * record into, or NULL when they are not kept (too many items or classes). */
+static ag_verdicts *ag_kept_verdicts(ag_matcher *m) {
+  size_t n = m->classes.len, n_items = 0;
+  if (n > AG_VERDICT_CLASSES) return NULL;
+  const ag_parser *p = &m->parser;
+  ag_item items[AG_VERDICT_ITEMS];
+  uint32_t h = 0;
+  for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
+    ag_item item = p->items.data[it];
+    if (!ag_state_uncertain(m, item.state)) continue;
+    if (n_items == AG_VERDICT_ITEMS) return NULL;
+    item.count = ag_key_count(m, item);
+    items[n_items++] = item;
+    h = h * 31 + ((uint32_t)item.state * 2654435761u ^ (uint32_t)item.origin * 40503u ^ (uint32_t)item.count);
+  }
+  ag_verdicts *slot = &m->verdicts[h % AG_VERDICT_SLOTS];
+  if (slot->valid && slot->n_items == n_items && slot->n_classes == n &&
+      memcmp(slot->items, items, n_items * sizeof *items) == 0 &&
+      memcmp(slot->classes, m->classes.data, n * sizeof *slot->classes) == 0)
     return slot;
-  slot->state = -1; /* replaced: recorded into next */
+  slot->valid = false; /* replaced: recorded into next */
+  slot->n_items = n_items;
+  memcpy(slot->items, items, n_items * sizeof *items);
   slot->n_classes = n;
   memcpy(slot->classes, m->classes.data, n * sizeof *slot->classes);
+  slot->accepted.len = 0;
   return slot;
+}
+
+/* Checks the candidate tokens against the parser, through kept verdicts when
+ * the current set's are known, else recording them when they may be kept. */
+static ag_status ag_walk_kept(ag_matcher *m, ag_candidates *candidates, uint32_t *mask, ag_error *err) {
+  ag_verdicts *kept = ag_kept_verdicts(m);
+  if (kept && kept->valid) {
+    for (size_t k = 0; k < kept->accepted.len; k++) ag_bit_set(mask, kept->accepted.data[k]);
+    return AG_OK;
+  }
+  ag_status st = ag_walk_tokens(m, candidates, mask, kept, true, err);
+  if (kept && !st) kept->valid = true;
+  return st;
+}
+
+/* Adds what a class near its counted max allows: its accepted tokens that begin
+ * at most `room` copies (ag_copies.h); the exits that begin more are left to
+ * the parser, marked in pos_bits. */
+static ag_status ag_add_bounded(ag_matcher *m, size_t k, uint32_t *mask, size_t words, ag_error *err) {
+  const ag_state_masks *e = m->classes.data[k];
+  const ag_vocab *v = m->compiled->vocab;
+  int32_t room = m->class_room.data[k];
+  const ag_copies *t;
+  ag_status st = ag_compiled_state_copies(m->compiled, m->class_states.data[k], &t, err);
+  if (st) return st;
+  if (e->accepted) {
+    if (!m->scratch && !(m->scratch = malloc(words * sizeof *m->scratch)))
+      return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+    memcpy(m->scratch, e->accepted, words * sizeof *m->scratch);
+    int32_t from = room < t->max_copies ? t->first[room + 1] : t->n_inside;
+    for (int32_t q = from; q < t->n_inside; q++) ag_bit_clear(m->scratch, v->sorted_ids[t->pos[q]]);
+    int64_t over = (int64_t)room + t->adj + 1; /* plain tokens of more characters begin too many */
+    if (t->plain && over <= v->max_plain_chars)
+      for (int32_t q = v->plain_chars_first[over]; q < v->plain_chars_first[v->max_plain_chars + 1]; q++)
+        ag_bit_clear(m->scratch, v->sorted_ids[v->plain_by_chars[q]]);
+    ag_or_words(mask, m->scratch, words);
+  } else {
+    for (int32_t j = 0; j < e->n_accepted_list; j++)
+      if (ag_copies_at(t, v, e->accepted_list[j]) <= (uint32_t)room)
+        ag_bit_set(mask, v->sorted_ids[e->accepted_list[j]]);
+  }
+  for (int32_t q = 0; q < t->n_exits; q++)
+    if (t->copies_at[t->exits[q]] > (uint32_t)room) ag_bit_set(m->pos_bits, t->exits[q]);
+  return AG_OK;
+}
+
+/* The mask when some class is near its counted max (ag_copy_room): the other
+ * classes' accepted tokens, the bounded classes' that fit, then every uncertain
+ * token and bounded exit checked against the parser (no kept verdicts: what the
+ * bounded classes mark changes with the count). */
+static ag_status ag_bounded_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
+  const int32_t *ids = m->compiled->vocab->sorted_ids;
+  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
+  memset(mask, 0, words * sizeof *mask);
+  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
+  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
+  for (size_t k = 0; k < m->classes.len; k++) {
+    const ag_state_masks *e = m->classes.data[k];
+    ag_mark_uncertain(m, e);
+    if (m->class_room.data[k] >= 0) {
+      ag_status st = ag_add_bounded(m, k, mask, words, err);
+      if (st) return st;
+    } else if (e->accepted) {
+      ag_or_words(mask, e->accepted, words);
+      for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
+    } else {
+      for (int32_t j = 0; j < e->n_accepted_list; j++) {
+        ag_bit_set(mask, ids[e->accepted_list[j]]);
+        ag_bit_set(m->accepted_pos, e->accepted_list[j]);
+      }
+    }
+  }
+  for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
+  ag_candidates bits = {m->pos_bits, NULL, 0, 0};
+  return ag_walk_tokens(m, &bits, mask, NULL, true, err);
+}
+
+static bool ag_any_bounded(const ag_matcher *m) {
+  for (size_t k = 0; k < m->class_room.len; k++)
+    if (m->class_room.data[k] >= 0) return true;
+  return false;
 }
 
 /* The union of the cached accepted sets of every scannable state in the current
@@ -500,10 +703,12 @@ static ag_verdicts *ag_kept_verdicts(ag_matcher *m, ag_item item) {
 static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_error *err) {
   bool any_uncertain;
   ag_status st = ag_collect_classes(m, &any_uncertain, err);
+  if (!st && ag_any_bounded(m)) st = ag_bounded_mask(m, mask, words, err);
   if (st) { /* a first visit timed out, say: no token allowed, not the last mask's */
     memset(mask, 0, words * sizeof *mask);
     return st;
   }
+  if (ag_any_bounded(m)) return AG_OK;
   /* The first class's bitset is copied over the mask, the others ORed in, and
    * listed tokens set one by one (ag_state_masks); without a first bitset to
    * copy, the mask is cleared first. */
@@ -524,30 +729,15 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
    * few hundred that close it): the list is walked as it is. The tokens other
    * states accept are marked already, and skipped. */
   const ag_state_masks *only = NULL;
-  size_t n_with = 0, at = 0;
+  size_t n_with = 0;
   for (size_t k = 0; k < m->classes.len; k++)
     if (m->classes.data[k]->n_uncertain > 0) {
       only = m->classes.data[k];
-      at = k;
       n_with++;
     }
   if (n_with == 1 && !only->uncertain_bits) { /* an ascending list (ag_mask_cache.h) */
-    ag_item item = ag_only_item(m, m->class_states.data[at]);
-    ag_verdicts *kept = ag_kept_verdicts(m, item);
-    if (kept && kept->state >= 0) {
-      for (size_t k = 0; k < kept->accepted.len; k++) ag_bit_set(mask, kept->accepted.data[k]);
-      return AG_OK;
-    }
     ag_candidates list = {NULL, only->uncertain, only->n_uncertain, 0};
-    if (!kept) return ag_walk_tokens(m, &list, mask, NULL, true, err);
-    kept->accepted.len = 0;
-    ag_status st = ag_walk_tokens(m, &list, mask, kept, true, err);
-    if (!st) {
-      kept->state = item.state;
-      kept->origin = item.origin;
-      kept->count = item.count;
-    }
-    return st;
+    return ag_walk_kept(m, &list, mask, err);
   }
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
   memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
@@ -564,7 +754,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
   /* A token that some state accepts needs no check, however uncertain elsewhere. */
   for (size_t w = 0; w < pos_words; w++) m->pos_bits[w] &= ~m->accepted_pos[w];
   ag_candidates bits = {m->pos_bits, NULL, 0, 0};
-  return ag_walk_tokens(m, &bits, mask, NULL, true, err);
+  return ag_walk_kept(m, &bits, mask, err);
 }
 
 /* Whether the first n bits of mask are all set; stops at the first block with a gap. */

@@ -26,9 +26,11 @@
 /* Repeats are unrolled while small. An unrolled repeat of bytes becomes part of
  * a byte automaton: determinized, and each position gets its own token classes
  * (shared across grammars), so a token spanning copies is classified once and
- * for all; in a counted rule such a token runs past the end of the child, which
- * makes it uncertain, checked against the parser at every mask. So a repeat of
- * a bytes-only child is unrolled up to AG_UNROLL_MAX copies; a child with rule
+ * for all; in a counted rule of rule edges such a token runs past the end of the
+ * child, which makes it uncertain, checked against the parser at every mask (a
+ * prefix-free bytes-only child is counted in its own automaton instead: ag_fsm.c,
+ * ag_counted_inline). So a repeat of a bytes-only child is unrolled up to
+ * AG_UNROLL_MAX copies; a child with rule
  * edges gains nothing from copies (its tokens past the child's end are
  * uncertain either way), so past AG_UNROLL_MAX_REF copies it is counted. Copies
  * adding more than AG_UNROLL_BUDGET automaton pieces (ag_builder.node_size) are

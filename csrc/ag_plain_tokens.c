@@ -69,6 +69,49 @@ ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **plain, uint32_t **
   return AG_OK;
 }
 
+/* The bytes of tok[0 .. len) that begin a UTF-8 character (not 10xxxxxx). */
+static uint32_t ag_char_starts(const uint8_t *tok, uint32_t len) {
+  uint32_t k = 0, cont = 0;
+  for (; k + 8 <= len; k += 8) { /* eight at a time: bit 7 set, bit 6 clear */
+    uint64_t x;
+    memcpy(&x, tok + k, 8);
+    cont += (uint32_t)__builtin_popcountll(x & ~(x << 1) & 0x8080808080808080ull);
+  }
+  for (; k < len; k++) cont += (tok[k] & 0xC0) == 0x80;
+  return len - cont;
+}
+
+ag_status ag_plain_chars_index(ag_vocab *v, ag_error *err) {
+  int32_t n = v->n_sorted, n_plain = 0, max = 0;
+  v->chars = malloc(((size_t)n + 1) * sizeof *v->chars);
+  if (!v->chars) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t len;
+    const uint8_t *tok = ag_vocab_sorted_token(v, i, &len);
+    uint32_t k = ag_char_starts(tok, len);
+    v->chars[i] = (uint16_t)(k < UINT16_MAX ? k : UINT16_MAX);
+    if (ag_bit(v->plain, i)) {
+      n_plain++;
+      if (v->chars[i] > max) max = v->chars[i];
+    }
+  }
+  v->max_plain_chars = max;
+  v->plain_chars_first = calloc((size_t)max + 2, sizeof *v->plain_chars_first);
+  v->plain_by_chars = malloc(((size_t)n_plain + 1) * sizeof *v->plain_by_chars);
+  if (!v->plain_chars_first || !v->plain_by_chars)
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  for (int32_t i = 0; i < n; i++)
+    if (ag_bit(v->plain, i)) v->plain_chars_first[v->chars[i] + 1]++;
+  for (int32_t k = 0; k <= max; k++) v->plain_chars_first[k + 1] += v->plain_chars_first[k];
+  int32_t *next = malloc(((size_t)max + 1) * sizeof *next);
+  if (!next) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  memcpy(next, v->plain_chars_first, ((size_t)max + 1) * sizeof *next);
+  for (int32_t i = 0; i < n; i++)
+    if (ag_bit(v->plain, i)) v->plain_by_chars[next[v->chars[i]]++] = i;
+  free(next);
+  return AG_OK;
+}
+
 /* A visited pair of the simulation: a grammar state and a plain-automaton state. */
 typedef struct ag_plain_pair {
   int32_t state;
@@ -167,4 +210,28 @@ uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len) {
     ag_bit_clear(ids, v->sorted_ids[v->by_len[k]]);
   }
   return bits;
+}
+
+bool ag_plain_chars_are_copies(const ag_grammar *g, int32_t state) {
+  ag_plain_sim *x = calloc(1, sizeof *x);
+  if (!x) return false; /* out of memory: the walk of every token is always right */
+  bool ok = ag_plain_push(x, state, 0, 0);
+  for (int32_t head = 0; ok && head < x->n; head++) {
+    ag_plain_pair p = x->queue[head];
+    /* the rule's start (a first copy's, never entered again) need not accept */
+    bool start = head == 0 && state == g->rule_start[g->state_rule[state]];
+    if (!start && g->states[p.state].accepting != (p.u == 0)) ok = false;
+    for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++)
+      ok = ag_plain_covers(g, x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi, ag_plain_edges[e].to, 0);
+  }
+  free(x);
+  return ok;
+}
+
+bool ag_plain_may_follow(const uint32_t follow[8]) {
+  if (!follow) return true;
+  for (int e = ag_plain_at[0]; e < ag_plain_at[1]; e++)
+    for (unsigned c = ag_plain_edges[e].lo; c <= ag_plain_edges[e].hi; c++)
+      if (ag_bit(follow, (int32_t)c)) return true;
+  return false;
 }

@@ -41,6 +41,9 @@
 ag_status ag_plain_tokens_index(const ag_vocab *v, uint32_t **plain, uint32_t **skip,
                                 ag_error *err);
 
+/* Fills v->chars and the plain tokens by characters (see ag_vocab.chars). */
+ag_status ag_plain_chars_index(ag_vocab *v, ag_error *err);
+
 /* The largest d <= depth such that every plain string of up to d bytes is
  * consumed from `state` by byte edges alone (no rule edge). Below `depth`, the
  * state is within d bytes of a bound: a position of a length-bounded string.
@@ -55,5 +58,14 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool
  * those a state of plain depth len consumes. The caller frees it; NULL out of
  * memory. */
 uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len);
+
+/* Whether, along every plain string from `state` (of a counted rule's byte
+ * automaton, ag_copies.h), the automaton is at an accepting state exactly
+ * between characters: each plain character is then one copy of the child, and
+ * a plain token begins one copy per character it begins. */
+bool ag_plain_chars_are_copies(const ag_grammar *g, int32_t state);
+
+/* Whether a byte that begins a plain character is in `follow` (NULL: any byte). */
+bool ag_plain_may_follow(const uint32_t follow[8]);
 
 #endif /* AG_PLAIN_TOKENS_H */

@@ -201,6 +201,7 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
       (st = ag_vocab_index_runs(v, err)) ||
       (st = ag_vocab_index_lengths(v, err)) ||
       (st = ag_plain_tokens_index(v, &v->plain, &v->plain_skip, err)) ||
+      (st = ag_plain_chars_index(v, err)) ||
       (st = ag_vocab_index_ids(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
@@ -250,6 +251,9 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->long_sorted);
   free(v->plain);
   free(v->plain_skip);
+  free(v->chars);
+  free(v->plain_by_chars);
+  free(v->plain_chars_first);
   free(v->sorted_by_id);
   free(v->stop_ids);
   free(v);

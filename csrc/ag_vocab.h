@@ -64,6 +64,14 @@ struct ag_vocab {
   /* The plain tokens (ag_plain_tokens.h), in the layout of a dispatch's safe tokens. */
   uint32_t *plain;
   uint32_t *plain_skip; /* [pos words] ag_plain_tokens_index's `skip` */
+  /* [n_sorted] the UTF-8 characters each sorted token begins (its bytes other
+   * than 10xxxxxx, at most UINT16_MAX), and the plain tokens' sorted positions
+   * by that count: plain_by_chars[plain_chars_first[k] .. plain_chars_first[k +
+   * 1]) begin k characters (ag_copies.h: a repeat's copies near its max). */
+  uint16_t *chars;
+  int32_t *plain_by_chars;
+  int32_t *plain_chars_first; /* [max_plain_chars + 2] */
+  int32_t max_plain_chars;
   /* The sorted tokens as a bitset by id (ag_mask_words): a safe set by id starts from it. */
   uint32_t *sorted_by_id; /* the last of the token tables */
   /* The caches: each vocabulary's own, shared tables or not. */

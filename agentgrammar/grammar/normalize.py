@@ -98,7 +98,7 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
 
     done: Dict[int, Expr] = {}  # by identity: front-ends share subtrees, walk each once
     # the rule each hoisted item became, by the identity of the item (kept alive by `extra`):
-    # an item that several repeats copy, such as the blocks of a long string's length split
+    # an item that several repeats copy, such as the blocks of a pattern's long repeat split
     # (``json_values.repeat``), is one rule, so its automaton is built and its masks are
     # classified once, and its parallel parses meet in the same Earley items
     hoisted: Dict[int, str] = {}

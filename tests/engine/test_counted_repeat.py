@@ -10,6 +10,7 @@ token paths with rollbacks, that linked grammars keep their rule numbering, and 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -429,3 +430,294 @@ def test_linked_bounds_are_exact() -> None:
     assert m.accept_string(b"a" * 1000 + b"b!") and m.is_completed()
     m.reset()
     assert not m.accept_string(b"a" * 1001)
+
+
+# ---- a repeat counted in its child's own automaton ----------------------------------------------
+# A repeat of a bytes-only, prefix-free child (a character, a literal) is one byte automaton whose
+# items count the copies; its states are classified as an unbounded repeat's and the matcher keeps,
+# near the max, only the tokens that begin few enough copies (csrc/ag_copies.h).
+
+# Tokens of JSON string text: ASCII, two-, three- and four-byte characters, characters cut short,
+# escapes (whole and cut), quotes that close the string, and a few long runs, so that tokens begin
+# up to 40 copies and cross both bounds.
+STRING_TOKENS = [
+    b"a",
+    b"b",
+    b"ab",
+    b"abc",
+    b"hello",
+    b" wor",
+    b"a" * 8,
+    b"ab" * 20,
+    "é".encode(),
+    "é".encode() * 3,
+    "€".encode(),
+    "a€b".encode(),
+    "😀".encode(),
+    "😀".encode()[:2],
+    "😀".encode()[2:],
+    "é".encode()[:1],
+    "é".encode()[1:],
+    b"\\n",
+    b"\\",
+    b"\\u00e9",
+    b"\\u00",
+    b"e9",
+    b"\\ud83d\\ude00",
+    b"\\ud83d",
+    b'"',
+    b'",',
+    b'a"',
+    b'abc"}',
+    b'"}',
+    b"}",
+    b'{"s": "',
+    b'{"s": "ab',
+    b"",
+]
+
+
+def string_vocab() -> Vocabulary:
+    return Vocabulary(
+        STRING_TOKENS, stop_token_ids=[len(STRING_TOKENS) - 1], vocab_size=len(STRING_TOKENS) + 2
+    )
+
+
+def string_schema(lo: int, hi: int) -> dict:
+    return {
+        "type": "object",
+        "properties": {"s": {"type": "string", "minLength": lo, "maxLength": hi}},
+        "required": ["s"],
+    }
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 300), (280, 300), (0, 5000), (300, 300)])
+@SETTINGS
+@given(text=st.text(alphabet='ab é€😀\n"\\', min_size=0, max_size=12), n=st.integers(-3, 3))
+def test_json_string_lengths_are_exact(lo: int, hi: int, text: str, n: int) -> None:
+    grammar = Grammar.from_json_schema(string_schema(lo, hi))
+    assert has_counted_rules(grammar)
+    for count in {lo + n, hi + n}:
+        if count < 0:
+            continue
+        value = (text * (count // max(1, len(text)) + 1))[:count] if text else "x" * count
+        for ensure_ascii in (True, False):
+            doc = json.dumps({"s": value}, ensure_ascii=ensure_ascii)
+            assert grammar.accepts(doc) == (lo <= len(value) <= hi), (lo, hi, len(value), ensure_ascii)
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 300), (270, 300), (290, 290), (0, 5000)])
+@settings(
+    deadline=None,
+    max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(rnd=st.randoms(use_true_random=False))
+def test_string_masks_equal_direct_near_both_bounds(lo: int, hi: int, rnd: random.Random) -> None:
+    """Masks along random paths to each bound, with rollbacks: the uncached walk is the oracle."""
+    v = string_vocab()
+    vs = v.vocab_size
+    compiled = Compiler(v).compile_json_schema(string_schema(lo, hi))
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('{"s": "')
+    # Fill most of the string with one-copy steps, to reach the bounds within a few tokens.
+    target = max(0, min(lo, hi) - 30 - rnd.randint(0, 20)) if lo else max(0, hi - 60 - rnd.randint(0, 20))
+    assert matcher.accept_string("x" * target)
+    history = []
+    for _ in range(80):
+        cached, direct = masks(matcher, vs)
+        assert np.array_equal(cached, direct), f"{lo, hi} at {matcher.num_accepted_steps} steps"
+        history.append(cached)
+        allowed = [t for t in matcher.allowed_token_ids() if t not in v.stop_token_ids]
+        taken = len(history) - 1  # tokens accepted by this loop
+        if taken and (not allowed or rnd.random() < 0.12):
+            k = rnd.randint(1, min(taken, 4))
+            matcher.rollback(k)
+            del history[-k:]
+            cached, _ = masks(matcher, vs)
+            assert np.array_equal(cached, history[-1])
+            history.pop()
+            continue
+        if not allowed:
+            break
+        # Prefer long tokens, which begin many copies and cross the bounds.
+        long = [t for t in allowed if len(STRING_TOKENS[t]) >= 5]
+        assert matcher.accept_token(rnd.choice(long if long and rnd.random() < 0.6 else allowed))
+
+
+# Repeats counted in their child's automaton where what follows the repeat may continue it, so that
+# a token read inside the repeat may also leave it within itself (an "exit"), and a start that
+# accepts (min 0) or not.
+EXIT_GRAMMARS = [
+    'root ::= "a"{0,300} "a" "b"?',
+    'root ::= "a"{290,300} ("a" | "ab")',
+    'root ::= ("ab"){260,270} "a" "c"?',
+    "root ::= [a-c]{280,300} [a-z]*",
+    'root ::= ("x" | "yz"){0,300} "y"?',
+    'root ::= [a-z]{0,300} "a" "!"?',
+]
+
+
+@pytest.mark.parametrize("source", EXIT_GRAMMARS)
+@settings(
+    deadline=None,
+    max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(rnd=st.randoms(use_true_random=False))
+def test_exits_near_the_bound(source: str, rnd: random.Random) -> None:
+    grammar = Grammar.from_ebnf(source)
+    assert has_counted_rules(grammar)
+    tokens = [
+        b"a",
+        b"aa",
+        b"a" * 7,
+        b"a" * 20,
+        b"ab",
+        b"abab",
+        b"ab" * 9,
+        b"aab",
+        b"b",
+        b"c",
+        b"abc",
+        b"x",
+        b"yz",
+        b"xyzy",
+        b"z",
+        b"xaa!",
+        b"aaa!",
+        b"",
+    ]
+    v = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    compiled = Compiler(v).compile(grammar)
+    matcher = Matcher(compiled)
+    unit = "ab" if "ab" in source.split("{")[0] else "x" if '"x"' in source else "a"
+    assert matcher.accept_string(unit * (250 + rnd.randint(0, 20) if unit != "ab" else 240))
+    for _ in range(60):
+        cached, direct = masks(matcher, v.vocab_size)
+        assert np.array_equal(cached, direct), f"{source!r} at {matcher.num_accepted_steps} steps"
+        allowed = [t for t in matcher.allowed_token_ids() if t not in v.stop_token_ids]
+        if matcher.num_accepted_steps > 1 and (not allowed or rnd.random() < 0.1):
+            matcher.rollback(rnd.randint(1, min(matcher.num_accepted_steps - 1, 3)))
+            continue
+        if not allowed:
+            break
+        assert matcher.accept_token(rnd.choice(allowed))
+
+
+def test_max_length_5000_is_a_small_automaton() -> None:
+    compiler = Compiler(byte_vocab(), cache_limit_bytes=0)
+    sizes = {
+        hi: num_states(
+            compiler.compile_json_schema({"type": "string", "minLength": hi // 2, "maxLength": hi})
+        )
+        for hi in (300, 1000, 5000, 100000)
+    }
+    assert len(set(sizes.values())) == 1 and sizes[5000] <= 40, sizes
+    unbounded = num_states(compiler.compile_json_schema({"type": "string"}))
+    assert sizes[5000] <= unbounded + 16, (sizes, unbounded)
+
+
+# JSON Schema patterns and array lengths with large bounds: a pattern's class is counted in its
+# own automaton, a longer item in blocks, array items by the counted rule of rule edges.
+PATTERN_CASES = [
+    ("^[a-z]{3,400}$", r"[a-z]{3,400}"),
+    ("^x[0-9]{0,300}y$", r"x[0-9]{0,300}y"),
+    ("^(ab|c){0,300}$", r"(?:ab|c){0,300}"),
+]
+
+
+@pytest.mark.parametrize("pattern,python", PATTERN_CASES)
+@SETTINGS
+@given(
+    n=st.sampled_from([0, 1, 2, 3, 150, 298, 299, 300, 301, 399, 400, 401]),
+    unit=st.sampled_from(["a", "ab", "c", "7", "é"]),
+)
+def test_pattern_bounds_are_exact(pattern: str, python: str, n: int, unit: str) -> None:
+    grammar = Grammar.from_json_schema({"type": "string", "pattern": pattern})
+    for value in (unit * n, "x" + unit * n + "y"):
+        want = re.fullmatch(python, value) is not None
+        assert grammar.accepts(json.dumps(value, ensure_ascii=False)) == want, (pattern, len(value))
+
+
+@pytest.mark.parametrize("lo,hi", [(0, 300), (290, 300), (257, None)])
+def test_array_lengths_are_exact(lo: int, hi) -> None:
+    schema = {"type": "array", "items": {"type": "integer"}, "minItems": lo}
+    if hi is not None:
+        schema["maxItems"] = hi
+    grammar = Grammar.from_json_schema(schema)
+    for n in sorted({0, 1, lo - 1, lo, lo + 1, 299, 300, 301, 400}):
+        if n >= 0:
+            want = n >= lo and (hi is None or n <= hi)
+            assert grammar.accepts(json.dumps(list(range(n)))) == want, (lo, hi, n)
+
+
+OBJECT_TOKENS = [
+    *STRING_TOKENS[:-1],
+    b'", "b": "',
+    b'", "c": ',
+    b'", "',
+    b"b",
+    b'": "',
+    b"c",
+    b"1",
+    b"12",
+    b"}",
+    b"",
+]
+
+
+@pytest.mark.parametrize("lo", [0, 280])
+@settings(
+    deadline=None,
+    max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6),
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(rnd=st.randoms(use_true_random=False))
+def test_object_of_long_strings_masks_equal_direct(lo: int, rnd: random.Random) -> None:
+    """Several long strings in one object, tokens that close one and open the next: the kept
+    verdicts (keyed without a count that decides nothing) and the skipped looping bytes of a
+    counted string stay exact, across strings and rollbacks."""
+    string = {"type": "string", "minLength": lo, "maxLength": 300}
+    schema = {
+        "type": "object",
+        "properties": {"a": string, "b": string, "c": {"type": "integer"}},
+        "required": ["a"],
+    }
+    v = Vocabulary(OBJECT_TOKENS, stop_token_ids=[len(OBJECT_TOKENS) - 1])
+    matcher = Matcher(Compiler(v).compile_json_schema(schema))
+    assert matcher.accept_string('{"a": "')
+    for _ in range(120):
+        cached, direct = masks(matcher, v.vocab_size)
+        assert np.array_equal(cached, direct), f"at {matcher.num_accepted_steps} steps"
+        allowed = [t for t in matcher.allowed_token_ids() if t not in v.stop_token_ids]
+        if matcher.num_accepted_steps > 1 and (not allowed or rnd.random() < 0.08):
+            matcher.rollback(rnd.randint(1, min(matcher.num_accepted_steps - 1, 5)))
+            continue
+        if not allowed:
+            break
+        closing = [t for t in allowed if b'"' in OBJECT_TOKENS[t]]
+        long = [t for t in allowed if len(OBJECT_TOKENS[t]) >= 5 and t not in closing]
+        pick = rnd.random()
+        pool = closing if closing and pick < 0.08 else long if long and pick < 0.7 else allowed
+        assert matcher.accept_token(rnd.choice(pool))
+
+
+def test_loop_bytes_are_skipped_only_where_the_set_stays() -> None:
+    """At the start both a counted loop and another alternative are live: a byte of the loop
+    leaves the other behind, so a token's loop bytes must not be skipped there (``a!.`` is
+    rejected: after ``a`` only ``!?`` may end it)."""
+    grammar = Grammar.from_ebnf('root ::= [a-y]{0,300} "!" "?"? | "z"* "!" "."')
+    assert has_counted_rules(grammar)
+    tokens = [b"a", b"z", b"!", b".", b"?", b"a!.", b"a!?", b"z!.", b"aa!?", b"aa!.", b"!.", b""]
+    v = Vocabulary(tokens, stop_token_ids=[len(tokens) - 1])
+    matcher = Matcher(Compiler(v).compile(grammar))
+    for path in ([], [b"a"], [b"z"], [b"a", b"a"]):
+        matcher.reset()
+        for t in path:
+            assert matcher.accept_token(tokens.index(t))
+        cached, direct = masks(matcher, v.vocab_size)
+        assert np.array_equal(cached, direct), path
+    matcher.reset()
+    allowed = {tokens[t] for t in matcher.allowed_token_ids()}
+    assert b"a!?" in allowed and b"!." in allowed and b"a!." not in allowed

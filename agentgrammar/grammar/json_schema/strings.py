@@ -247,7 +247,7 @@ def automaton_string(conv: Converter, dfa: CharDFA, lo: int, hi: Optional[int], 
         ch = json_values.json_char_of(loop)
         if ch is None:  # no character can be spelled: only the empty string
             return None if lo else seq([_DQ, _DQ])
-        return seq([_DQ, json_values.repeat(ch, lo, hi), _DQ])
+        return seq([_DQ, json_values.repeat_chars(ch, lo, hi), _DQ])
     if lo or hi is not None:
         dfa = dfa.intersect(CharDFA.length(lo, hi))
     content = dfa.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")

@@ -21,7 +21,7 @@ that round (``1e-400`` parses as ``0.0``; ``1.00000000000000000001`` as ``1.0``)
 
 One concern per module: ``escapes`` (string characters and lengths), ``numeric_bounds``,
 ``integers``, ``numbers``, ``patterns`` (ECMA regexes), ``formats`` (RFC formats) and
-``repeats`` (counted repeats in blocks).
+``repeats`` (counted repeats: of characters whole, of other items in blocks).
 
 Example:
     >>> from agentgrammar import Grammar
@@ -43,7 +43,7 @@ from .formats import SUPPORTED_FORMATS, UNSUPPORTED_SPEC_FORMATS, format_chars, 
 from .integers import integer_expr
 from .numbers import ANY_NUMBER, number_expr
 from .patterns import json_content, pattern_chars, pattern_string
-from .repeats import repeat
+from .repeats import repeat, repeat_chars
 
 __all__ = [
     "ANY_NUMBER",
@@ -60,5 +60,6 @@ __all__ = [
     "pattern_chars",
     "pattern_string",
     "repeat",
+    "repeat_chars",
     "string_expr",
 ]

@@ -19,7 +19,7 @@ from ..ir import (
     seq,
 )
 from ..utf8 import complement_ranges, normalize_ranges
-from .repeats import _HEXDIG, _QUOTE, Ranges, _cache, _cc, _exactly, _repeat
+from .repeats import _HEXDIG, _QUOTE, Ranges, _cache, _cc, _exactly, repeat_chars
 
 _HEX_CHAR_RANGES = {  # digit value -> characters spelling it (both cases)
     v: ((0x30 + v, 0x30 + v),) if v < 10 else ((0x41 + v - 10, 0x41 + v - 10), (0x61 + v - 10, 0x61 + v - 10))
@@ -227,7 +227,7 @@ def string_expr(min_length: int = 0, max_length: Optional[int] = None) -> Expr:
         raise GrammarError(f"string length range is empty: minLength {min_length} > maxLength {max_length}")
     if min_length == 0 and max_length is None:
         return Seq((_QUOTE, Repeat(JSON_STRING_CHAR, 0, None), _QUOTE))
-    return seq([_QUOTE, _repeat(JSON_STRING_CODE_POINT, min_length, max_length), _QUOTE])
+    return seq([_QUOTE, repeat_chars(JSON_STRING_CODE_POINT, min_length, max_length), _QUOTE])
 
 
 def json_char_of(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:

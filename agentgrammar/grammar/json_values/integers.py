@@ -14,7 +14,7 @@ from ..ir import (
 )
 from .escapes import _fixed_width, _positions
 from .numeric_bounds import _bounds, _describe
-from .repeats import _DIGIT, _MAX_DIGITS, _NONZERO, Number, _cache, _cc, _repeat
+from .repeats import _DIGIT, _MAX_DIGITS, _NONZERO, Number, _cache, _cc, repeat_chars
 
 
 def _nat(a: int, b: Optional[int]) -> Optional[Expr]:
@@ -33,12 +33,12 @@ def _nat(a: int, b: Optional[int]) -> Optional[Expr]:
 
     if b is None:
         width(na)
-        alts.append(seq([_NONZERO, _repeat(_DIGIT, na, None)]))  # every longer integer
+        alts.append(seq([_NONZERO, repeat_chars(_DIGIT, na, None)]))  # every longer integer
     else:
         nb = len(str(b))
         width(na)
         if nb - 1 >= na + 1:  # full widths na+1 .. nb-1
-            alts.append(seq([_NONZERO, _repeat(_DIGIT, na, nb - 2)]))
+            alts.append(seq([_NONZERO, repeat_chars(_DIGIT, na, nb - 2)]))
         if nb > na:
             width(nb)
     return choice(alts)

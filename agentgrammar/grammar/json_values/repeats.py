@@ -1,4 +1,5 @@
-"""Small IR helpers of the JSON value builders: character classes, and counted repeats with
+"""Small IR helpers of the JSON value builders: character classes, and counted repeats: of one
+character whole (the engine counts them in the character's automaton), of other items with
 large bounds nested in blocks (the engine unrolls up to 256 copies and counts beyond)."""
 
 from __future__ import annotations
@@ -34,13 +35,9 @@ _QUOTE = Literal(b'"')
 _cache = functools.lru_cache(maxsize=4096, typed=True)
 
 
-_BLOCK = 256  # larger counted repeats are nested in blocks: the engine unrolls up to 256 copies
-# of bytes and counts beyond; counting single characters would make every token that spans two
-# of them uncertain in the mask cache, so the engine counts whole blocks instead
-
-
-# of bytes and counts beyond; counting single characters would make every token that spans two
-# of them uncertain in the mask cache, so the engine counts whole blocks instead
+_BLOCK = 256  # larger repeats of an arbitrary item are nested in blocks: the engine counts a
+# repeat past 256 copies, and where the item is not one byte automaton whose copies it can tell
+# apart (see repeat_chars), a token spanning two counted copies is uncertain in the mask cache
 _MAX_DIGITS = 400  # bounds with more decimal digits than this are refused
 
 
@@ -81,6 +78,20 @@ def _repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
     out = choice([first, second])
     assert out is not None
     return out
+
+
+def repeat_chars(item: Expr, lo: int, hi: Optional[int]) -> Expr:
+    """``item{lo,hi}`` of one character (a byte class, a JSON string's character or escape):
+    never split, whatever the bounds. The engine counts such a repeat inside the character's
+    own automaton, so a bound of 5000 costs no more states than one of 300.
+
+    >>> r = repeat_chars(_DIGIT, 2, 5000)
+    >>> (r.min, r.max)
+    (2, 5000)
+    """
+    if hi is not None and hi < lo:
+        raise GrammarError(f"invalid repetition {{{lo},{hi}}}")
+    return item if lo == 1 and hi == 1 else Repeat(item, lo, hi)
 
 
 def repeat(item: Expr, lo: int, hi: Optional[int]) -> Expr:
