@@ -293,12 +293,20 @@ def test_an_item_that_several_repeats_copy_is_hoisted_once():
         assert g.accepts(text) == ok
 
 
-def test_a_long_string_length_split_shares_its_block_rule():
+def test_a_long_string_length_is_one_counted_repeat_not_blocks():
     g = Grammar.from_json_schema({"type": "string", "maxLength": 1000})
-    blocks = [r for r in g.normalized_rules if isinstance(r.body, Repeat) and r.body.min == r.body.max == 256]
-    assert len(blocks) == 1  # (block){0,2} and (block){3} share it
+    repeats = [e for r in g.normalized_rules for e in _walk(r.body) if isinstance(e, Repeat)]
+    assert [(e.min, e.max) for e in repeats if e.max is None or e.max > 4] == [(0, 1000)]
     assert g.accepts(b'"' + b"x" * 1000 + b'"') and not g.accepts(b'"' + b"x" * 1001 + b'"')
     assert g.accepts(b'"' + b"x" * 767 + b'"') and g.accepts(b'"' + b"x" * 768 + b'"')
+
+
+def _walk(e):
+    yield e
+    for child in getattr(e, "items", ()) or ():
+        yield from _walk(child)
+    if isinstance(e, Repeat):
+        yield from _walk(e.item)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
