@@ -27,10 +27,13 @@ EARLY_MIN_FORWARD_S = 2e-3
 _EMA_WEIGHT = 0.25
 
 
-def early_masks_pay(forward_s: Optional[float], mask_s: Optional[float]) -> bool:
+def early_masks_pay(forward_s: Optional[float], mask_s: Optional[float], *, spare_cpu: bool = True) -> bool:
     """Whether computing masks during the forward pass should pay, given the running means of
     the forward pass (``forward_s``: from the end of a step to the next processor call) and of
-    the processor's mask work (``mask_s``: accepting the new tokens and filling the masks).
+    the processor's mask work (``mask_s``: the CPU time of accepting the new tokens and filling
+    the masks), and whether a CPU is left to the worker thread (``spare_cpu``: False where the
+    model runs on the CPU with as many torch threads as the process has CPUs, so the worker
+    would slow the forward pass by what it hides).
 
     Example:
         >>> early_masks_pay(0.040, 0.0004)   # a 40 ms forward pass, 0.4 ms of masks
@@ -39,8 +42,10 @@ def early_masks_pay(forward_s: Optional[float], mask_s: Optional[float]) -> bool
         False
         >>> early_masks_pay(0.001, 0.0004)   # a tiny model: too short a forward pass to hide it
         False
+        >>> early_masks_pay(0.040, 0.0004, spare_cpu=False)  # every CPU runs the forward pass
+        False
     """
-    if forward_s is None or mask_s is None:
+    if forward_s is None or mask_s is None or not spare_cpu:
         return False
     return mask_s >= EARLY_MIN_MASK_S and forward_s >= max(EARLY_MIN_FORWARD_S, 2 * mask_s)
 
@@ -85,7 +90,8 @@ class EarlyMasks:
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         p = self.processor
-        if (self.mode == "always" or early_masks_pay(p._forward_s, p._mask_s)) and p._prefetch(input_ids):
+        pays = early_masks_pay(p._forward_s, p._mask_s, spare_cpu=p._spare_cpu)
+        if (self.mode == "always" or pays) and p._prefetch(input_ids):
             self.prefetched += 1
         p._step_ended_at = time.perf_counter()
         torch = p._torch

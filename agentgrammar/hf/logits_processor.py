@@ -19,6 +19,7 @@ Example (runs offline: a five-token vocabulary and random scores, no model):
 from __future__ import annotations
 
 import operator
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -212,6 +213,8 @@ class GrammarLogitsProcessor:
         self._forward_s: Optional[float] = None
         self._mask_s: Optional[float] = None
         self._step_ended_at: Optional[float] = None  # when EarlyMasks last saw a step end
+        self._spare_cpu = True  # whether the last scores left a CPU free of torch's threads
+        self._cpus = _usable_cpus()
         if batch_size is not None:
             self._make_matchers(batch_size)
 
@@ -264,6 +267,7 @@ class GrammarLogitsProcessor:
                 "input_ids must be (rows, length) and scores (rows, vocab) with the same rows, got "
                 f"{tuple(input_ids.shape)} and {tuple(scores.shape)}"
             )
+        self._spare_cpu = not scores.is_cpu or torch.get_num_threads() < self._cpus
         if not self._take_prefetched(input_ids):
             self._step(input_ids)
         self._apply(scores)
@@ -278,8 +282,9 @@ class GrammarLogitsProcessor:
 
         It decides at each step, from running means it measures (``mode="auto"``, see
         :func:`early_masks_pay`): masks are computed early where there is mask work to hide
-        (several rows, states visited for the first time) and a forward pass long enough to hide
-        it, and in the processor's call otherwise (masks served from the cache cost less than
+        (several rows, states visited for the first time), a forward pass long enough to hide it
+        and a CPU that the model's torch threads leave free (or a model on an accelerator), and
+        in the processor's call otherwise (masks served from the cache cost less than
         the hand-off to a thread; a tiny model's forward pass is shorter than the mask). Either
         way the masks, and so the tokens, are the same. ``EarlyMasks(processor, mode="always")``
         computes every step's masks early.
@@ -489,6 +494,13 @@ class GrammarLogitsProcessor:
     def _token_text(matcher: Matcher, token: int) -> str:
         token_bytes = matcher.compiled_grammar.vocabulary.token_bytes
         return repr(token_bytes[token]) if 0 <= token < len(token_bytes) else "no such token"
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
 
 
 def _prefixes(prefix_token_ids: Any) -> Tuple[Tuple[int, ...], ...]:

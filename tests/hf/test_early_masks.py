@@ -159,6 +159,7 @@ def test_auto_mode_decides_from_what_it_measures(model, tok, compiler, monkeypat
     def run(forward_s: float, min_forward_s: float) -> Any:
         monkeypatch.setattr(early_masks, "EARLY_MIN_FORWARD_S", min_forward_s)
         processor = GrammarLogitsProcessor(compiled)
+        processor._cpus = torch.get_num_threads() + 1  # a CPU left over, whatever runs the test
         criterion = processor.early_masks
         assert criterion.mode == "auto"
         out = _generate(
@@ -171,6 +172,13 @@ def test_auto_mode_decides_from_what_it_measures(model, tok, compiler, monkeypat
     fast, never = run(0.0, 10.0)
     assert never == 0
     assert torch.equal(slow, fast)
+    monkeypatch.setattr(early_masks, "EARLY_MIN_FORWARD_S", 0.002)
+    processor = GrammarLogitsProcessor(compiled)
+    processor._cpus = torch.get_num_threads()  # torch's threads take every CPU: none left over
+    criterion = processor.early_masks
+    busy = _generate(model, tok, processor, prompts, criterion, logits_processor=[_Slow(0.004), processor])
+    assert criterion.prefetched == 0
+    assert torch.equal(busy, slow)
 
 
 def test_early_masks_pay_needs_mask_work_and_a_longer_forward_pass():
