@@ -26,7 +26,11 @@ and the ratio of the fastest repeats (the runs the machine disturbed least, as `
 and for ``early`` and ``auto`` how many steps had their masks computed early (median);
 ``--json`` prints the figures.
 
+``--processor-only`` times the processor's calls over the same scripted tokens with no model
+(its own share of a step).
+
     python -m tools.bench.hf_steps --model 100m --batch 1 8 --threads 1 2 --repeats 5
+    python -m tools.bench.hf_steps --processor-only --batch 1 8 --repeats 20
 """
 
 from __future__ import annotations
@@ -149,17 +153,11 @@ def bench(kind: str, model: Any, tok: Any, batch: int, repeats: int, prompt: str
     """The step times of every variant for one grammar and batch size, on ``model``."""
     import torch
 
-    from agentgrammar import Compiler, Grammar, Vocabulary
-    from agentgrammar.formats import get
+    from agentgrammar import Vocabulary
     from agentgrammar.hf import EarlyMasks, GrammarLogitsProcessor
 
     vocab = Vocabulary.from_huggingface(tok, vocab_size=model.config.vocab_size)
-    compiler = Compiler(vocab)
-    if kind == "json":
-        compiled = compiler.compile(Grammar.from_json_schema(SCHEMA, whitespace="compact"))
-    else:
-        tag = get("hermes").structural_tag(_tools(), tool_choice="required")
-        compiled = compiler.compile(Grammar.from_structural_tag(tag))
+    compiled = compile_grammar(kind, vocab)
     stop = vocab.stop_token_ids[0]
     prompts = [prompt + " " * k + "Answer:" * (k % 3) for k in range(batch)]
     inputs = dict(tok(prompts, return_tensors="pt", padding=True))
@@ -207,6 +205,45 @@ def bench(kind: str, model: Any, tok: Any, batch: int, repeats: int, prompt: str
     }
 
 
+def compile_grammar(kind: str, vocab: Any) -> Any:
+    """The bench's grammar ``kind`` compiled for ``vocab``: the schema, or the three tools' Hermes
+    structural tag with a call required."""
+    from agentgrammar import Compiler, Grammar
+    from agentgrammar.formats import get
+
+    compiler = Compiler(vocab)
+    if kind == "json":
+        return compiler.compile(Grammar.from_json_schema(SCHEMA, whitespace="compact"))
+    tag = get("hermes").structural_tag(_tools(), tool_choice="required")
+    return compiler.compile(Grammar.from_structural_tag(tag))
+
+
+def processor_only(kind: str, tok: Any, batch: int, repeats: int) -> float:
+    """The mean ``GrammarLogitsProcessor`` call (accept, fill, apply) in ms, median over
+    ``repeats`` runs of the scripted tokens with no model: the processor's own share of a step."""
+    import torch
+
+    from agentgrammar import Vocabulary
+    from agentgrammar.hf import GrammarLogitsProcessor
+
+    vocab = Vocabulary.from_huggingface(tok)
+    compiled = compile_grammar(kind, vocab)
+    stop = vocab.stop_token_ids[0]
+    scripts = script_ids(tok, compiled, documents(kind, batch), stop)
+    table = Script(scripts, 0, stop).table
+    processor = GrammarLogitsProcessor(compiled, batch_size=batch, eos_token_id=stop)
+    scores = torch.zeros(batch, vocab.vocab_size)
+    means = []
+    for _ in range(repeats + 1):  # the first run visits the states: not timed
+        processor.reset()
+        ids = torch.full((batch, 8), stop)
+        for t in range(table.shape[1]):
+            processor(ids, scores)
+            ids = torch.cat([ids, table[:, t : t + 1]], 1)
+        means.append(statistics.fmean(processor.call_times_s) * 1e3)
+    return statistics.median(means[1:])
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grammar", choices=["json", "tools", "both"], default="both")
@@ -216,6 +253,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed runs of each variant")
     parser.add_argument("--prompt", default="Weather in Paris for the next three days, as JSON:")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--processor-only", action="store_true", help="time the processor's calls alone, with no model"
+    )
     args = parser.parse_args(argv)
 
     import torch
@@ -232,8 +272,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     from agentgrammar import Vocabulary
 
     stop_ids = list(Vocabulary.from_huggingface(tok).stop_token_ids)
-    model = _model(len(tok), tok, stop_ids, args.model)
     kinds = ["json", "tools"] if args.grammar == "both" else [args.grammar]
+    if args.processor_only:
+        torch.set_num_threads(args.threads[0])
+        for batch in args.batch:
+            for kind in kinds:
+                ms = processor_only(kind, tok, batch, args.repeats)
+                print(
+                    f"batch {batch}, {kind}: a processor call takes {ms:.3f} ms (mean; median of {args.repeats})"
+                )
+        return
+    model = _model(len(tok), tok, stop_ids, args.model)
     results = []
     for threads in args.threads:
         torch.set_num_threads(threads)
