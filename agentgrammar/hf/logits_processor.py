@@ -232,7 +232,10 @@ class GrammarLogitsProcessor:
 
     @property
     def matchers(self) -> List[Matcher]:
-        """One matcher per row (empty before the first call unless ``batch_size`` was given)."""
+        """One matcher per row (empty before the first call unless ``batch_size`` was given).
+
+        Read them; do not move them between calls (accept, rollback): the processor keeps
+        track of which rows have ended from the tokens it accepts, until :meth:`reset`."""
         return list(self._matchers)
 
     def reset(self) -> None:

@@ -192,3 +192,42 @@ def test_early_masks_pay_needs_mask_work_and_a_longer_forward_pass():
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="mode must be 'auto' or 'always'"):
         EarlyMasks(GrammarLogitsProcessor(_tiny()), mode="sometimes")
+
+
+class _Prefer:
+    """A logits processor after the grammar's that makes greedy search pick ``token`` wherever
+    the grammar allows it (a masked token stays ``-inf``)."""
+
+    def __init__(self, token: int) -> None:
+        self.token = token
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        scores[:, self.token] += 1e4
+        return scores
+
+
+def test_a_stop_token_generate_does_not_stop_on_gets_the_forced_eos_early_too(model, tok, vocab, compiler):
+    # the rows end with a stop token that generate() is not told about: the processor then
+    # allows only its eos_token_id, one step later, whether that step's masks came early or not
+    stops = list(vocab.stop_token_ids)
+    assert len(stops) >= 2
+    compiled = compiler.compile(Grammar.from_ebnf('root ::= "yes" | "no"'))
+    outs = []
+    for early in (False, True):
+        processor = GrammarLogitsProcessor(compiled, eos_token_id=stops[0])
+        out = _generate(
+            model,
+            tok,
+            processor,
+            ["Is it raining?", "Is it snowing in Oslo today?"],
+            early,
+            logits_processor=[processor, _Prefer(stops[1])],
+            eos_token_id=stops[0],
+            max_new_tokens=12,
+        )
+        outs.append(out)
+        for row in out.tolist():
+            end = row.index(stops[1])
+            assert row[end + 1] == stops[0]  # the forced eos right after the unknown stop token
+        assert all(m.is_terminated() for m in processor.matchers)
+    assert torch.equal(outs[0], outs[1])
