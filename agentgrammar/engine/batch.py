@@ -75,6 +75,7 @@ class BatchMatcher:
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)
         self._pool = ffi.gc(out[0], lib.ag_pool_free)
+        self._last: Optional[_BatchArrays] = None
 
     @property
     def num_threads(self) -> int:
@@ -104,19 +105,14 @@ class BatchMatcher:
             raise BitmaskError(f"{n} matchers but {len(rows)} indices")
         if n == 0:
             return []
-        vocab_size = _common_vocab_size(matchers)
-        base, row_words = bitmask_row_pointer(bitmask, 0, vocab_size)
+        batch = self._batch_arrays(matchers, rows)
+        base, row_words = bitmask_row_pointer(bitmask, 0, batch.vocab_size)
         n_rows = int(bitmask.shape[0]) if len(bitmask.shape) == 2 else 1
         for i, row in enumerate(rows):
             if not 0 <= row < n_rows:
                 raise BitmaskError(f"index {row} (matcher {i}) is out of range for {n_rows} bitmask rows")
-        handles = ffi.new("ag_matcher *[]", [m._handle for m in matchers])
-        c_rows = ffi.new("int32_t[]", rows)
-        results = ffi.new("int32_t[]", n)
+        handles, c_rows, results, locks = batch.handles, batch.rows, batch.results, batch.locks
         err = new_error()
-        # Every matcher's lock, in the order of their ids: any two batches take shared
-        # locks in the same order, and a single call holds one lock only.
-        locks = [m._lock for m in sorted(matchers, key=id)]
         taken = 0
         try:
             for lock in locks:
@@ -129,15 +125,48 @@ class BatchMatcher:
                 for i, m in enumerate(matchers):
                     if m._has_token_layer:
                         results[i] = 0 if m._after_fill(bitmask, rows[i], results[i] == 0) else 1
+            # read under the locks: a call for the same matchers reuses these arrays
+            needs = [r == 0 for r in results]
         finally:
             for lock in locks[:taken]:
                 lock.release()
         if status != lib.AG_OK:
             raise_error(status, err, MatcherError)
-        return [results[i] == 0 for i in range(n)]
+        return needs
+
+    def _batch_arrays(self, matchers: Sequence[Matcher], rows: List[int]) -> "_BatchArrays":
+        """The C arrays of a batch: those of the previous call when it had the same matchers
+        and rows (a decoding loop fills the same batch at every step, and building them costs
+        more than the fill of cached masks)."""
+        last = self._last
+        if (
+            last is not None
+            and last.row_list == rows
+            and len(last.matchers) == len(matchers)
+            and all(a is b for a, b in zip(last.matchers, matchers))
+        ):
+            return last
+        arrays = _BatchArrays(matchers, rows)
+        self._last = arrays
+        return arrays
 
     def __repr__(self) -> str:
         return f"<BatchMatcher threads={self.num_threads}>"
+
+
+class _BatchArrays:
+    """One batch's matchers checked, their handles, rows and locks as the C call takes them."""
+
+    def __init__(self, matchers: Sequence[Matcher], rows: List[int]) -> None:
+        self.vocab_size = _common_vocab_size(matchers)
+        self.matchers = tuple(matchers)
+        self.row_list = list(rows)
+        self.handles = ffi.new("ag_matcher *[]", [m._handle for m in matchers])
+        self.rows = ffi.new("int32_t[]", rows)
+        self.results = ffi.new("int32_t[]", len(matchers))
+        # Every matcher's lock, in the order of their ids: any two batches take shared
+        # locks in the same order, and a single call holds one lock only.
+        self.locks = [m._lock for m in sorted(matchers, key=id)]
 
 
 def _common_vocab_size(matchers: Sequence[Matcher]) -> int:

@@ -4,6 +4,7 @@ Needs the ``[hf]`` extra (``pip install 'agentgrammar[hf]'``). See
 :class:`~agentgrammar.hf.GrammarLogitsProcessor`.
 """
 
-from .logits_processor import EarlyMasks, GrammarLogitsProcessor
+from .early_masks import EarlyMasks, early_masks_pay
+from .logits_processor import GrammarLogitsProcessor
 
-__all__ = ["EarlyMasks", "GrammarLogitsProcessor"]
+__all__ = ["EarlyMasks", "GrammarLogitsProcessor", "early_masks_pay"]

@@ -19,6 +19,7 @@ Example (runs offline: a five-token vocabulary and random scores, no model):
 from __future__ import annotations
 
 import operator
+import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -29,8 +30,10 @@ from ..engine.compiler import CompiledGrammar
 from ..engine.matcher import Matcher
 from ..engine.token_budget import TokenBudget
 from ..errors import AgentGrammarError, MatcherError
+from .early_masks import EarlyMasks, ema
 
-__all__ = ["EarlyMasks", "GrammarLogitsProcessor"]
+__all__ = ["GrammarLogitsProcessor"]
+
 
 _BEAM_SEARCH_UNSUPPORTED = (
     "GrammarLogitsProcessor does not support beam search (beam search reorders rows, so a row's "
@@ -197,13 +200,21 @@ class GrammarLogitsProcessor:
         self._batch_size = batch_size
 
         self._matchers: List[Matcher] = []
+        self._done: List[bool] = []  # per row: its matcher has terminated
         self._bitmask: Any = None
+        self._bitmask_words: Any = None  # the bitmask's memory seen by NumPy (row checks)
         self._prompt_len: Optional[int] = None
         self._generated: Any = None  # input_ids[:, prompt_len:] as of the last call
         self._failed = False
         self.call_times_s: List[float] = []
         self._worker: Optional[ThreadPoolExecutor] = None
         self._pending: Optional[Tuple[Any, "Future[None]"]] = None
+        # running means that EarlyMasks(mode="auto") decides by; kept across reset() (same model)
+        self._forward_s: Optional[float] = None
+        self._mask_s: Optional[float] = None
+        self._step_ended_at: Optional[float] = None  # when EarlyMasks last saw a step end
+        self._spare_cpu = True  # whether the last scores left a CPU free of torch's threads
+        self._cpus = _usable_cpus()
         if batch_size is not None:
             self._make_matchers(batch_size)
 
@@ -221,7 +232,10 @@ class GrammarLogitsProcessor:
 
     @property
     def matchers(self) -> List[Matcher]:
-        """One matcher per row (empty before the first call unless ``batch_size`` was given)."""
+        """One matcher per row (empty before the first call unless ``batch_size`` was given).
+
+        Read them; do not move them between calls (accept, rollback): the processor keeps
+        track of which rows have ended from the tokens it accepts, until :meth:`reset`."""
         return list(self._matchers)
 
     def reset(self) -> None:
@@ -235,14 +249,19 @@ class GrammarLogitsProcessor:
         for i, m in enumerate(self._matchers):
             m.reset()
             self._accept_prefix(m, i)
+        self._done = [m.is_terminated() for m in self._matchers]
         self._prompt_len = None
         self._generated = None
         self._failed = False
+        self._step_ended_at = None
         self.call_times_s = []
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         """Accept the tokens sampled since the last call, then mask ``scores`` in place and return it."""
         start = time.perf_counter()
+        if self._step_ended_at is not None:
+            self._forward_s = ema(self._forward_s, start - self._step_ended_at)
+            self._step_ended_at = None
         torch = self._torch
         if not isinstance(input_ids, torch.Tensor) or not isinstance(scores, torch.Tensor):
             raise TypeError("input_ids and scores must be torch tensors")
@@ -251,6 +270,7 @@ class GrammarLogitsProcessor:
                 "input_ids must be (rows, length) and scores (rows, vocab) with the same rows, got "
                 f"{tuple(input_ids.shape)} and {tuple(scores.shape)}"
             )
+        self._spare_cpu = not scores.is_cpu or torch.get_num_threads() < self._cpus
         if not self._take_prefetched(input_ids):
             self._step(input_ids)
         self._apply(scores)
@@ -262,6 +282,15 @@ class GrammarLogitsProcessor:
         """A stopping criterion that computes the next step's masks while the model runs its
         next forward pass: pass it to the same ``generate()`` (``stopping_criteria=[...]``) and
         each step waits only for what is left of the mask's work. It never stops generation.
+
+        It decides at each step, from running means it measures (``mode="auto"``, see
+        :func:`early_masks_pay`): masks are computed early where there is mask work to hide
+        (several rows, states visited for the first time), a forward pass long enough to hide it
+        and a CPU that the model's torch threads leave free (or a model on an accelerator), and
+        in the processor's call otherwise (masks served from the cache cost less than
+        the hand-off to a thread; a tiny model's forward pass is shorter than the mask). Either
+        way the masks, and so the tokens, are the same. ``EarlyMasks(processor, mode="always")``
+        computes every step's masks early.
 
         Example::
 
@@ -278,6 +307,13 @@ class GrammarLogitsProcessor:
 
     def _step(self, input_ids: Any) -> None:
         """Accept the new tokens of ``input_ids`` and fill every row's mask."""
+        # the thread's CPU time, not the wall time: on the worker, waits for the GIL held by
+        # the forward pass's Python would count as mask work and keep early masks on
+        start = time.thread_time()
+        self._accept_and_fill(input_ids)
+        self._mask_s = ema(self._mask_s, time.thread_time() - start)
+
+    def _accept_and_fill(self, input_ids: Any) -> None:
         if self._failed:
             raise MatcherError(
                 "an earlier call failed, so the rows' grammar states are unknown; call reset()"
@@ -293,14 +329,16 @@ class GrammarLogitsProcessor:
         self._generated = input_ids[:, self._prompt_len :].clone()
         self._fill_masks()
 
-    def _prefetch(self, input_ids: Any) -> None:
-        """Start ``_step`` for ``input_ids`` on the worker thread (``EarlyMasks``)."""
+    def _prefetch(self, input_ids: Any) -> bool:
+        """Start ``_step`` for ``input_ids`` on the worker thread (``EarlyMasks``); whether it
+        started."""
         if self._prompt_len is None or self._failed or self._pending is not None:
-            return  # nothing begun yet, a failure to report, or one step already under way
+            return False  # nothing begun yet, a failure to report, or one step already under way
         if self._worker is None:
             self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentgrammar-masks")
         ids = input_ids.detach().clone()
         self._pending = (ids, self._worker.submit(self._step, ids))
+        return True
 
     def _take_prefetched(self, input_ids: Any) -> bool:
         """Wait for a prefetched step; True when it served exactly these ``input_ids`` (its
@@ -322,12 +360,12 @@ class GrammarLogitsProcessor:
     def _fill_masks(self) -> None:
         """Fill every row's mask: terminated rows may only end, the others (several at once on
         the C thread pool when there are more rows than one) follow their grammar."""
-        bitmask = self._bitmask
+        bitmask, words = self._bitmask, self._bitmask_words
         live = []
-        for i, matcher in enumerate(self._matchers):
-            if matcher.is_terminated():
-                bitmask[i].zero_()
-                bitmask[i, self._eos // 32] = _int32_bit(self._eos % 32)
+        for i, done in enumerate(self._done):
+            if done:
+                words[i] = 0
+                words[i, self._eos // 32] = _int32_bit(self._eos % 32)
             else:
                 live.append(i)
         if len(live) > 1:
@@ -337,7 +375,7 @@ class GrammarLogitsProcessor:
         else:
             needs = [self._matchers[i].fill_next_token_bitmask(bitmask, i) for i in live]
         for i, need in zip(live, needs):
-            if need and not bitmask[i].any():
+            if need and not words[i].any():
                 raise MatcherError(
                     f"row {i}: no token of the vocabulary can continue the grammar here "
                     "(the grammar needs text that no token spells, or the vocabulary has no stop token)"
@@ -363,7 +401,9 @@ class GrammarLogitsProcessor:
         self._matchers = [Matcher(self._grammars[i // copies], token_budgets=budgets) for i in range(rows)]
         for i, m in enumerate(self._matchers):
             self._accept_prefix(m, i)
+        self._done = [m.is_terminated() for m in self._matchers]
         self._bitmask = allocate_token_bitmask(rows, self._vocab_size, backend="torch")
+        self._bitmask_words = self._bitmask.numpy()
 
     def _accept_prefix(self, matcher: Matcher, row: int) -> None:
         prefixes = self._prefixes
@@ -409,9 +449,10 @@ class GrammarLogitsProcessor:
                     "(or a new generate() began without reset())"
                 )
         new_tokens = input_ids[:, seen:].tolist()
+        done = self._done
         for i, (matcher, tokens) in enumerate(zip(self._matchers, new_tokens)):
             for token in tokens:
-                if matcher.is_terminated():
+                if done[i]:
                     break  # padding that generate() appends to a finished row
                 try:
                     accepted = matcher.accept_token(token)
@@ -423,6 +464,7 @@ class GrammarLogitsProcessor:
                         "the model sampled a token the mask "
                         "disallowed: was the processor given every step, before any sampling warper?)"
                     )
+                done[i] = matcher.is_terminated()
 
     def _spelling_index(self, matcher: Matcher) -> Tuple[Dict[bytes, int], int]:
         """``({token bytes: id}, longest token)`` of the matcher's vocabulary (normal tokens)."""
@@ -443,11 +485,11 @@ class GrammarLogitsProcessor:
         if not forced:
             return
         index, longest = self._spelling_index(matcher)
-        row = self._bitmask[i]
+        row = self._bitmask_words[i]
         for n in range(min(len(forced), longest), 0, -1):
             token = index.get(forced[:n])
             if token is not None and (int(row[token // 32]) >> (token % 32)) & 1:
-                row.zero_()
+                row[:] = 0
                 row[token // 32] = _int32_bit(token % 32)
                 return
 
@@ -457,38 +499,16 @@ class GrammarLogitsProcessor:
         return repr(token_bytes[token]) if 0 <= token < len(token_bytes) else "no such token"
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
+
+
 def _prefixes(prefix_token_ids: Any) -> Tuple[Tuple[int, ...], ...]:
     """``prefix_token_ids`` as one shared sequence, or one per grammar (sequences of ids)."""
     items = list(prefix_token_ids)
     if items and all(isinstance(p, Sequence) and not isinstance(p, (str, bytes)) for p in items):
         return tuple(tuple(operator.index(t) for t in p) for p in items)
     return (tuple(operator.index(t) for t in items),)
-
-
-class EarlyMasks:
-    """A ``generate()`` stopping criterion that never stops: called after each step's tokens
-    are sampled, before the next forward pass, it starts the processor's next masks on a worker
-    thread (the C engine releases the GIL), so the mask work overlaps the forward pass. Get one
-    from :attr:`GrammarLogitsProcessor.early_masks`.
-
-    Example:
-        >>> import torch
-        >>> from agentgrammar import Compiler, Grammar, Vocabulary
-        >>> from agentgrammar.hf import GrammarLogitsProcessor
-        >>> vocab = Vocabulary(["y", "es", "no", "</s>"], stop_token_ids=[3])
-        >>> processor = GrammarLogitsProcessor(Compiler(vocab).compile(Grammar.from_ebnf('root ::= "yes"')))
-        >>> _ = processor(torch.tensor([[2]]), torch.zeros(1, 4))       # first step
-        >>> processor.early_masks(torch.tensor([[2, 0]]), None).tolist()  # "y" sampled: never stops
-        [False]
-        >>> scores = processor(torch.tensor([[2, 0]]), torch.zeros(1, 4))  # the masks were ready
-        >>> torch.isfinite(scores[0]).nonzero().flatten().tolist()
-        [1]
-    """
-
-    def __init__(self, processor: GrammarLogitsProcessor) -> None:
-        self.processor = processor
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        self.processor._prefetch(input_ids)
-        torch = self.processor._torch
-        return torch.zeros(int(input_ids.shape[0]), dtype=torch.bool, device=input_ids.device)

@@ -80,6 +80,25 @@ def test_rows_not_named_are_left_alone_and_indices_place_rows() -> None:
     assert bitmask[:, 0].tolist() == [7, 0b0111, 7, 0b0101]
 
 
+def test_a_batch_filled_step_after_step_follows_its_matchers() -> None:
+    # a decoding loop fills the same matchers at every step (the pool keeps their C arrays):
+    # each fill must follow the matchers' new states, their rows, and another batch's members
+    vocab = Vocabulary(["a", "b", "ab", "</s>"], stop_token_ids=[3])
+    compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "a"+ "b"'))
+    m0, m1, m2 = Matcher(compiled), Matcher(compiled), Matcher(compiled)
+    pool = BatchMatcher(max_threads=2)
+    bitmask = np.zeros((3, 1), dtype=np.int32)
+    for batch, rows in (([m0, m1], [0, 1]), ([m0, m1], [1, 0]), ([m1, m0], [0, 1]), ([m2, m1], [2, 1])):
+        assert m1.accept_token(0)  # m1 moves on at every step: "a" then "a" ... allows "b"
+        assert pool.fill_next_token_bitmask(batch, bitmask, rows) == [True, True]
+        want = _one_by_one(batch, vocab.vocab_size)
+        assert [bitmask[r, 0] for r in rows] == want[:, 0].tolist()
+    assert bitmask[1:, 0].tolist() == [0b0111, 0b0101]  # m1 also allows "b", m2 at the start does not
+    assert m1.accept_token(1)  # "b": now only the stop token
+    assert pool.fill_next_token_bitmask([m0, m1], bitmask) == [True, True]
+    assert bitmask[:2, 0].tolist() == [0b0101, 0b1000]
+
+
 def test_torch_bitmask_and_default_pool() -> None:
     pytest.importorskip("torch")
     vocab = Vocabulary(["a", "b", "</s>"], stop_token_ids=[2])
