@@ -156,19 +156,22 @@ def members_in_order(
     n = len(members)
     tail: Expr = Repeat(seq([sep, add]), 0, None) if add is not None else EMPTY
     first_req = next((i for i, (_, r) in enumerate(members) if r), n)
-    pieces = [seq([sep, m]) if r else _opt(seq([sep, m])) for m, r in members]
     after: List[Expr] = [EMPTY] * (n + 1)
     shared = min(first_req + 1, n)
-    after[shared] = seq(pieces[shared:] + [tail])
+    # only the members past `shared` are written one by one (the earlier ones go through
+    # pick below): with no required member, none is
+    pieces = [seq([sep, m]) if r else _opt(seq([sep, m])) for m, r in members[shared:]]
+    after[shared] = seq(pieces + [tail])
     if shared >= 2 and type(after[shared]) not in (RuleRef, Literal) and after[shared] != EMPTY:
         name = conv.fresh(f"{hint}_rest_{shared}")  # used twice below: one rule
         conv.rules[name] = after[shared]
         after[shared] = RuleRef(name)
     # pick[shared]: an extra member, the only choice left once the declared ones are past
     pick: Optional[Expr] = seq([add, tail]) if add is not None and shared == n else None
+    heres: Dict[int, Expr] = {}  # here(i), the same in first(i) below: made once
     for i in range(shared - 1, 0, -1):
         m, r = members[i]
-        here = seq([m, after[i + 1]])
+        here = heres[i] = seq([m, after[i + 1]])
         body = here if r else choice([here, pick])
         assert body is not None
         if i >= 2 and type(body) not in (RuleRef, Literal):
@@ -184,7 +187,7 @@ def members_in_order(
     firsts: List[Optional[Expr]] = [seq([add, tail]) if add is not None else None]
     for i in range(min(first_req, n - 1) if n else -1, -1, -1):
         m, r = members[i]
-        here = seq([m, after[i + 1]])
+        here = heres[i] if i in heres else seq([m, after[i + 1]])
         if r:
             firsts.clear()
         firsts.append(here)
