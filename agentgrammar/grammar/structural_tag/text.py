@@ -116,19 +116,37 @@ def _named_tokens(item: Any) -> Set[Any]:
     return _named_fields(item)
 
 
+# Formats whose ``_markers_of`` is not the union of their fields' (see ``_markers_of``).
+_OWN_MARKERS = (st.Tag, st.Token, st.TokenDispatch, st.ExcludeToken, st.AnyTokens, *_NO_MARKERS)
+
+
 def _named_fields(item: Any) -> Set[Any]:
-    """``_named_tokens`` of ``item`` found from its own fields."""
-    found = set(_markers_of(item)) if not isinstance(item, (list, tuple)) else set()
+    """``_named_tokens`` of ``item`` found from its own fields: ``_markers_of(item)`` and, in
+    the lists and models below it, ``_named_tokens`` of each (a superset of its markers).
+
+    A plain model's markers are its fields' markers, and its lists and models are walked here
+    anyway: only its other fields' markers (its strings) are added. Taking ``_markers_of`` of
+    the whole model would walk its subtree once more per level (a request's every tag again
+    at each level above them)."""
     if isinstance(item, (list, tuple)):
+        found: Set[Any] = set()
         for x in item:
             found |= _named_tokens(x)
-    elif isinstance(item, BaseModel):
-        for name in type(item).model_fields:
-            value = getattr(item, name)
-            if name in ("exclude_tokens", "trigger_tokens"):
-                found |= {t for t in value if _is_name(t)}
-            elif isinstance(value, (BaseModel, list, tuple)):
-                found |= _named_tokens(value)
+        return found
+    if not isinstance(item, BaseModel):
+        return set(_markers_of(item))
+    own = isinstance(item, _OWN_MARKERS)
+    found = set(_markers_of(item)) if own else set()
+    for name in type(item).model_fields:
+        value = getattr(item, name)
+        if name in ("exclude_tokens", "trigger_tokens"):
+            found |= {t for t in value if _is_name(t)}
+            if not own:
+                found |= _markers_of(value)
+        elif isinstance(value, (BaseModel, list, tuple)):
+            found |= _named_tokens(value)
+        elif not own:
+            found |= _markers_of(value)
     return found
 
 
