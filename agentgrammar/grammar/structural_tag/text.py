@@ -65,8 +65,11 @@ def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
 
 # Formats whose strings cannot hold a token marker: their text is not grammar text.
 _NO_MARKERS = (st.JSONSchema, st.GrammarText, st.Regex)
-# Tag -> the token markers in it (tags are cached per tool: a request's hundreds are met again).
-_TAG_MARKERS: "memo.IdentityMemo[Set[Any]]" = memo.IdentityMemo("tag markers", limit=16384)
+# Tag -> [the token markers in it, every token it names (``_named_tokens``) or None until
+# asked]: tags are cached per tool, so a request's hundreds are met again, and walking each
+# one's fields was most of a 500-tool request for known tools. One entry per tag for both: a
+# cold request adds an entry per tool, not two.
+_TAG_TOKENS: "memo.IdentityMemo[List[Any]]" = memo.IdentityMemo("tag markers", limit=16384)
 
 
 def _is_name(tok: Any) -> bool:
@@ -93,26 +96,26 @@ def _markers_of(item: Any) -> Set[Any]:
     if not isinstance(item, BaseModel) or isinstance(item, _NO_MARKERS):
         return set()
     if isinstance(item, st.Tag):
-        found = _TAG_MARKERS.get(item)
-        if found is None:
-            found = _TAG_MARKERS.put(item, _markers_of([item.begin, item.content, item.end]))
-        return found
+        return _tag_tokens(item)[0]  # type: ignore[no-any-return]
     return _markers_of([getattr(item, name) for name in type(item).model_fields])
 
 
-# Tag -> every token it names (``_named_tokens``): a request's hundreds of cached tags are
-# met again, and walking each one's fields was most of a 500-tool request for known tools.
-_TAG_NAMED: "memo.IdentityMemo[Set[Any]]" = memo.IdentityMemo("tag named tokens", limit=16384)
+def _tag_tokens(tag: st.Tag) -> List[Any]:
+    """The entry of ``tag`` in ``_TAG_TOKENS``, made with its markers where there is none."""
+    found = _TAG_TOKENS.get(tag)
+    if found is None:
+        found = _TAG_TOKENS.put(tag, [_markers_of([tag.begin, tag.content, tag.end]), None])
+    return found
 
 
 def _named_tokens(item: Any) -> Set[Any]:
     """Every token a format names (``_markers_of``, and the excluded and trigger tokens): the
     tokens a vocabulary marks for it."""
     if isinstance(item, st.Tag):
-        named = _TAG_NAMED.get(item)
-        if named is None:
-            named = _TAG_NAMED.put(item, _named_fields(item))
-        return set(named)
+        entry = _tag_tokens(item)
+        if entry[1] is None:
+            entry[1] = _named_fields(item)
+        return set(entry[1])
     return _named_fields(item)
 
 
