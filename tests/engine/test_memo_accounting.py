@@ -176,3 +176,25 @@ def test_a_compiles_new_entries_are_sampled_and_walked_when_asked() -> None:
     assert cache.get(keys[-1]) is None
     memo.clear_memos()
     assert len(cache) == 0 and memo.memo_size_bytes() == 0
+
+
+def test_a_bounded_lru_cache_is_estimated_from_a_sample_near_its_walked_size() -> None:
+    import functools
+
+    from agentgrammar.grammar.memo.sizes import approx_bytes
+
+    @functools.lru_cache(maxsize=4096)
+    def made(i: int) -> Any:
+        return (i, "abc" * (i % 50), [i] * 5)
+
+    memo.register_lru("test bounded lru", made)
+    try:
+        for i in range(2000):
+            made(i)
+        estimate = memo.memo_bytes()["test bounded lru"]  # 256 of 4,000 keys and results walked
+        skip = (type, type(made.__wrapped__))
+        held = [r for r in gc.get_referents(made) if not isinstance(r, skip) and r is not made.__dict__]
+        walked = approx_bytes(held, limit=10**7)  # the table, every key and every result
+        assert abs(estimate - walked) < walked // 10
+    finally:
+        memo.unregister_cache("test bounded lru")
