@@ -11,6 +11,8 @@ import sys
 import tracemalloc
 from typing import Any, Dict
 
+import pytest
+
 from agentgrammar import Compiler, Grammar, Tool, Vocabulary
 from agentgrammar.engine.compiler import MEMO_SHARE
 from agentgrammar.formats import get
@@ -176,3 +178,26 @@ def test_a_compiles_new_entries_are_sampled_and_walked_when_asked() -> None:
     assert cache.get(keys[-1]) is None
     memo.clear_memos()
     assert len(cache) == 0 and memo.memo_size_bytes() == 0
+
+
+@pytest.mark.parametrize("entries", [1100, 2000])  # a sample's step of 8 (even) and of 15
+def test_a_bounded_lru_cache_is_estimated_from_a_sample_near_its_walked_size(entries: int) -> None:
+    import functools
+
+    from agentgrammar.grammar.memo.sizes import approx_bytes
+
+    @functools.lru_cache(maxsize=4096)
+    def made(i: int) -> Any:
+        return (i, "abc" * (i % 50), [i] * 5)
+
+    memo.register_lru("test bounded lru", made)
+    try:
+        for i in range(entries):
+            made(i)
+        estimate = memo.memo_bytes()["test bounded lru"]  # about 256 keys and results walked
+        skip = (type, type(made.__wrapped__))
+        held = [r for r in gc.get_referents(made) if not isinstance(r, skip) and r is not made.__dict__]
+        walked = approx_bytes(held, limit=10**7)  # the table, every key and every result
+        assert abs(estimate - walked) < walked // 10
+    finally:
+        memo.unregister_cache("test bounded lru")

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import gc
+import sys
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from .caches import _CACHES, _Account
@@ -154,6 +155,13 @@ def register_mapping(
     )
 
 
+def _first_value_size(table: dict) -> int:  # type: ignore[type-arg]
+    """``sys.getsizeof`` of one value of ``table`` (0 when empty)."""
+    for value in table.values():
+        return sys.getsizeof(value)
+    return 0
+
+
 class _LruAccount(_Account):
     """A ``functools.lru_cache`` function: its entries are seen through ``gc.get_referents``
     (the keys and results it holds), a sample of them walked whenever its size doubled or
@@ -183,12 +191,23 @@ class _LruAccount(_Account):
         held = [r for r in gc.get_referents(self._fn) if not isinstance(r, _SKIP_TYPES) and id(r) not in skip]
         table = [r for r in held if isinstance(r, dict)]  # the cache's own table
         items = [r for r in held if not isinstance(r, dict)]  # its keys and results, in pairs
-        step = max(1, len(items) // (2 * self._SAMPLE))
-        sample = items[::step] if step > 1 else items
         found: List[Any] = []
-        walked = approx_bytes([*table, *sample], grammars=found, limit=1_000_000)
+        if self._fn.cache_info().maxsize is not None:
+            # Bounded: the table's values are links, one per entry, all of a size, counted, not
+            # walked (its keys are among the items: walking it walked every key, each then
+            # scaled by ``step`` as if sampled).
+            # Whole (key, result) pairs, one in ``step // 2``: every ``step``-th item alone
+            # would take only keys, or only results, whenever ``step`` is even.
+            step = max(1, len(items) // (2 * self._SAMPLE))
+            step += step % 2 if step > 1 else 0
+            sample = [x for i in range(0, len(items), step) for x in items[i : i + 2]] if step > 1 else items
+            step = max(1, step // 2)
+            table_bytes = sum(sys.getsizeof(t) + len(t) * _first_value_size(t) for t in table)
+        else:  # unbounded: the table holds the keys and results, all walked
+            step, sample, table_bytes = 1, table, 0
+        walked = approx_bytes(sample, grammars=found, limit=1_000_000)
         walked += sum(grammar_bytes(g) for g in {id(g): g for g in found}.values())
-        self._per_entry = max(64, walked * step // max(1, n))
+        self._per_entry = max(64, (walked * step + table_bytes) // max(1, n))
         self._measured_at = n
 
     def shrink(self, fraction: float) -> None:

@@ -65,8 +65,11 @@ def _check_any_text(f: st.AnyText, path: str, *, in_tag: bool = False) -> None:
 
 # Formats whose strings cannot hold a token marker: their text is not grammar text.
 _NO_MARKERS = (st.JSONSchema, st.GrammarText, st.Regex)
-# Tag -> the token markers in it (tags are cached per tool: a request's hundreds are met again).
-_TAG_MARKERS: "memo.IdentityMemo[Set[Any]]" = memo.IdentityMemo("tag markers", limit=16384)
+# Tag -> [the token markers in it, every token it names (``_named_tokens``) or None until
+# asked]: tags are cached per tool, so a request's hundreds are met again, and walking each
+# one's fields was most of a 500-tool request for known tools. One entry per tag for both: a
+# cold request adds an entry per tool, not two.
+_TAG_TOKENS: "memo.IdentityMemo[List[Any]]" = memo.IdentityMemo("tag markers", limit=16384)
 
 
 def _is_name(tok: Any) -> bool:
@@ -93,42 +96,60 @@ def _markers_of(item: Any) -> Set[Any]:
     if not isinstance(item, BaseModel) or isinstance(item, _NO_MARKERS):
         return set()
     if isinstance(item, st.Tag):
-        found = _TAG_MARKERS.get(item)
-        if found is None:
-            found = _TAG_MARKERS.put(item, _markers_of([item.begin, item.content, item.end]))
-        return found
+        return _tag_tokens(item)[0]  # type: ignore[no-any-return]
     return _markers_of([getattr(item, name) for name in type(item).model_fields])
 
 
-# Tag -> every token it names (``_named_tokens``): a request's hundreds of cached tags are
-# met again, and walking each one's fields was most of a 500-tool request for known tools.
-_TAG_NAMED: "memo.IdentityMemo[Set[Any]]" = memo.IdentityMemo("tag named tokens", limit=16384)
+def _tag_tokens(tag: st.Tag) -> List[Any]:
+    """The entry of ``tag`` in ``_TAG_TOKENS``, made with its markers where there is none."""
+    found = _TAG_TOKENS.get(tag)
+    if found is None:
+        found = _TAG_TOKENS.put(tag, [_markers_of([tag.begin, tag.content, tag.end]), None])
+    return found
 
 
 def _named_tokens(item: Any) -> Set[Any]:
     """Every token a format names (``_markers_of``, and the excluded and trigger tokens): the
     tokens a vocabulary marks for it."""
     if isinstance(item, st.Tag):
-        named = _TAG_NAMED.get(item)
-        if named is None:
-            named = _TAG_NAMED.put(item, _named_fields(item))
-        return set(named)
+        entry = _tag_tokens(item)
+        if entry[1] is None:
+            entry[1] = _named_fields(item)
+        return set(entry[1])
     return _named_fields(item)
 
 
+# Formats whose ``_markers_of`` is not the union of their fields' (see ``_markers_of``).
+_OWN_MARKERS = (st.Tag, st.Token, st.TokenDispatch, st.ExcludeToken, st.AnyTokens, *_NO_MARKERS)
+
+
 def _named_fields(item: Any) -> Set[Any]:
-    """``_named_tokens`` of ``item`` found from its own fields."""
-    found = set(_markers_of(item)) if not isinstance(item, (list, tuple)) else set()
+    """``_named_tokens`` of ``item`` found from its own fields: ``_markers_of(item)`` and, in
+    the lists and models below it, ``_named_tokens`` of each (a superset of its markers).
+
+    A plain model's markers are its fields' markers, and its lists and models are walked here
+    anyway: only its other fields' markers (its strings) are added. Taking ``_markers_of`` of
+    the whole model would walk its subtree once more per level (a request's every tag again
+    at each level above them)."""
     if isinstance(item, (list, tuple)):
+        found: Set[Any] = set()
         for x in item:
             found |= _named_tokens(x)
-    elif isinstance(item, BaseModel):
-        for name in type(item).model_fields:
-            value = getattr(item, name)
-            if name in ("exclude_tokens", "trigger_tokens"):
-                found |= {t for t in value if _is_name(t)}
-            elif isinstance(value, (BaseModel, list, tuple)):
-                found |= _named_tokens(value)
+        return found
+    if not isinstance(item, BaseModel):
+        return set(_markers_of(item))
+    own = isinstance(item, _OWN_MARKERS)
+    found = set(_markers_of(item)) if own else set()
+    for name in type(item).model_fields:
+        value = getattr(item, name)
+        if name in ("exclude_tokens", "trigger_tokens"):
+            found |= {t for t in value if _is_name(t)}
+            if not own:
+                found |= _markers_of(value)
+        elif isinstance(value, (BaseModel, list, tuple)):
+            found |= _named_tokens(value)
+        elif not own:
+            found |= _markers_of(value)
     return found
 
 
