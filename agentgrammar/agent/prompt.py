@@ -116,7 +116,7 @@ def opened_token_ids(vocabulary: Any, opened: str, input_ids: Sequence[int]) -> 
 
     Example:
         >>> from agentgrammar import Vocabulary
-        >>> opened_token_ids(Vocabulary(["a", "<t>", "\\n"]), "<t>\\n", [0, 1, 2])
+        >>> opened_token_ids(Vocabulary(["a", "<t>", "\\n"], stop_token_ids=[]), "<t>\\n", [0, 1, 2])
         [1, 2]
     """
     want = opened.encode("utf-8")
