@@ -35,13 +35,17 @@ __all__ = ["BatchMatcher", "batch_fill_next_token_bitmask"]
 MAX_THREADS = 256
 
 
+def usable_cpus() -> int:
+    """How many CPUs this process may run on (its affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
+
+
 def _auto_threads() -> int:
     """Half the CPUs this process may use (the other half serves the model), 1 to 8."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus // 2))
+    return max(1, min(8, usable_cpus() // 2))
 
 
 class BatchMatcher:

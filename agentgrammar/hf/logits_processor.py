@@ -19,12 +19,11 @@ Example (runs offline: a five-token vocabulary and random scores, no model):
 from __future__ import annotations
 
 import operator
-import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from ..engine.batch import BatchMatcher
+from ..engine.batch import BatchMatcher, usable_cpus
 from ..engine.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
 from ..engine.compiler import CompiledGrammar
 from ..engine.matcher import Matcher
@@ -214,7 +213,7 @@ class GrammarLogitsProcessor:
         self._mask_s: Optional[float] = None
         self._step_ended_at: Optional[float] = None  # when EarlyMasks last saw a step end
         self._spare_cpu = True  # whether the last scores left a CPU free of torch's threads
-        self._cpus = _usable_cpus()
+        self._cpus = usable_cpus()
         if batch_size is not None:
             self._make_matchers(batch_size)
 
@@ -497,13 +496,6 @@ class GrammarLogitsProcessor:
     def _token_text(matcher: Matcher, token: int) -> str:
         token_bytes = matcher.compiled_grammar.vocabulary.token_bytes
         return repr(token_bytes[token]) if 0 <= token < len(token_bytes) else "no such token"
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return os.cpu_count() or 1
 
 
 def _prefixes(prefix_token_ids: Any) -> Tuple[Tuple[int, ...], ...]:
