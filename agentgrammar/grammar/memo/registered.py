@@ -196,12 +196,10 @@ class _LruAccount(_Account):
             # Bounded: the table's values are links, one per entry, all of a size, counted, not
             # walked (its keys are among the items: walking it walked every key, each then
             # scaled by ``step`` as if sampled).
-            # Whole (key, result) pairs, one in ``step // 2``: every ``step``-th item alone
-            # would take only keys, or only results, whenever ``step`` is even.
-            step = max(1, len(items) // (2 * self._SAMPLE))
-            step += step % 2 if step > 1 else 0
-            sample = [x for i in range(0, len(items), step) for x in items[i : i + 2]] if step > 1 else items
-            step = max(1, step // 2)
+            # One (key, result) pair in ``step``, taken whole: every n-th item alone would take
+            # only keys, or only results, whenever n is even.
+            step = (max(1, len(items) // (2 * self._SAMPLE)) + 1) // 2
+            sample = [x for i in range(0, len(items), 2 * step) for x in items[i : i + 2]]
             table_bytes = sum(sys.getsizeof(t) + len(t) * _first_value_size(t) for t in table)
         else:  # unbounded: the table holds the keys and results, all walked
             step, sample, table_bytes = 1, table, 0
