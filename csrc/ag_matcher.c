@@ -344,6 +344,13 @@ static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t
  * completes what the set holds already. Then every such byte does, and the
  * rest decides. `other` gets the bytes the other items take (none for a lone item).
  */
+/* The copies item `it` of counted state `st` may still begin below `max`: a byte
+ * from the rule's start with count 0 begins the first copy without passing an
+ * accepting state (ag_copy_count, ag_copies.h). */
+static int64_t ag_item_room(const ag_state *st, int32_t max, ag_item it) {
+  return (int64_t)max - it.count - (it.count == 0 && !st->accepting);
+}
+
 /* An item's count as the kept verdicts key it: -1 where it decides nothing, in a
  * counted rule's byte automaton past min and room for the longest token below
  * max (a token leaving the rule then ends it past min; one inside fits). */
@@ -353,7 +360,7 @@ static int32_t ag_key_count(const ag_matcher *m, ag_item it) {
   if (!st->counted || st->byte_begin == st->byte_end) return it.count;
   const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
   if (it.count < r->min) return it.count;
-  int64_t room = (int64_t)r->max - it.count - (it.count == 0 && !st->accepting);
+  int64_t room = ag_item_room(st, r->max, it);
   return r->max >= 0 && room < (int64_t)m->compiled->vocab->max_token_len ? it.count : -1;
 }
 
@@ -529,8 +536,7 @@ static void ag_or_words(uint32_t *restrict dst, const uint32_t *restrict src, si
 /* The most copies a token may still begin from state s of a counted rule's byte
  * automaton, the largest over the current set's items in s; -1 (any) for other
  * states, an unbounded repeat, or room for the longest token (each byte begins
- * one copy at most). A byte from the rule's start with count 0 begins the first
- * copy without passing an accepting state (ag_copy_count, ag_copies.h). */
+ * one copy at most; ag_item_room). */
 static int32_t ag_copy_room(const ag_matcher *m, int32_t s) {
   const ag_grammar *g = m->compiled->grammar;
   const ag_state *st = &g->states[s];
@@ -541,7 +547,7 @@ static int32_t ag_copy_room(const ag_matcher *m, int32_t s) {
   for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
     ag_item item = p->items.data[it];
     if (item.state != s) continue;
-    int64_t r = (int64_t)max - item.count - (item.count == 0 && !st->accepting);
+    int64_t r = ag_item_room(st, max, item);
     if (r > room) room = r;
   }
   return room < 0 || room >= (int64_t)m->compiled->vocab->max_token_len ? -1 : (int32_t)room;
