@@ -18,6 +18,8 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 
+from .walkers import xgrammar_vocabulary
+
 GRAMMARS: Dict[str, str] = {
     "json (builtin)": "",
     "arithmetic": r"""
@@ -85,18 +87,8 @@ def main() -> None:
     from rich.table import Table
 
     from agentgrammar import Compiler, Grammar, Matcher, allocate_token_bitmask
-    from agentgrammar.engine.tokenizers import load_llama32_tokenizer
-    from agentgrammar.engine.vocabulary import Vocabulary
-    from agentgrammar.errors import VocabularyError
 
-    try:
-        tok = load_llama32_tokenizer()
-    except VocabularyError as e:
-        raise SystemExit(str(e)) from None
-    vocab = Vocabulary.from_huggingface(tok)
-    ti = xgr.TokenizerInfo.from_huggingface(
-        tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)
-    )
+    _, vocab, ti = xgrammar_vocabulary()
     ours = Compiler(vocab)
     theirs = xgr.GrammarCompiler(ti, max_threads=1, cache_enabled=False)
 

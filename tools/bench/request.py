@@ -37,6 +37,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from .walkers import xgrammar_vocabulary
+
 _BFCL_TYPES = {
     "dict": "object",
     "float": "number",
@@ -117,19 +119,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
     import xgrammar as xgr
 
-    from agentgrammar import Compiler, Grammar, Vocabulary
-    from agentgrammar.engine.tokenizers import load_llama32_tokenizer
-    from agentgrammar.errors import VocabularyError
+    from agentgrammar import Compiler, Grammar
     from agentgrammar.grammar import structural_tag as converter
 
-    try:
-        tok = load_llama32_tokenizer()
-    except VocabularyError as e:
-        raise SystemExit(str(e)) from None
-    vocab = Vocabulary.from_huggingface(tok)
-    info = xgr.TokenizerInfo.from_huggingface(
-        tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)
-    )
+    tok, vocab, info = xgrammar_vocabulary()
     xcompiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=False)
     tools, dropped = [], 0
     for tool in load_bfcl_tools(args.bfcl):  # keep the tools both engines accept

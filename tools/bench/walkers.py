@@ -41,6 +41,28 @@ def tokenizer_source(spec: str) -> Tuple[str, Optional[Path]]:
     return spec, Path(spec)
 
 
+def xgrammar_vocabulary(tokenizer: str = "llama3") -> Tuple[Any, Any, Any]:
+    """The Hugging Face tokenizer for ``tokenizer`` (a ``--tokenizer`` value), our
+    ``Vocabulary`` of it and xgrammar's ``TokenizerInfo`` over the same ids and stop tokens;
+    exits with the loader's message when the tokenizer cannot be loaded."""
+    import xgrammar as xgr
+
+    from agentgrammar import Vocabulary
+    from agentgrammar.engine.tokenizers import load_hf_tokenizer, load_llama32_tokenizer
+    from agentgrammar.errors import VocabularyError
+
+    _, path = tokenizer_source(tokenizer)
+    try:
+        tok = load_llama32_tokenizer() if path is None else load_hf_tokenizer(path)
+    except (VocabularyError, OSError, ValueError) as e:
+        raise SystemExit(f"--tokenizer {tokenizer}: {e}") from None
+    vocab = Vocabulary.from_huggingface(tok)
+    info = xgr.TokenizerInfo.from_huggingface(
+        tok, vocab_size=vocab.vocab_size, stop_token_ids=list(vocab.stop_token_ids)
+    )
+    return tok, vocab, info
+
+
 class Setup:
     """The tokenizer, our vocabulary, xgrammar's tokenizer info and llguidance's tokenizer, all
     over one vocabulary (``tokenizer``: a ``--tokenizer`` value, see ``tokenizer_source``)."""
@@ -49,25 +71,16 @@ class Setup:
         import llguidance.hf
         import xgrammar as xgr
 
-        from agentgrammar import Vocabulary, allocate_token_bitmask
-        from agentgrammar.engine.tokenizers import load_hf_tokenizer, load_llama32_tokenizer
-        from agentgrammar.errors import VocabularyError
+        from agentgrammar import allocate_token_bitmask
 
         self.tokenizer = tokenizer
-        self.label, path = tokenizer_source(tokenizer)
-        try:
-            self.tok = load_llama32_tokenizer() if path is None else load_hf_tokenizer(path)
-        except (VocabularyError, OSError, ValueError) as e:
-            raise SystemExit(f"--tokenizer {tokenizer}: {e}") from None
-        self.vocab = Vocabulary.from_huggingface(self.tok)
+        self.label, _ = tokenizer_source(tokenizer)
+        self.tok, self.vocab, self.info = xgrammar_vocabulary(tokenizer)
         self.stop_ids = list(self.vocab.stop_token_ids)
         # the stop token ending every walked output: the tokenizer's EOS (Llama-3.2's
         # <|end_of_text|>, Qwen3's <|im_end|>, gpt-oss's <|return|>)
         eos = getattr(self.tok, "eos_token_id", None)
         self.stop = eos if eos in self.stop_ids else self.stop_ids[0]
-        self.info = xgr.TokenizerInfo.from_huggingface(
-            self.tok, vocab_size=self.vocab.vocab_size, stop_token_ids=self.stop_ids
-        )
         self.llg_tok = llguidance.hf.from_tokenizer(
             self.tok, n_vocab=self.vocab.vocab_size, eos_token=self.stop
         )
