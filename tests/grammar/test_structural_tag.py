@@ -10,7 +10,7 @@ import pytest
 
 from agentgrammar import Grammar, StructuralTagError
 from agentgrammar import structural_tag as st
-from agentgrammar.grammar.ir import Literal
+from agentgrammar.grammar.ir import Embed, Literal, RuleRef, TagDispatch
 
 xgr = pytest.importorskip("xgrammar")
 from xgrammar.testing import _is_grammar_accept_string as xgr_accepts  # noqa: E402
@@ -72,6 +72,9 @@ CASES: List[Any] = [
     (tag("<a>", {"type": "any_text", "excludes": ["x<", "/a"]}, "</a>"), ["<a>x</a>", "<a>x<</a>", "<a>/a</a>", "<a>/</a>"]),
     (tag("<a>", {"type": "any_text", "excludes": ["</"]}, ["</a>", "<end>"]), ["<a>q</a>", "<a>q<end>", "<a>q</b<end>"]),
     (tag("<a>", {"type": "any_text", "excludes": ["ab"]}, "aab"), ["<a>aab", "<a>aaab", "<a>abaab", "<a>b"]),
+    (tag("", {"type": "any_text", "excludes": ["<think>", "</think>"]}, "</think>"),
+     ["x</think>", "</think>", "<think></think>", "a</thinkb</think>", "<thin</think>", "x</think>y", "x"]),
+    (tag("<a>", {"type": "any_text", "excludes": ["x</a>", "q"]}, "</a>"), ["<a>x</a>", "<a>xx</a>", "<a>q</a>", "<a></a>"]),
     ({"type": "or", "elements": [const("a"), const("b")]}, ["a", "b", "ab", ""]),
     ({"type": "optional", "content": const("a")}, ["", "a", "aa"]),
     ({"type": "plus", "content": const("ab")}, ["", "ab", "abab", "aba"]),
@@ -99,6 +102,21 @@ def test_accepts_what_xgrammar_accepts(fmt: Dict[str, Any], texts: List[str]) ->
     ours, theirs = Grammar.from_structural_tag(fmt), _xgrammar(fmt)
     for text in texts:
         assert ours.accepts(text) == xgr_accepts(theirs, text), text
+
+
+def test_an_exclude_holding_the_end_is_dropped_and_the_text_stays_one_tag_dispatch() -> None:
+    # Qwen-3's builtin think block: content runs to the first "</think>", so it never holds
+    # that exclude; kept, it would clash with the end and the text become parser-checked rules.
+    grammar = Grammar.from_structural_tag(
+        tag("", {"type": "any_text", "excludes": ["<think>", "</think>"]}, "</think>")
+    )
+    rules = list(grammar.rules)
+    for rule in rules:  # the think text is an embedded part, the same in every request
+        if isinstance(rule.body, Embed):
+            rules.extend(rule.body.grammar.rules)
+    texts = [r.body for r in rules if isinstance(r.body, TagDispatch)]
+    assert [(t.stop_str, t.excludes) for t in texts] == [((b"</think>",), (b"<think>",))]
+    assert [r.name for r in rules if not isinstance(r.body, (Embed, TagDispatch, RuleRef))] == []
 
 
 def test_models_dicts_and_json_text_are_the_same() -> None:

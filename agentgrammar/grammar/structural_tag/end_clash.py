@@ -7,10 +7,15 @@ exclude that ends on the same byte as an end wins (as in xgrammar's TagDispatch)
 that can end inside an end or with it (``"</"``, ``"/a"``, ``"x<"``, ``"a>"``, ``"x</a>"`` for
 ``"</a>"``) would reject every end: such a tag is written here as a byte automaton instead
 (``CharDFA`` over ``BYTES``), the rare case (Kimi-K3's builtin tag has one) paying for a larger
-grammar.
+grammar whose masks the parser works out token by token. An exclude that holds an end
+(Qwen-3's ``"</think>"`` in its think block ending with ``"</think>"``) can never occur in
+content that stops at the first end: it is dropped before (``holds_end``), and the tag stays a
+TagDispatch.
 
 Example:
     >>> clashes(b"</", b"</a>"), clashes(b"a>", b"</a>"), clashes(b"</a>x", b"</a>")
+    (True, True, False)
+    >>> holds_end(b"</a>", [b"</a>"]), holds_end(b"x</a>y", [b"</a>"]), holds_end(b"</", [b"</a>"])
     (True, True, False)
 """
 
@@ -21,7 +26,13 @@ from typing import Callable, Dict, Optional, Sequence
 from ..char_dfa import BYTES, CharDFA
 from ..ir import ByteClass, Choice, Expr, Literal, Repeat, Seq, choice, seq
 
-__all__ = ["clashes", "content_then_end"]
+__all__ = ["clashes", "content_then_end", "holds_end"]
+
+
+def holds_end(exclude: bytes, ends: Sequence[bytes]) -> bool:
+    """Whether ``exclude`` holds one of ``ends``: content that runs up to the first end never
+    holds such an exclude, so excluding it changes nothing."""
+    return any(e and e in exclude for e in ends)
 
 
 def clashes(exclude: bytes, end: bytes) -> bool:

@@ -18,7 +18,7 @@ from ..token_markers import MARKER_OPEN, encode_text
 from . import models as st
 from .base import BuilderBase
 from .calls import _TAG_IR, _call_shape, _first_start, _group, _in_begin_order, _share_tails, _Split
-from .end_clash import clashes, content_then_end
+from .end_clash import clashes, content_then_end, holds_end
 from .schemas import _text_tag
 from .text import _check_any_text, _cut_at_marker, _cut_ends, _tag_text, _words
 
@@ -71,11 +71,12 @@ class TagFormats(BuilderBase):
         if isinstance(f.content, st.AnyText):  # up to the first end (no exclude before it)
             _check_any_text(f.content, path + ".content", in_tag=True)
             ends, after = _cut_ends(ends, path + ".end")
+            stops = _words(ends)
             text = TagDispatch(
                 stop_eos=False,
-                stop_str=_words(ends),
+                stop_str=stops,
                 loop_after_dispatch=False,
-                excludes=self.words(f.content.excludes, ends),
+                excludes=tuple(x for x in self.words(f.content.excludes, ends) if not holds_end(x, stops)),
             )
             rest = [Literal(encode_text(after))] if after else []
             if any(clashes(x, e) for x in text.excludes for e in text.stop_str):
