@@ -34,7 +34,9 @@
  * edges gains nothing from copies (its tokens past the child's end are
  * uncertain either way), so past AG_UNROLL_MAX_REF copies it is counted. Copies
  * adding more than AG_UNROLL_BUDGET automaton pieces (ag_builder.node_size) are
- * counted too: a counted rule is one or two states whatever the bound. */
+ * counted too: a counted rule is one or two states whatever the bound. So are
+ * fewer copies of a prefix-free child that unrolled would pass AG_UNROLL_STATES
+ * states (ag_fsm.c: a JSON string's character, 20 states, 255 times). */
 #define AG_UNROLL_MAX 256
 #define AG_UNROLL_MAX_REF 16
 #define AG_UNROLL_BUDGET 65536
