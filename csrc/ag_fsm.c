@@ -13,6 +13,16 @@
  * confirming); merging is optional, so a pathological rule just stops early. */
 #define AG_MIN_MAX_ROUNDS 64
 
+/* A repeat of a bytes-only child that unrolling would make into more than this
+ * many states (copies times the child's, less the one where the next copy
+ * starts) is counted in the child's own automaton instead, when the child
+ * allows (ag_counted_inline): a `maxLength: 255` JSON
+ * string was 5,104 states and most of its grammar's build, counted it is 26,
+ * and its masks are the counted loop's (docs/engine.md, counted repetition).
+ * Smaller repeats (a date's `[0-9]{4}`) stay unrolled: counted, they would be a
+ * rule edge in their rule, and the tokens that span it uncertain. */
+#define AG_UNROLL_STATES 256
+
 ag_status ag_builder_nomem(ag_builder *b) {
   return ag_fail(b->err, AG_ERR_NOMEM, b->rule, "out of memory while building the automaton");
 }
@@ -23,6 +33,7 @@ static void ag_builder_free(ag_builder *b) {
   free(b->inline_cost);
   free(b->node_size);
   free(b->counted);
+  free(b->loop_counted);
   free(b->node_rule);
   ag_vec_free(&b->hidden);
   ag_vec_free(&b->rule_start);
@@ -231,6 +242,54 @@ static ag_status ag_counted_build(ag_builder *b, int32_t node) {
   if (!st) st = ag_counted_state(b, min == 0, child, min == 0 ? b->base : b->base + 1);
   if (!st && min > 0) st = ag_counted_state(b, true, child, b->base + 1);
   return st;
+}
+
+/* The states of child node's own automaton, and whether it can be counted in
+ * them (ag_countable_child): built and dropped again, before any rule is. */
+static ag_status ag_child_states(ag_builder *b, int32_t child, size_t *n_states, bool *countable) {
+  size_t n = b->states.len, n_bytes = b->byte_edges.len, n_rules = b->rule_edges.len;
+  size_t n_tries = b->trie_rules.len;
+  b->base = (int32_t)n;
+  ag_status st = ag_rule_build(b, child);
+  if (!st) {
+    *n_states = b->states.len - n;
+    *countable = ag_countable_child(b);
+  }
+  b->states.len = b->state_rule.len = n;
+  b->byte_edges.len = n_bytes;
+  b->rule_edges.len = n_rules;
+  b->trie_rules.len = n_tries;
+  return st;
+}
+
+/* Marks the repeats that unrolling would make larger than AG_UNROLL_STATES and
+ * whose child can be counted in its own automaton (b->loop_counted), then sizes
+ * the nodes again: a marked repeat is one rule edge. The child is built once
+ * here to know; a repeat whose pieces are few is not (a state needs a piece). */
+static ag_status ag_count_large_unrolls(ag_builder *b) {
+  int32_t n = b->ir->n_nodes;
+  bool any = false;
+  b->loop_counted = calloc((size_t)(n ? n : 1), sizeof *b->loop_counted);
+  if (!b->loop_counted) return ag_builder_nomem(b);
+  b->rule = b->rule_id = -1; /* no rule is being built: every small rule inlines */
+  for (int32_t i = 0; i < n; i++) {
+    const int32_t *p = ag_ir_node(b->ir, i);
+    if (p[0] != AG_NODE_REPEAT || b->counted[i]) continue;
+    uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
+    uint64_t size = ag_bytes_child_size(b, p[1]);
+    if (copies <= 1 || size == 0 || copies * size <= AG_UNROLL_STATES) continue;
+    size_t n_child = 0;
+    bool countable = false;
+    ag_status st = ag_child_states(b, p[1], &n_child, &countable);
+    if (st) return st;
+    /* a countable child's accepting states are where the next copy starts */
+    if (countable && copies * (n_child - 1) > AG_UNROLL_STATES) {
+      b->loop_counted[i] = 1;
+      any = true;
+    }
+  }
+  if (any) ag_node_sizes_again(b);
+  return AG_OK;
 }
 
 /* ---- literal tries ------------------------------------------------------ */
@@ -445,6 +504,7 @@ ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
   ag_status st = b.table ? AG_OK : ag_builder_nomem(&b);
   if (!st) st = ag_builder_reserve(&b);
   if (!st) st = ag_node_sizes(&b);
+  if (!st) st = ag_count_large_unrolls(&b);
   if (!st) st = ag_rules_build(&b);
   if (!st) st = ag_builder_hand_over(&b, g);
   ag_builder_free(&b);

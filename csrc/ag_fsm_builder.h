@@ -86,6 +86,10 @@ typedef struct ag_builder {
   uint32_t *inline_cost; /* [n_nodes] size of a bytes-only subtree, 0 for one with a reference */
   uint32_t *node_size;   /* [n_nodes] size of a subtree's automaton pieces, saturated */
   uint8_t *counted;      /* [n_nodes] 1 for a repeat node that becomes a counted rule */
+  /* [n_nodes] 1 for a repeat small enough to unroll that is counted in its
+   * child's own automaton instead (ag_fsm.c, ag_count_large_unrolls); NULL
+   * until that pass has looked. */
+  uint8_t *loop_counted;
   int32_t *node_rule;    /* [n_nodes] the hidden rule made for the node, or -1 */
   uint64_t inlined;      /* inlining work spent on the current rule */
   AG_VEC(ag_hidden) hidden;     /* hidden rule k has id ir->n_rules + k */
@@ -202,6 +206,11 @@ static inline void ag_sort_edges_by_lo(ag_byte_edge *v, size_t n) {
 /* Sizes every IR node: its automaton pieces, its inline cost, and whether a
  * repeat is counted; allocates the builder's per-node arrays. */
 ag_status ag_node_sizes(ag_builder *b);
+/* Sizes every node again once ag_count_large_unrolls has marked repeats. */
+void ag_node_sizes_again(ag_builder *b);
+/* The automaton pieces of a repeat's child when it is bytes-only (a bytes-only
+ * subtree, or a reference to a rule that is inlined), else 0. */
+uint64_t ag_bytes_child_size(const ag_builder *b, int32_t child);
 /* The size of rule r's body when a reference to it may be inlined (small and
  * bytes-only, not the rule being built), else 0. */
 uint32_t ag_inline_cost(const ag_builder *b, int32_t r);

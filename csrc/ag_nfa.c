@@ -34,7 +34,9 @@
  * edges gains nothing from copies (its tokens past the child's end are
  * uncertain either way), so past AG_UNROLL_MAX_REF copies it is counted. Copies
  * adding more than AG_UNROLL_BUDGET automaton pieces (ag_builder.node_size) are
- * counted too: a counted rule is one or two states whatever the bound. */
+ * counted too: a counted rule is one or two states whatever the bound. So are
+ * fewer copies of a prefix-free child that unrolled would pass AG_UNROLL_STATES
+ * states (ag_fsm.c: a JSON string's character, 20 states, 255 times). */
 #define AG_UNROLL_MAX 256
 #define AG_UNROLL_MAX_REF 16
 #define AG_UNROLL_BUDGET 65536
@@ -302,10 +304,21 @@ static ag_status ag_nfa_dispatch(ag_builder *b, const int32_t *p, int32_t from, 
   return st;
 }
 
-/* Whether repeat node p (children already sized) is too large to unroll. */
-static bool ag_repeat_is_counted(const ag_builder *b, const int32_t *p) {
+uint64_t ag_bytes_child_size(const ag_builder *b, int32_t child) {
+  const int32_t *c = ag_ir_node(b->ir, child);
+  if (b->inline_cost[child]) return b->node_size[child];
+  if (c[0] != AG_NODE_RULEREF || c[1] >= b->ir->n_rules) return 0;
+  uint32_t cost = b->inline_cost[b->ir->body[c[1]]];
+  return cost && cost <= AG_INLINE_MAX ? b->node_size[b->ir->body[c[1]]] : 0;
+}
+
+/* Whether repeat node i, p (children already sized) is too large to unroll. */
+static bool ag_repeat_is_counted(const ag_builder *b, int32_t i, const int32_t *p) {
   uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
   if (copies <= 1) return false; /* x?, x*, x+: no copy to save */
+  /* marked while its child was bytes-only; a child that a marked repeat inside
+   * it turned into a rule edge is sized as any other */
+  if (b->loop_counted && b->loop_counted[i] && ag_bytes_child_size(b, p[1])) return true;
   uint64_t most = b->inline_cost[p[1]] ? AG_UNROLL_MAX : AG_UNROLL_MAX_REF;
   return copies > most || copies * b->node_size[p[1]] > AG_UNROLL_BUDGET;
 }
@@ -328,7 +341,7 @@ static void ag_node_size(ag_builder *b, int32_t i) {
       }
       break;
     case AG_NODE_REPEAT: {
-      if ((b->counted[i] = ag_repeat_is_counted(b, p))) break; /* one rule edge */
+      if ((b->counted[i] = ag_repeat_is_counted(b, i, p))) break; /* one rule edge */
       uint64_t copies = p[3] < 0 ? (uint64_t)p[2] + 1 : (uint64_t)p[3];
       if (copies == 0) copies = 1;
       cost = b->inline_cost[p[1]] ? 1 + b->inline_cost[p[1]] * copies : 0;
@@ -370,7 +383,8 @@ static void ag_repeat_of_inlined(ag_builder *b, int32_t i) {
   uint64_t cost = b->inline_cost[b->ir->body[c[1]]];
   uint64_t copies = p[3] < 0 ? (uint64_t)p[2] : (uint64_t)p[3];
   if (cost && cost <= AG_INLINE_MAX && copies > 1)
-    b->counted[i] = copies > AG_UNROLL_MAX || copies * cost > AG_UNROLL_BUDGET;
+    b->counted[i] = (b->loop_counted && b->loop_counted[i]) || copies > AG_UNROLL_MAX ||
+                    copies * cost > AG_UNROLL_BUDGET;
 }
 
 /* Sizes every node in one pass: children come before parents. */
@@ -387,6 +401,14 @@ ag_status ag_node_sizes(ag_builder *b) {
   }
   for (int32_t i = 0; i < b->ir->n_nodes; i++) ag_repeat_of_inlined(b, i);
   return AG_OK;
+}
+
+void ag_node_sizes_again(ag_builder *b) {
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) {
+    b->counted[i] = 0;
+    ag_node_size(b, i);
+  }
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) ag_repeat_of_inlined(b, i);
 }
 
 /* The rule label of the hidden rule for node (made on first use): the counted

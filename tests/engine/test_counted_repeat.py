@@ -491,7 +491,9 @@ def string_schema(lo: int, hi: int) -> dict:
     }
 
 
-@pytest.mark.parametrize("lo,hi", [(0, 300), (280, 300), (0, 5000), (300, 300)])
+@pytest.mark.parametrize(
+    "lo,hi", [(0, 300), (280, 300), (0, 5000), (300, 300), (0, 20), (5, 20), (13, 13), (4, 255)]
+)
 @SETTINGS
 @given(text=st.text(alphabet='ab é€😀\n"\\', min_size=0, max_size=12), n=st.integers(-3, 3))
 def test_json_string_lengths_are_exact(lo: int, hi: int, text: str, n: int) -> None:
@@ -506,7 +508,7 @@ def test_json_string_lengths_are_exact(lo: int, hi: int, text: str, n: int) -> N
             assert grammar.accepts(doc) == (lo <= len(value) <= hi), (lo, hi, len(value), ensure_ascii)
 
 
-@pytest.mark.parametrize("lo,hi", [(0, 300), (270, 300), (290, 290), (0, 5000)])
+@pytest.mark.parametrize("lo,hi", [(0, 300), (270, 300), (290, 290), (0, 5000), (0, 20), (10, 20), (0, 255)])
 @settings(
     deadline=None,
     max_examples=max(1, int(os.environ.get("AG_PROPERTY_EXAMPLES", "60")) // 6),
@@ -555,6 +557,9 @@ EXIT_GRAMMARS = [
     "root ::= [a-c]{280,300} [a-z]*",
     'root ::= ("x" | "yz"){0,300} "y"?',
     'root ::= [a-z]{0,300} "a" "!"?',
+    # fewer copies of a child of several states, counted because unrolled they pass 256 states
+    'root ::= ("ab" | "c"){0,200} "a" "c"?',
+    'root ::= ("x" | "yz" | "yy"){0,200} "y"?',
 ]
 
 
@@ -592,7 +597,8 @@ def test_exits_near_the_bound(source: str, rnd: random.Random) -> None:
     compiled = Compiler(v).compile(grammar)
     matcher = Matcher(compiled)
     unit = "ab" if "ab" in source.split("{")[0] else "x" if '"x"' in source else "a"
-    assert matcher.accept_string(unit * (250 + rnd.randint(0, 20) if unit != "ab" else 240))
+    hi = int(re.search(r"\{\d+,(\d+)\}", source).group(1))  # the walk starts a few copies short
+    assert matcher.accept_string(unit * min(250 + rnd.randint(0, 20) if unit != "ab" else 240, hi - 3))
     for _ in range(60):
         cached, direct = masks(matcher, v.vocab_size)
         assert np.array_equal(cached, direct), f"{source!r} at {matcher.num_accepted_steps} steps"
@@ -616,6 +622,24 @@ def test_max_length_5000_is_a_small_automaton() -> None:
     assert len(set(sizes.values())) == 1 and sizes[5000] <= 40, sizes
     unbounded = num_states(compiler.compile_json_schema({"type": "string"}))
     assert sizes[5000] <= unbounded + 16, (sizes, unbounded)
+
+
+def test_repeats_of_many_states_are_counted_below_256_copies() -> None:
+    """A repeat whose unrolled copies would pass 256 states is counted in its child's automaton,
+    whatever its number of copies: a JSON string of 255 characters (20 states a character
+    unrolled) has the states of one of 300. A short bound, and a child that is not
+    prefix-free, stay unrolled."""
+    compiler = Compiler(byte_vocab(), cache_limit_bytes=0)
+
+    def states(schema: dict) -> int:
+        return num_states(compiler.compile_json_schema(schema))
+
+    sizes = {hi: states({"type": "string", "minLength": 4, "maxLength": hi}) for hi in (20, 64, 255, 300)}
+    assert len(set(sizes.values())) == 1, sizes
+    assert states({"type": "string", "maxLength": 4}) > sizes[300]
+    assert has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "c"){0,200}'))
+    assert not has_counted_rules(Grammar.from_ebnf("root ::= [a-z]{0,200}"))  # a state a copy
+    assert not has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "a"){0,200}'))  # not prefix-free
 
 
 # JSON Schema patterns and array lengths with large bounds: a pattern's class is counted in its
