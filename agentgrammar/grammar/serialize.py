@@ -254,14 +254,12 @@ class _Writer:
         return found
 
     def _literal(self, value: bytes) -> int:
-        """A new literal's node (``_literals`` has none for ``value``): ``_add`` inlined."""
-        key = (KIND_LITERAL, len(value), *value)
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = len(self.offsets)
-            self.offsets.append(len(self.data))
-            self.data += key
-        self._literals[value] = found
+        """A new literal's node (``_literals`` has none for ``value``). Literal nodes are
+        written here only, each once by its bytes, so ``_memo`` (hashing every byte again)
+        would never find one: it is left out."""
+        found = self._literals[value] = len(self.offsets)
+        self.offsets.append(len(self.data))
+        self.data += (KIND_LITERAL, len(value), *value)
         return found
 
     def _expr(self, e: Expr) -> int:
