@@ -100,29 +100,40 @@ class _Writer:
         self._copied: Dict[int, Tuple[Any, int]] = {}
         self._use_pieces = use_pieces
 
-    def node(self, words: Sequence[int]) -> int:
-        key = tuple(words)
+    def _add(self, key: Tuple[int, ...]) -> int:
+        """The index of the node of words ``key``, appended unless an equal node was written."""
         found = self._memo.get(key)
-        if found is not None:
-            return found
-        idx = len(self.offsets)
-        self.offsets.append(len(self.data))
-        self.data.extend(key)
-        self._memo[key] = idx
-        return idx
+        if found is None:
+            found = self._memo[key] = len(self.offsets)
+            self.offsets.append(len(self.data))
+            self.data += key
+        return found
 
     def byte_seq(self, seq: Sequence[Tuple[int, int]]) -> int:
-        parts = [self.node((KIND_BYTES, 1, lo, hi)) for lo, hi in seq]
-        return parts[0] if len(parts) == 1 else self.node((KIND_SEQ, len(parts), *parts))
+        parts = [self._add((KIND_BYTES, 1, lo, hi)) for lo, hi in seq]
+        return parts[0] if len(parts) == 1 else self._add((KIND_SEQ, len(parts), *parts))
 
     def expr(self, e: Expr) -> int:
         """The node of ``e``; a subtree object that several rules share is written once, and
         a piece (``pieces.mark``) is copied from its chunk, serialized once."""
         found = self._by_id.get(id(e))
-        if found is None:
-            piece = pieces.info(e) if self._use_pieces and type(e) in (Seq, Choice) else None
-            found = self._expr(e) if piece is None else self._from_piece(e, piece)
-            self._by_id[id(e)] = found
+        return found if found is not None else self._write(e)
+
+    def _write(self, e: Expr) -> int:
+        """``expr`` of an object not written yet: its node, then kept by identity."""
+        t = type(e)
+        # sequences and choices, most nodes, by exact type here; other types by _WRITE, and a
+        # subclass (KeyTrie) by _WRITE or the isinstance chain of _expr
+        if t is Seq or t is Choice:
+            piece = pieces.info(e) if self._use_pieces else None
+            if piece is None:
+                found = self._items(e.items, KIND_SEQ if t is Seq else KIND_CHOICE)  # type: ignore[union-attr]
+            else:
+                found = self._from_piece(e, piece)
+        else:
+            write = _WRITE.get(t)
+            found = write(self, e) if write is not None else self._expr(e)
+        self._by_id[id(e)] = found
         return found
 
     def rule_body(self, e: Expr) -> int:
@@ -160,7 +171,8 @@ class _Writer:
             values = [self._embed(key) if is_embed else self.rule_index[key] for is_embed, key in symbols]
             for p, sym in chunk.symbol_pos:
                 words[p] = values[sym]
-        self.offsets.extend(map(len(self.data).__add__, chunk.offsets))
+        at = len(self.data)
+        self.offsets += [o + at for o in chunk.offsets]
         self.data.extend(words)
         return base + chunk.root
 
@@ -190,60 +202,88 @@ class _Writer:
             raise TypeError("an Embed needs the index of its part's root (serialize(..., embed_index=))")
         return self.embed_index(grammar)
 
-    def _kids(self, items: Sequence[Expr]) -> List[int]:
-        """The nodes of a sequence's or choice's items. References and literals, most of the
-        items, are written here: their nodes are found by rule name and by bytes, so the
-        lookup by identity that ``expr`` makes first would only repeat that."""
+    def _items(self, items: Sequence[Expr], kind: int) -> int:
+        """The node of a sequence (``kind`` KIND_SEQ) or choice (KIND_CHOICE) of ``items``; one
+        item is that item's node. References and literals, most of the items, are written
+        here: their nodes are found by rule name and by bytes, without a call per item."""
         kids: List[int] = []
-        refs, literals = self._refs, self._literals
+        add = kids.append
+        refs, literals, by_id = self._refs, self._literals, self._by_id
         for x in items:
             t = type(x)
             if t is RuleRef:
                 found = refs.get(x.name)  # type: ignore[union-attr]
-                kids.append(found if found is not None else self._ref(x.name))  # type: ignore[union-attr]
+                if found is None:
+                    found = self._ref(x.name)  # type: ignore[union-attr]
             elif t is Literal:
                 found = literals.get(x.value)  # type: ignore[union-attr]
-                kids.append(found if found is not None else self._literal(x.value))  # type: ignore[union-attr]
-            else:
-                kids.append(self.expr(x))
-        return kids
+                if found is None:
+                    found = self._literal(x.value)  # type: ignore[union-attr]
+            else:  # a subtree shared by rules, or written once already: found without a call
+                found = by_id.get(id(x))
+                if found is None:
+                    found = self._write(x)
+            add(found)
+        if len(kids) == 1:
+            return kids[0]
+        key = (kind, len(kids), *kids)
+        found = self._memo.get(key)  # _add, inlined: every sequence and choice passes here
+        if found is None:
+            found = self._memo[key] = len(self.offsets)
+            self.offsets.append(len(self.data))
+            self.data += key
+        return found
+
+    def _repeat(self, e: Repeat) -> int:
+        item = e.item
+        child = self._by_id.get(id(item))
+        if child is None:
+            child = self._write(item)
+        return self._add((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
+
+    def _rule_ref(self, e: RuleRef) -> int:
+        found = self._refs.get(e.name)
+        return found if found is not None else self._ref(e.name)
+
+    def _literal_expr(self, e: Literal) -> int:
+        found = self._literals.get(e.value)
+        return found if found is not None else self._literal(e.value)
 
     def _ref(self, name: str) -> int:
-        found = self._refs[name] = self.node((KIND_RULEREF, self.rule_index[name]))
+        found = self._refs[name] = self._add((KIND_RULEREF, self.rule_index[name]))
         return found
 
     def _literal(self, value: bytes) -> int:
-        found = self._literals[value] = self.node((KIND_LITERAL, len(value), *value))
+        """A new literal's node (``_literals`` has none for ``value``). Literal nodes are
+        written here only, each once by its bytes, so ``_memo`` (hashing every byte again)
+        would never find one: it is left out."""
+        found = self._literals[value] = len(self.offsets)
+        self.offsets.append(len(self.data))
+        self.data += (KIND_LITERAL, len(value), *value)
         return found
 
     def _expr(self, e: Expr) -> int:
-        # the most frequent kinds first: every node of every grammar passes here
+        """The node of ``e`` by its kind (subclasses included; ``expr`` finds the exact
+        types in ``_WRITE`` first)."""
         if isinstance(e, Seq):
-            kids = self._kids(e.items)
-            return kids[0] if len(kids) == 1 else self.node((KIND_SEQ, len(kids), *kids))
+            return self._items(e.items, KIND_SEQ)
         if isinstance(e, Literal):
-            found = self._literals.get(e.value)
-            return found if found is not None else self._literal(e.value)
+            return self._literal_expr(e)
         if isinstance(e, RuleRef):
-            found = self._refs.get(e.name)
-            return found if found is not None else self._ref(e.name)
+            return self._rule_ref(e)
         if isinstance(e, Choice):
-            if type(e) is KeyTrie:
-                return self._key_trie(e)
-            kids = self._kids(e.items)
-            return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+            return self._key_trie(e) if type(e) is KeyTrie else self._items(e.items, KIND_CHOICE)
         if isinstance(e, CharClass):
             return self._char_class(e)
         if isinstance(e, Repeat):
-            child = self.expr(e.item)
-            return self.node((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
+            return self._repeat(e)
         if isinstance(e, ByteClass):
             flat = [x for r in e.ranges for x in r]
-            return self.node((KIND_BYTES, len(e.ranges), *flat))
+            return self._add((KIND_BYTES, len(e.ranges), *flat))
         if isinstance(e, TagDispatch):
             return self._dispatch(e)
         if isinstance(e, Embed):
-            return self.node((KIND_RULEREF, self._embed(e.grammar)))
+            return self._add((KIND_RULEREF, self._embed(e.grammar)))
         raise TypeError(f"not a grammar expression: {e!r}")
 
     def _split_class(self, split: "_SplitClass") -> int:
@@ -256,13 +296,13 @@ class _Writer:
             return done[1]
         kids: List[int] = []
         if split.ascii:
-            kids.append(self.node(split.ascii_node))
+            kids.append(self._add(split.ascii_node))
         if split.wide:
             kids.append(self._wide(split.wide))
         if not kids:  # an empty class matches nothing: an empty byte set
-            found = self.node((KIND_BYTES, 0))
+            found = self._add((KIND_BYTES, 0))
         else:
-            found = kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, 2, *kids))
+            found = kids[0] if len(kids) == 1 else self._add((KIND_CHOICE, 2, *kids))
         self._copied[id(split)] = (split, found)
         return found
 
@@ -282,7 +322,7 @@ class _Writer:
         split = _class_split(e.raw, False)
         other = escape
         if split.wide:
-            other = self.node((KIND_CHOICE, 2, self._wide(split.wide), escape))
+            other = self._add((KIND_CHOICE, 2, self._wide(split.wide), escape))
         words = [KIND_KEYTRIE, tail, other, any_char, len(split.ascii)]
         for lo, hi in split.ascii:
             words += (lo, hi)
@@ -291,7 +331,7 @@ class _Writer:
         for name in names:
             words.append(len(name))
             words.extend(name.encode("ascii"))
-        return self.node(words)
+        return self._add(tuple(words))
 
     def _dispatch(self, e: TagDispatch) -> int:
         flags = (DISPATCH_LOOP if e.loop_after_dispatch else 0) | (DISPATCH_END_IN_TEXT if e.stop_eos else 0)
@@ -300,7 +340,7 @@ class _Writer:
         payload: List[int] = [KIND_DISPATCH, flags, len(words)]
         for w, rule in words:
             payload += [rule, len(w), *w]
-        return self.node(payload)
+        return self._add(tuple(payload))
 
     def _char_class(self, e: CharClass) -> int:
         if self._class_chunks:
@@ -310,11 +350,22 @@ class _Writer:
         kids: List[int] = []
         if singles:
             flat = [x for r in singles for x in r]
-            kids.append(self.node((KIND_BYTES, len(singles), *flat)))
+            kids.append(self._add((KIND_BYTES, len(singles), *flat)))
         kids.extend(self.byte_seq(s) for s in seqs if len(s) > 1)
         if not kids:  # an empty class matches nothing: an empty byte set
-            return self.node((KIND_BYTES, 0))
-        return kids[0] if len(kids) == 1 else self.node((KIND_CHOICE, len(kids), *kids))
+            return self._add((KIND_BYTES, 0))
+        return kids[0] if len(kids) == 1 else self._add((KIND_CHOICE, len(kids), *kids))
+
+
+#: The writer of each node type that ``_Writer.expr`` finds without the isinstance chain
+#: of ``_Writer._expr`` (most nodes are of these types).
+_WRITE: Dict[type, Callable[[_Writer, Any], int]] = {
+    Repeat: _Writer._repeat,
+    CharClass: _Writer._char_class,
+    KeyTrie: _Writer._key_trie,
+    RuleRef: _Writer._rule_ref,
+    Literal: _Writer._literal_expr,
+}
 
 
 def _switch_word(e: Expr) -> Any:
