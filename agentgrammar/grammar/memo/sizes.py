@@ -33,6 +33,11 @@ _MEASURE_BATCH = 64
 # walked entry until the estimate passes a limit (a trim walks them then): walking every entry
 # was a third of a cold request's compile (a 100-tool request adds some 700 entries).
 _MEASURE_SAMPLE = 16
+# Far under the limit (the estimate below ``1 / _SPARSE_BELOW`` of it), one in
+# ``_SPARSE_SAMPLE``: the estimate only has to tell when the limit nears, and a cold 100-tool
+# request spent a tenth of its compile walking its new entries.
+_SPARSE_SAMPLE = 64
+_SPARSE_BELOW = 8
 _AVERAGE = [4096, 1]  # bytes measured, entries measured (a prior of one 4 KiB entry)
 
 
