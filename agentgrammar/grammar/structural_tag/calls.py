@@ -85,15 +85,16 @@ def _share_tails(
     P, the same in every request offering the tool, is compiled once like the arguments.
     Also returns the piece information of each alternative when every one was split (None
     otherwise), kept with the split form so that ``pieces.group`` need not look it up.
-    ``shapes``: the ``_call_shape`` of each alternative (None where it is not a call)."""
+    ``shapes``: the ``_call_shape`` of each alternative (None where it is not a call); the
+    calls are not pieces yet: those left whole are marked here."""
     calls = [s for s in shapes if s is not None]
     if len(calls) < 2:
-        return alts, None
+        return _marked(alts, shapes), None
     tail = os.path.commonprefix([c.nigeb for c in calls])[::-1]  # noqa: RUF071 (bytes, byte by byte)
     keep = min(len(tail), min([len(c.begin) for c in calls]) - 1)  # every head keeps a byte
     tail = tail[len(tail) - keep :] if keep > 0 else b""
     if not tail:
-        return alts, None
+        return _marked(alts, shapes), None
     # The split forms made before, in one pass (a request's hundreds of calls of known tools).
     found = [None if s is None else s.split.get(tail) for s in shapes]
     for j, shape in enumerate(shapes):
@@ -102,6 +103,15 @@ def _share_tails(
     if len(calls) < len(shapes):  # calls among other alternatives: those stay as they are
         return [a if f is None else f[0] for a, f in zip(alts, found)], None
     return [f[0] for f in found], [f[1] for f in found]  # type: ignore[index]
+
+
+def _marked(alts: List[Optional[Expr]], shapes: List[Optional[_Split]]) -> List[Optional[Expr]]:
+    """``alts`` with each call (a ``shape``) marked as a piece: calls left whole reach the
+    grammar as they are (``calls_after`` hands them over unmarked)."""
+    for a, s in zip(alts, shapes):
+        if s is not None:
+            pieces.mark(a)
+    return alts
 
 
 def _split(shape: _Split, tail: bytes) -> Tuple[Expr, Optional[pieces.PieceInfo]]:
