@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...errors import StructuralTagError
 from .. import pieces
+from ..grammar import Grammar
 from ..ir import EMPTY, Choice, Embed, Expr, Literal, Repeat, RuleRef, Seq, TagDispatch, choice, seq
 from ..token_markers import MARKER_OPEN, encode_text
 from . import models as st
@@ -53,6 +54,13 @@ class TagFormats(BuilderBase):
         return out
 
     def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
+        content = f.content
+        if type(content) is st.GrammarText and type(f.begin) is str and type(f.end) is str:
+            grammar = content.grammar
+            if isinstance(grammar, Grammar):  # a call: what the general path below makes, directly
+                head, tail = encode_text(f.begin[len(opened) :]), encode_text(f.end)
+                if head and tail:
+                    return Seq((Literal(head), Embed(grammar), Literal(tail)))
         ends = [_tag_text(e, path + ".end") for e in ([f.end] if not isinstance(f.end, list) else f.end)]
         begin = Literal(encode_text(_tag_text(f.begin, path + ".begin")[len(opened) :]))
         if isinstance(f.content, st.AnyText) and ends == [""] and f.content.excludes:
