@@ -121,6 +121,7 @@ def _split(shape: _Split, tail: bytes) -> Tuple[Expr, Optional[pieces.PieceInfo]
     if part is None:
         part = parts[(tail, shape.end)] = shape.args._around(tail, shape.end)
     head = Literal(shape.begin[: len(shape.begin) - len(tail)])
-    piece = pieces.mark(Seq((head, Embed(part))))
-    found = shape.split[tail] = (piece, pieces.info(piece))
+    info = pieces.PieceInfo()
+    piece = pieces.mark(Seq((head, Embed(part))), info)  # a new object: ``info`` is its information
+    found = shape.split[tail] = (piece, info)
     return found

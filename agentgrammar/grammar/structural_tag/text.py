@@ -80,6 +80,9 @@ def _is_name(tok: Any) -> bool:
 def _markers_of(item: Any) -> Set[Any]:
     """The texts of the token markers written anywhere in a format (``token`` items and
     markers inside strings)."""
+    if type(item) is st.Tag:  # first: a request's hundreds of calls
+        plain = _plain_tag_markers(item)
+        return plain if plain is not None else _tag_tokens(item)[0]  # type: ignore[no-any-return]
     if isinstance(item, str):
         return set(markers_in_text(item)) if MARKER_OPEN in item else set()
     if isinstance(item, st.Token):
