@@ -121,7 +121,11 @@ def _split(shape: _Split, tail: bytes) -> Tuple[Expr, Optional[pieces.PieceInfo]
     if part is None:
         part = parts[(tail, shape.end)] = shape.args._around(tail, shape.end)
     head = Literal(shape.begin[: len(shape.begin) - len(tail)])
+    # What validation, normalization and the parts' walk would find of it, known here: it is
+    # built of a literal of bytes and an embedded Grammar, so it references no rule, has no
+    # repeat to normalize and embeds the part alone (a cold request's calls walked for each).
     info = pieces.PieceInfo()
+    info.refs, info.unchanged, info.embeds = (), True, (part,)
     piece = pieces.mark(Seq((head, Embed(part))), info)  # a new object: ``info`` is its information
     found = shape.split[tail] = (piece, info)
     return found
