@@ -244,6 +244,23 @@ def test_not_json_is_an_error() -> None:
         Grammar.from_structural_tag("{oops")
 
 
+@pytest.mark.parametrize("shape", ["deep", "cyclic"])
+def test_a_schema_too_deep_to_key_is_a_schema_error(shape: str) -> None:
+    from agentgrammar.errors import SchemaError
+    from agentgrammar.grammar.structural_tag import compact_schema_grammar
+
+    schema: Dict[str, Any] = {"type": "array"}
+    if shape == "deep":  # past Python's recursion limit: json.dumps raised RecursionError here
+        inner = schema
+        for _ in range(3000):
+            inner["items"] = {"type": "array"}
+            inner = inner["items"]
+    else:
+        schema["items"] = schema
+    with pytest.raises(SchemaError, match="nests more than"):
+        compact_schema_grammar(schema, (", ", ": "))
+
+
 # ---- masks, bit for bit ----------------------------------------------------------------------
 
 MASK_TAGS = [
