@@ -51,10 +51,14 @@ def cached_piece(tool: Tool, key: Tuple[Any, ...], build: Callable[[], Any]) -> 
     return _cached_piece(tool, _layout_id(key), build)
 
 
-def _cached_piece(tool: Tool, key: int, build: Callable[[], Any]) -> Any:
-    pieces = _PIECES.get(tool)
+def _cached_piece(
+    tool: Tool, key: int, build: Callable[[], Any], pieces: Optional[Dict[int, Any]] = None
+) -> Any:
+    """``pieces``: the tool's entry, when the caller has looked it up already."""
     if pieces is None:
-        pieces = _PIECES.put(tool, {})
+        pieces = _PIECES.get(tool)
+        if pieces is None:
+            pieces = _PIECES.put(tool, {})
     found = pieces.get(key)
     if found is None:
         found = pieces[key] = build()
@@ -64,11 +68,12 @@ def _cached_piece(tool: Tool, key: int, build: Callable[[], Any]) -> Any:
 def cached_pieces(tools: Sequence[Tool], key: Tuple[Any, ...], build: Callable[[Tool], Any]) -> List[Any]:
     """``cached_piece`` of each tool (one request's worth: found in one pass)."""
     layout = _layout_id(key)
-    out = [None if p is None else p.get(layout) for p in _PIECES.get_many(tools)]
+    entries = _PIECES.get_many(tools)
+    out = [None if p is None else p.get(layout) for p in entries]
     for i, found in enumerate(out):
         if found is None:
             tool = tools[i]
-            out[i] = _cached_piece(tool, layout, lambda: build(tool))  # noqa: B023 (called at once)
+            out[i] = _cached_piece(tool, layout, lambda: build(tool), entries[i])  # noqa: B023 (called at once)
     return out
 
 

@@ -180,6 +180,21 @@ def test_a_compiles_new_entries_are_sampled_and_walked_when_asked() -> None:
     assert len(cache) == 0 and memo.memo_size_bytes() == 0
 
 
+@pytest.mark.parametrize("headroom, walked", [(16, 2), (2, 8)])  # far under its limit, near it
+def test_a_compile_far_under_its_limit_walks_fewer_new_entries(headroom: int, walked: int) -> None:
+    memo.clear_memos()
+    cache: memo.IdentityMemo[Any] = memo.IdentityMemo("test sparse", limit=1000)
+    try:
+        for _ in range(128):
+            cache.put(object(), "x" * 10_000)
+        estimate = memo._total(cache.fresh())  # what a trim compares with its limit first
+        memo._measure(limit=estimate * headroom)
+        assert len(cache) - len(cache._estimated) == walked  # one in 64, or one in 16
+    finally:
+        memo.clear_memos()
+        memo._MEMOS.remove(cache)
+
+
 @pytest.mark.parametrize("entries", [1100, 2000])  # a sample's step of 8 (even) and of 15
 def test_a_bounded_lru_cache_is_estimated_from_a_sample_near_its_walked_size(entries: int) -> None:
     import functools

@@ -153,6 +153,31 @@ def test_calls_among_other_tags_share_their_tail_and_the_others_stay() -> None:
         assert not g.accepts("<f=a>true</f>") and not g.accepts("<f=d>1</f>") and not g.accepts("<f=b>1</f>")
 
 
+def test_split_calls_come_with_what_each_stage_would_find_of_them() -> None:
+    """The pieces of split calls carry their references, normalization and parts, filled in
+    when made: the same as the stages work out for the same expressions unmarked."""
+    from agentgrammar.grammar import pieces
+    from agentgrammar.grammar.ir import Seq, _embeds_in
+    from agentgrammar.grammar.normalize import normal_already
+    from agentgrammar.grammar.validate import _check_expr
+
+    args = [Grammar.from_json_schema({"type": "integer"}), Grammar.from_regex("[ab]+")]
+    tags = [
+        st.Tag(begin=f"<f={n}>", content=st.GrammarText(grammar=g), end="</f>") for n, g in zip("xy", args)
+    ]
+    g = Grammar.from_structural_tag(st.TriggeredTags(triggers=["<f="], tags=tags))
+    calls = next(r.body for r in g.rules if r.name.startswith("tag")).items
+    assert len(calls) == 2
+    for call in calls:
+        info, plain = pieces.info(call), Seq(tuple(call.items))  # an equal expression, no piece
+        refs: List[str] = []
+        _check_expr(plain, "tag", refs)
+        assert info.refs == tuple(refs) == ()
+        assert info.unchanged is normal_already(plain, False) is True
+        assert info.embeds == tuple(_embeds_in([plain])) == (call.items[1].grammar,)
+    assert g.accepts("a<f=x>12</f>b<f=y>ab</f>") and not g.accepts("<f=y>12</f>")
+
+
 def test_a_text_tag_no_trigger_opens_is_a_part_every_request_shares() -> None:
     """A think block before the calls is the same in every request: it converts to one part,
     so the second request's matcher finds the classes of the think block's states that the
@@ -260,6 +285,23 @@ def test_errors_name_the_json_path(fmt: Dict[str, Any], path: str, words: str) -
 def test_not_json_is_an_error() -> None:
     with pytest.raises(StructuralTagError, match="not valid JSON"):
         Grammar.from_structural_tag("{oops")
+
+
+@pytest.mark.parametrize("shape", ["deep", "cyclic"])
+def test_a_schema_too_deep_to_key_is_a_schema_error(shape: str) -> None:
+    from agentgrammar.errors import SchemaError
+    from agentgrammar.grammar.structural_tag import compact_schema_grammar
+
+    schema: Dict[str, Any] = {"type": "array"}
+    if shape == "deep":  # past Python's recursion limit: json.dumps raised RecursionError here
+        inner = schema
+        for _ in range(3000):
+            inner["items"] = {"type": "array"}
+            inner = inner["items"]
+    else:
+        schema["items"] = schema
+    with pytest.raises(SchemaError, match="nests more than"):
+        compact_schema_grammar(schema, (", ", ": "))
 
 
 # ---- masks, bit for bit ----------------------------------------------------------------------

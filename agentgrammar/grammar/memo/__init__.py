@@ -16,9 +16,10 @@ and ``trim_memos(limit)`` drops the oldest entries of every cache until the esti
 
 * each entry's own objects, measured once by a walk (``approx_bytes``) that does not enter
   other entries' objects, types, functions or foreign objects, nor grammars; of the entries a
-  compile adds, one in ``_MEASURE_SAMPLE`` is walked and the others count as their cache's
-  average walked entry (grammars included) until the estimate passes the limit, when a trim
-  walks them all before dropping anything (``memo_size_bytes`` walks them too);
+  compile adds, one in ``_MEASURE_SAMPLE`` is walked (one in ``_SPARSE_SAMPLE`` while the
+  estimate is under an eighth of the limit) and the others count as their cache's average
+  walked entry (grammars included) until the estimate passes the limit, when a trim walks
+  them all before dropping anything (``memo_size_bytes`` walks them too);
 * each ``Grammar`` that an entry reaches, once however many entries reach it (the *ledger*),
   at ``GRAMMAR_BYTES_PER_WORD`` bytes per byte of its serialized form (``grammar_bytes``: its
   IR, normalized rules and serialized words together), until the last entry reaching it goes;
@@ -40,7 +41,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .caches import _CACHES, _MEMOS, BoundedCache, IdentityMemo, _Account
 from .registered import register_cache, register_lru, register_mapping, unregister_cache
@@ -50,6 +51,8 @@ from .sizes import (
     _LOCK,
     _MEASURE_BATCH,
     _MEASURE_SAMPLE,
+    _SPARSE_BELOW,
+    _SPARSE_SAMPLE,
     GRAMMAR_BYTES_PER_WORD,
     CountedOnce,
     _ledger_clear,
@@ -83,12 +86,13 @@ def _accounts() -> List[_Account]:
     return [*_MEMOS, *_CACHES]
 
 
-def _measure(force: bool = False) -> int:
+def _measure(force: bool = False, limit: Optional[int] = None) -> int:
     """Measure the new entries (under the lock) once there are ``_MEASURE_BATCH`` of them,
-    walking one in ``_MEASURE_SAMPLE`` and counting the others as their cache's average walked
-    entry, or with ``force`` walking every entry not walked yet; and scan the registered caches
-    for their grammars (new schemas come with new memo entries). Returns the entries left
-    unmeasured (the request's few new pieces: a request for known tools adds little)."""
+    walking one in ``_MEASURE_SAMPLE`` (one in ``_SPARSE_SAMPLE`` while the estimate is far
+    under ``limit``) and counting the others as their cache's average walked entry, or with
+    ``force`` walking every entry not walked yet; and scan the registered caches for their
+    grammars (new schemas come with new memo entries). Returns the entries left unmeasured
+    (the request's few new pieces: a request for known tools adds little)."""
     accounts = _accounts()
     fresh = sum(a.fresh() for a in accounts)
     if force:
@@ -96,8 +100,11 @@ def _measure(force: bool = False) -> int:
             a.measure()
         return 0
     if fresh >= _MEASURE_BATCH:
+        sample = _MEASURE_SAMPLE
+        if limit is not None and _total(fresh) < limit // _SPARSE_BELOW:
+            sample = _SPARSE_SAMPLE
         for a in accounts:
-            a.measure(_MEASURE_SAMPLE)
+            a.measure(sample)
         return 0
     return fresh
 
@@ -147,7 +154,7 @@ def trim_memos(limit_bytes: int) -> int:
         True
     """
     with _LOCK:
-        total = _total(_measure())
+        total = _total(_measure(limit=limit_bytes))
         if total > limit_bytes:  # over: walk every entry before dropping anything
             total = _total(_measure(force=True))
         for _ in range(4):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Generic, Hashable, List, Optional, Sequence, Set, Tuple, TypeVar
 
-from .sizes import _AVERAGE, _HELD, _LEDGER_BYTES, _LOCK, _acquire, _hold, _release, _unhold, approx_bytes
+from .sizes import _AVERAGE, _HELD, _LEDGER_BYTES, _LOCK, _acquire, _release, _unhold, approx_bytes
 
 __all__ = ["BoundedCache", "IdentityMemo"]
 
@@ -81,8 +81,11 @@ class _EntryCache(_Account, Generic[V]):
             _unhold(old[0])
             _unhold(old[1])
         entries[key] = (obj, value)
-        _hold(obj)
-        _hold(value)
+        # _hold(obj), _hold(value), inlined: a cold request stores hundreds of entries
+        held = _HELD
+        i, j = id(obj), id(value)
+        held[i] = held.get(i, 0) + 1
+        held[j] = held.get(j, 0) + 1
         self._fresh.append(key)
 
     def _forget(self, key: Any) -> None:
@@ -113,27 +116,41 @@ class _EntryCache(_Account, Generic[V]):
             for key in list(self._estimated):
                 self._forget(key)
                 fresh.append(key)
-        for n, key in enumerate(dict.fromkeys(fresh)):
-            entry = self._entries.get(key)
-            if entry is None or key in self._sizes:
-                continue
-            if sample > 1 and n % sample:
-                walked, count = self._walked
-                size = walked // count if count else _AVERAGE[0] // _AVERAGE[1]
-                self._sizes[key] = (size, ())
-                self._estimated.add(key)
-                self._bytes += size
-                continue
-            found: List[Any] = []
-            size = approx_bytes(entry, stop=_HELD, grammars=found) + 64  # the dict slot, the tuple
-            self._sizes[key] = (size, tuple(found))
-            self._bytes += size
-            _AVERAGE[0] += size
-            _AVERAGE[1] += 1
-            ledger = _LEDGER_BYTES[0]
-            _acquire(found)
-            self._walked[0] += size + _LEDGER_BYTES[0] - ledger
-            self._walked[1] += 1
+        keys = list(dict.fromkeys(fresh))
+        step = sample if sample > 1 else 1
+        for n in range(0, len(keys), step):
+            self._walk(keys[n])
+            if step > 1:  # the others of the stretch: the average entry, counted at once
+                self._estimate(keys[n + 1 : n + step])
+
+    def _walk(self, key: Any) -> None:
+        """Measure the entry of ``key`` by a walk (its grammars go to the ledger)."""
+        entry = self._entries.get(key)
+        if entry is None or key in self._sizes:
+            return
+        found: List[Any] = []
+        size = approx_bytes(entry, stop=_HELD, grammars=found) + 64  # the dict slot, the tuple
+        self._sizes[key] = (size, tuple(found))
+        self._bytes += size
+        _AVERAGE[0] += size
+        _AVERAGE[1] += 1
+        ledger = _LEDGER_BYTES[0]
+        _acquire(found)
+        self._walked[0] += size + _LEDGER_BYTES[0] - ledger
+        self._walked[1] += 1
+
+    def _estimate(self, keys: List[Any]) -> None:
+        """Count the entries of ``keys`` (those not measured yet) as this cache's average
+        walked entry, to be walked when a trim needs the bytes exactly."""
+        entries, sizes = self._entries, self._sizes
+        keys = [k for k in keys if k in entries and k not in sizes]
+        if not keys:
+            return
+        walked, count = self._walked
+        size = walked // count if count else _AVERAGE[0] // _AVERAGE[1]
+        sizes.update(dict.fromkeys(keys, (size, ())))
+        self._estimated.update(keys)
+        self._bytes += size * len(keys)
 
     def shrink(self, fraction: float) -> None:
         """Drop about ``fraction`` of the entries: the oldest not looked up since the last

@@ -12,10 +12,20 @@ from __future__ import annotations
 
 import gc
 import sys
+from itertools import compress
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from .caches import _CACHES, _Account
-from .sizes import _LOCK, _SKIP_TYPES, CountedOnce, _acquire, _release, approx_bytes, grammar_bytes
+from .sizes import (
+    _LOCK,
+    _MEASURE_SAMPLE,
+    _SKIP_TYPES,
+    CountedOnce,
+    _acquire,
+    _release,
+    approx_bytes,
+    grammar_bytes,
+)
 
 __all__ = ["register_cache", "register_lru", "register_mapping", "unregister_cache"]
 
@@ -162,13 +172,30 @@ def _first_value_size(table: dict) -> int:  # type: ignore[type-arg]
     return 0
 
 
+def _held_by(function: Any) -> Tuple[List[Any], List[Any]]:
+    """What an ``lru_cache`` function holds (``gc.get_referents``), but types, functions and
+    its own ``__dict__`` and ``__wrapped__``: its tables (the dicts) and its keys and results,
+    in pairs. Sorted by type, each type tested once (a cache holds thousands of objects of a
+    few types: testing each was most of a measure)."""
+    held = gc.get_referents(function)
+    types = set(map(type, held))
+    dicts = {t for t in types if issubclass(t, dict) and not issubclass(t, _SKIP_TYPES)}
+    others = {t for t in types if not issubclass(t, (dict, *_SKIP_TYPES))}
+    skip = {id(getattr(function, "__dict__", None)), id(function.__wrapped__)}
+    table = [r for r in compress(held, map(dicts.__contains__, map(type, held))) if id(r) not in skip]
+    items = list(compress(held, map(others.__contains__, map(type, held))))
+    if type(function.__wrapped__) in others:  # a callable object, not a function
+        items = [r for r in items if id(r) not in skip]
+    return table, items
+
+
 class _LruAccount(_Account):
     """A ``functools.lru_cache`` function: its entries are seen through ``gc.get_referents``
     (the keys and results it holds), a sample of them walked whenever its size doubled or
     halved since the last walk, the bytes per entry found then applied to its current size.
     Shrinking can only empty it: once the shares that trims asked of it add up to half."""
 
-    _SAMPLE = 128  # results walked per measure
+    _SAMPLE = 128  # (key, result) pairs walked per measure
 
     def __init__(self, name: str, function: Any, entry_bytes: int) -> None:
         self.name = name
@@ -187,23 +214,22 @@ class _LruAccount(_Account):
         n = len(self)
         if n < 16 or self._measured_at // 2 < n < 2 * self._measured_at:
             return
-        skip = {id(getattr(self._fn, "__dict__", None)), id(self._fn.__wrapped__)}
-        held = [r for r in gc.get_referents(self._fn) if not isinstance(r, _SKIP_TYPES) and id(r) not in skip]
-        table = [r for r in held if isinstance(r, dict)]  # the cache's own table
-        items = [r for r in held if not isinstance(r, dict)]  # its keys and results, in pairs
+        table, items = _held_by(self._fn)
         found: List[Any] = []
         if self._fn.cache_info().maxsize is not None:
             # Bounded: the table's values are links, one per entry, all of a size, counted, not
             # walked (its keys are among the items: walking it walked every key, each then
             # scaled by ``step`` as if sampled).
             # One (key, result) pair in ``step``, taken whole: every n-th item alone would take
-            # only keys, or only results, whenever n is even.
-            step = (max(1, len(items) // (2 * self._SAMPLE)) + 1) // 2
-            sample = [x for i in range(0, len(items), 2 * step) for x in items[i : i + 2]]
+            # only keys, or only results, whenever n is even. About ``_SAMPLE`` pairs, a
+            # quarter of them while the estimate is far under its limit (a sparse ``sample``).
+            wanted = self._SAMPLE if sample <= _MEASURE_SAMPLE else self._SAMPLE // 4
+            step = max(1, len(items) // (2 * wanted))
+            picked = [x for i in range(0, len(items), 2 * step) for x in items[i : i + 2]]
             table_bytes = sum(sys.getsizeof(t) + len(t) * _first_value_size(t) for t in table)
         else:  # unbounded: the table holds the keys and results, all walked
-            step, sample, table_bytes = 1, table, 0
-        walked = approx_bytes(sample, grammars=found, limit=1_000_000)
+            step, picked, table_bytes = 1, table, 0
+        walked = approx_bytes(picked, grammars=found, limit=1_000_000)
         walked += sum(grammar_bytes(g) for g in {id(g): g for g in found}.values())
         self._per_entry = max(64, (walked * step + table_bytes) // max(1, n))
         self._measured_at = n

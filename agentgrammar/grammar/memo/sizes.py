@@ -33,6 +33,11 @@ _MEASURE_BATCH = 64
 # walked entry until the estimate passes a limit (a trim walks them then): walking every entry
 # was a third of a cold request's compile (a 100-tool request adds some 700 entries).
 _MEASURE_SAMPLE = 16
+# Far under the limit (the estimate below ``1 / _SPARSE_BELOW`` of it), one in
+# ``_SPARSE_SAMPLE``: the estimate only has to tell when the limit nears, and a cold 100-tool
+# request spent a tenth of its compile walking its new entries.
+_SPARSE_SAMPLE = 64
+_SPARSE_BELOW = 8
 _AVERAGE = [4096, 1]  # bytes measured, entries measured (a prior of one 4 KiB entry)
 
 
@@ -112,6 +117,40 @@ def _entered_slots(t: type) -> Optional[Tuple[str, ...]]:
     return found
 
 
+# What a walk does with an object of a type (``_kind``): count it only, report it (a
+# ``CountedOnce``), skip it, or count it and enter its items, its keys and values, or its
+# slots and ``__dict__`` (the slot names: ``_entered_slots``).
+_COUNT, _REPORT, _SKIP, _ITEMS, _MAPPING = 0, 1, 2, 3, 4
+# type -> its kind: a plain dict, read for every object walked (a weak one costs a weak
+# reference per read), emptied past ``_KINDS_LIMIT`` types so that classes made at run time go.
+_KINDS: Dict[type, Any] = {}
+_KINDS_LIMIT = 1024
+
+
+def _kind(t: type) -> Any:
+    """What a walk does with an object of type ``t``: one of the constants above, or the slot
+    names to enter; found once per type (the same answer as testing each object)."""
+    found = _KINDS.get(t)
+    if found is None:
+        if t in _ATOMS:
+            found = _COUNT
+        elif issubclass(t, CountedOnce):
+            found = _REPORT
+        elif issubclass(t, _SKIP_TYPES):
+            found = _SKIP
+        elif issubclass(t, dict):
+            found = _MAPPING
+        elif issubclass(t, _CONTAINERS):
+            found = _ITEMS
+        else:
+            slots = _entered_slots(t)
+            found = _COUNT if slots is None else slots
+        if len(_KINDS) >= _KINDS_LIMIT:
+            _KINDS.clear()
+        _KINDS[t] = found
+    return found
+
+
 def approx_bytes(
     roots: Sequence[Any],
     *,
@@ -136,6 +175,7 @@ def approx_bytes(
     stack = list(roots)
     is_root = {id(r) for r in roots}
     getsizeof = sys.getsizeof
+    kinds = _KINDS
     while stack and len(seen) < limit:
         o = stack.pop()
         i = id(o)
@@ -143,29 +183,27 @@ def approx_bytes(
             continue
         seen.add(i)
         t = type(o)
-        if t in _ATOMS:  # most objects of an entry: counted, nothing to enter
+        kind = kinds.get(t)
+        if kind is None:
+            kind = _kind(t)
+        if kind == _COUNT:  # most objects of an entry (strings, numbers): nothing to enter
             total += getsizeof(o)
-            continue
-        if isinstance(o, CountedOnce):
+        elif kind == _ITEMS:
+            total += getsizeof(o)
+            stack.extend(o)
+        elif kind == _REPORT:
             if grammars is not None:
                 grammars.append(o)
-            continue
-        if isinstance(o, _SKIP_TYPES):
-            continue
-        total += getsizeof(o)
-        if isinstance(o, dict):
+        elif kind == _MAPPING:
+            total += getsizeof(o)
             stack.extend(o.keys())
             stack.extend(o.values())
-        elif isinstance(o, _CONTAINERS):
-            stack.extend(o)
-        else:
-            slots = _entered_slots(t)
-            if slots is None:
-                continue
+        elif kind != _SKIP:  # this package's object: its slots and its __dict__
+            total += getsizeof(o)
             attrs = getattr(o, "__dict__", None)
             if attrs is not None:
                 stack.append(attrs)
-            for slot in slots:
+            for slot in kind:
                 value = getattr(o, slot, None)
                 if value is not None:
                     stack.append(value)

@@ -85,15 +85,16 @@ def _share_tails(
     P, the same in every request offering the tool, is compiled once like the arguments.
     Also returns the piece information of each alternative when every one was split (None
     otherwise), kept with the split form so that ``pieces.group`` need not look it up.
-    ``shapes``: the ``_call_shape`` of each alternative (None where it is not a call)."""
+    ``shapes``: the ``_call_shape`` of each alternative (None where it is not a call); the
+    calls are not pieces yet: those left whole are marked here."""
     calls = [s for s in shapes if s is not None]
     if len(calls) < 2:
-        return alts, None
+        return _marked(alts, shapes), None
     tail = os.path.commonprefix([c.nigeb for c in calls])[::-1]  # noqa: RUF071 (bytes, byte by byte)
     keep = min(len(tail), min([len(c.begin) for c in calls]) - 1)  # every head keeps a byte
     tail = tail[len(tail) - keep :] if keep > 0 else b""
     if not tail:
-        return alts, None
+        return _marked(alts, shapes), None
     # The split forms made before, in one pass (a request's hundreds of calls of known tools).
     found = [None if s is None else s.split.get(tail) for s in shapes]
     for j, shape in enumerate(shapes):
@@ -104,6 +105,15 @@ def _share_tails(
     return [f[0] for f in found], [f[1] for f in found]  # type: ignore[index]
 
 
+def _marked(alts: List[Optional[Expr]], shapes: List[Optional[_Split]]) -> List[Optional[Expr]]:
+    """``alts`` with each call (a ``shape``) marked as a piece: calls left whole reach the
+    grammar as they are (``calls_after`` hands them over unmarked)."""
+    for a, s in zip(alts, shapes):
+        if s is not None:
+            pieces.mark(a)
+    return alts
+
+
 def _split(shape: _Split, tail: bytes) -> Tuple[Expr, Optional[pieces.PieceInfo]]:
     """``shape``'s call as its head then its tail part (``_share_tails``), kept per tail."""
     parts = _TAIL_PARTS.get(shape.args) or _TAIL_PARTS.put(shape.args, {})
@@ -111,6 +121,11 @@ def _split(shape: _Split, tail: bytes) -> Tuple[Expr, Optional[pieces.PieceInfo]
     if part is None:
         part = parts[(tail, shape.end)] = shape.args._around(tail, shape.end)
     head = Literal(shape.begin[: len(shape.begin) - len(tail)])
-    piece = pieces.mark(Seq((head, Embed(part))))
-    found = shape.split[tail] = (piece, pieces.info(piece))
+    # What validation, normalization and the parts' walk would find of it, known here: it is
+    # built of a literal of bytes and an embedded Grammar, so it references no rule, has no
+    # repeat to normalize and embeds the part alone (a cold request's calls walked for each).
+    info = pieces.PieceInfo()
+    info.refs, info.unchanged, info.embeds = (), True, (part,)
+    piece = pieces.mark(Seq((head, Embed(part))), info)  # a new object: ``info`` is its information
+    found = shape.split[tail] = (piece, info)
     return found

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any, Tuple
+from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
+from typing import Any, Callable, Tuple
 
 from .. import memo
 from ..grammar import Grammar
@@ -59,6 +60,24 @@ memo.register_mapping(
 )
 
 
+def _dumps_encoder() -> Callable[[Any], str]:
+    """``json.dumps(x)`` (the default options), its C encoder made once: every tool of a cold
+    request keys its schema by this text, and ``json.dumps`` made the encoder again for each.
+    Without the circular-reference check: a schema that contains itself recurses until
+    ``RecursionError``, which ``compact_schema_grammar`` takes as it took ``json.dumps``'s
+    ``ValueError``."""
+    encoder = json.JSONEncoder()
+    make = getattr(json.encoder, "c_make_encoder", None)
+    try:  # the arguments JSONEncoder.iterencode passes it
+        c_encode = make(None, encoder.default, _json_str, None, ": ", ", ", False, False, True)  # type: ignore[misc]
+    except TypeError:  # no C accelerator (None), or one of another signature
+        return json.dumps
+    return lambda x: "".join(c_encode(x, 0))
+
+
+_schema_json = _dumps_encoder()
+
+
 def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
     """The grammar of JSON valid against ``schema`` in the compact layout (``separators``,
     strict), one per distinct schema: tools with equal schemas share it, and with it their
@@ -71,8 +90,8 @@ def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
     """
     options = (("whitespace", "compact"), ("separators", separators), ("strict", True))
     try:
-        key = json.dumps(schema)  # key order is property order: not sorted
-    except (TypeError, ValueError):  # not JSON: the converter says what is wrong with it
+        key = _schema_json(schema)  # json.dumps(schema): key order is property order, not sorted
+    except (TypeError, ValueError, RecursionError):  # not JSON: the converter says what is wrong
         return Grammar.from_json_schema(schema, **dict(options))
     return _schema_grammars.get(schema, key, options)
 

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ...errors import StructuralTagError
 from .. import pieces
+from ..grammar import Grammar
 from ..ir import EMPTY, Choice, Embed, Expr, Literal, Repeat, RuleRef, Seq, TagDispatch, choice, seq
 from ..token_markers import MARKER_OPEN, encode_text
 from . import models as st
@@ -31,25 +32,35 @@ class TagFormats(BuilderBase):
     def fmt_tag(self, f: st.Tag, path: str) -> Optional[Expr]:
         return self.tag_after(f, "", path)
 
-    def tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
+    def tag_after(self, f: st.Tag, opened: str, path: str, mark: bool = True) -> Optional[Expr]:
         """Tag ``f`` once the first ``len(opened)`` characters of its begin are written. A tag
         whose conversion makes no rule of its own (a call with JSON arguments) converts to the
-        same expression every time: kept per tag object, as a piece (``pieces.mark``), with its
-        ``_call_shape``."""
+        same expression every time: kept per tag object, with its ``_call_shape``, and marked
+        as a piece (``pieces.mark``) when returned with ``mark`` (``calls_after`` leaves the
+        calls that ``_share_tails`` splits unmarked: only their split forms reach a grammar)."""
         known = _TAG_IR.get(f)
         if known is not None:
             found = known.get(opened)
             if found is not None:
-                return found[0]
+                return pieces.mark(found[0]) if mark else found[0]
         n_rules = len(self.rules)
         out = self._tag_after(f, opened, path)
         if out is not None and len(self.rules) == n_rules and type(out) in (Seq, Choice):
             if known is None:
                 known = _TAG_IR.put(f, {})
-            known[opened] = (pieces.mark(out), _call_shape(out))
+            known[opened] = (out, _call_shape(out))
+            if mark:
+                pieces.mark(out)
         return out
 
     def _tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
+        content = f.content
+        if type(content) is st.GrammarText and type(f.begin) is str and type(f.end) is str:
+            grammar = content.grammar
+            if isinstance(grammar, Grammar):  # a call: what the general path below makes, directly
+                head, tail = encode_text(f.begin[len(opened) :]), encode_text(f.end)
+                if head and tail:
+                    return Seq((Literal(head), Embed(grammar), Literal(tail)))
         ends = [_tag_text(e, path + ".end") for e in ([f.end] if not isinstance(f.end, list) else f.end)]
         begin = Literal(encode_text(_tag_text(f.begin, path + ".begin")[len(opened) :]))
         if isinstance(f.content, st.AnyText) and ends == [""] and f.content.excludes:
@@ -197,11 +208,21 @@ class TagFormats(BuilderBase):
         pass over ``_TAG_IR``."""
         chosen = [tags[i] for i in idx]
         found = [None if k is None else k.get(opened) for k in _TAG_IR.get_many(chosen)]
+        alts: List[Optional[Expr]] = []
+        shapes: List[Optional[_Split]] = []
         for j, hit in enumerate(found):
             if hit is None:
-                e = self.tag_after(chosen[j], opened, f"{path}.tags[{idx[j]}]")
-                found[j] = (_TAG_IR.get(chosen[j]) or {}).get(opened) or (e, None)
-        return [h[0] for h in found], [h[1] for h in found]  # type: ignore[index]
+                e = self.tag_after(chosen[j], opened, f"{path}.tags[{idx[j]}]", mark=False)
+                hit = (_TAG_IR.get(chosen[j]) or {}).get(opened)
+                if hit is None:  # it made a rule, or is no sequence or choice: not kept
+                    alts.append(e)
+                    shapes.append(None)
+                    continue
+            if hit[1] is None:  # kept, not a call: a piece as it is
+                pieces.mark(hit[0])
+            alts.append(hit[0])
+            shapes.append(hit[1])
+        return alts, shapes
 
     def fmt_tags_with_separator(self, f: st.TagsWithSeparator, path: str) -> Optional[Expr]:
         any_tag = _group(

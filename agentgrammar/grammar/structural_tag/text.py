@@ -8,7 +8,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence, Set, Tuple, Union
+from typing import Any, List, Optional, Sequence, Set, Tuple, Union
 
 from pydantic import BaseModel
 
@@ -80,6 +80,9 @@ def _is_name(tok: Any) -> bool:
 def _markers_of(item: Any) -> Set[Any]:
     """The texts of the token markers written anywhere in a format (``token`` items and
     markers inside strings)."""
+    if type(item) is st.Tag:  # first: a request's hundreds of calls
+        plain = _plain_tag_markers(item)
+        return plain if plain is not None else _tag_tokens(item)[0]  # type: ignore[no-any-return]
     if isinstance(item, str):
         return set(markers_in_text(item)) if MARKER_OPEN in item else set()
     if isinstance(item, st.Token):
@@ -96,8 +99,28 @@ def _markers_of(item: Any) -> Set[Any]:
     if not isinstance(item, BaseModel) or isinstance(item, _NO_MARKERS):
         return set()
     if isinstance(item, st.Tag):
-        return _tag_tokens(item)[0]  # type: ignore[no-any-return]
+        plain = _plain_tag_markers(item)
+        return plain if plain is not None else _tag_tokens(item)[0]  # type: ignore[no-any-return]
     return _markers_of([getattr(item, name) for name in type(item).model_fields])
+
+
+# Contents whose fields name no token (no list, no model): a tag around one names only the
+# markers in its begin and end.
+_PLAIN_CONTENTS = (st.GrammarText, st.Regex)
+
+
+def _plain_tag_markers(tag: st.Tag) -> Optional[Set[Any]]:
+    """The markers of a call's tag (text begin and end, arguments a grammar), which are also
+    every token it names; None for other tags. Two substring tests: cheaper than keeping an
+    entry per tag in ``_TAG_TOKENS`` (a cold request's hundred tags made a hundred entries)."""
+    begin, end = tag.begin, tag.end
+    if type(tag) is not st.Tag or type(begin) is not str or type(end) is not str:
+        return None
+    if type(tag.content) not in _PLAIN_CONTENTS:
+        return None
+    if MARKER_OPEN not in begin and MARKER_OPEN not in end:
+        return set()
+    return {*markers_in_text(begin), *markers_in_text(end)}
 
 
 def _tag_tokens(tag: st.Tag) -> List[Any]:
@@ -112,6 +135,9 @@ def _named_tokens(item: Any) -> Set[Any]:
     """Every token a format names (``_markers_of``, and the excluded and trigger tokens): the
     tokens a vocabulary marks for it."""
     if isinstance(item, st.Tag):
+        plain = _plain_tag_markers(item)
+        if plain is not None:
+            return plain
         entry = _tag_tokens(item)
         if entry[1] is None:
             entry[1] = _named_fields(item)

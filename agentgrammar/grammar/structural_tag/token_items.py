@@ -56,13 +56,15 @@ class TokenFormats(BuilderBase):
     """The token-level formats, and the token end of the tag around each (xgrammar's
     ``detected_end_token_ids``: the end of the nearest tag, when it is a token)."""
 
-    def tag_after(self, f: st.Tag, opened: str, path: str) -> Optional[Expr]:
+    def tag_after(self, f: st.Tag, opened: str, path: str, mark: bool = True) -> Optional[Expr]:
+        if type(f.content) is st.GrammarText:  # no format inside it reads the tag's end or budget
+            return super().tag_after(f, opened, path, mark)  # type: ignore[misc]
         ends: List[Optional[Name]] = self.__dict__.setdefault("_tag_ends", [])
         ends.append(f.end.token if isinstance(f.end, st.Token) else None)
         # any_tokens with max_tokens right inside a tag: a token budget (budgets.py)
         outer, self._budget_ok = getattr(self, "_budget_ok", False), isinstance(f.content, st.AnyTokens)
         try:
-            return super().tag_after(f, opened, path)  # type: ignore[misc]
+            return super().tag_after(f, opened, path, mark)  # type: ignore[misc]
         finally:
             ends.pop()
             self._budget_ok = outer
