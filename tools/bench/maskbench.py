@@ -16,9 +16,7 @@ from .walkers import ENGINES, Setup, timed_request, walk
 
 
 def _ours_json_schema(compiler: Any, schema: Any) -> Any:
-    from agentgrammar import Grammar
-
-    return compiler.compile(Grammar.from_json_schema(schema))
+    return compiler.compile_json_schema(schema)
 
 
 def _cold_first_masks(
