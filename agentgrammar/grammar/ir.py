@@ -20,19 +20,12 @@ from . import pieces
 from .utf8 import MAX_CODE_POINT as MAX_CODE_POINT  # the bound of a CharClass, kept importable here
 from .utf8 import cut_points
 
-# _FAST_INIT: the node types converters make by the thousand write their fields into the
-# instance dict themselves, which costs less than the frozen dataclass __init__ setting each
-# one through object.__setattr__ (they stay frozen: assigning a field afterwards raises).
-
 
 @dataclass(frozen=True)
 class Literal:
     """An exact byte string (UTF-8 for text)."""
 
     value: bytes
-
-    def __init__(self, value: bytes) -> None:
-        self.__dict__["value"] = value  # see _FAST_INIT
 
 
 @dataclass(frozen=True)
@@ -45,10 +38,6 @@ class CharClass:
 
     ranges: Tuple[Tuple[int, int], ...]
     negated: bool = False
-
-    def __init__(self, ranges: Tuple[Tuple[int, int], ...], negated: bool = False) -> None:
-        d = self.__dict__  # see _FAST_INIT
-        d["ranges"], d["negated"] = ranges, negated
 
 
 @dataclass(frozen=True)
@@ -64,9 +53,6 @@ class Seq:
 
     items: Tuple["Expr", ...]
 
-    def __init__(self, items: Tuple["Expr", ...]) -> None:
-        self.__dict__["items"] = items  # see _FAST_INIT
-
 
 @dataclass(frozen=True)
 class Choice:
@@ -74,18 +60,12 @@ class Choice:
 
     items: Tuple["Expr", ...]
 
-    def __init__(self, items: Tuple["Expr", ...]) -> None:
-        self.__dict__["items"] = items  # see _FAST_INIT
-
 
 @dataclass(frozen=True)
 class RuleRef:
     """A reference to another rule by name."""
 
     name: str
-
-    def __init__(self, name: str) -> None:
-        self.__dict__["name"] = name  # see _FAST_INIT
 
 
 @dataclass(frozen=True)
@@ -95,10 +75,6 @@ class Repeat:
     item: "Expr"
     min: int
     max: Optional[int]
-
-    def __init__(self, item: "Expr", min: int, max: Optional[int]) -> None:
-        d = self.__dict__  # see _FAST_INIT
-        d["item"], d["min"], d["max"] = item, min, max
 
 
 @dataclass(frozen=True)
@@ -270,10 +246,6 @@ class Rule:
 
     name: str
     body: Expr
-
-    def __init__(self, name: str, body: Expr) -> None:
-        d = self.__dict__  # see _FAST_INIT
-        d["name"], d["body"] = name, body
 
 
 def seq(items: Sequence[Expr]) -> Expr:

@@ -65,33 +65,3 @@ def test_flattening_copies_only_rules_it_does_not_already_have() -> None:
     assert "other_2" in names and "user" in names  # renamed apart: its body differs
     g = Grammar.from_rules(flat)
     assert g.accepts("ssoo") and not g.accepts("ssox") and not g.accepts("ssxx")
-
-
-def test_nodes_written_by_their_own_init_behave_as_frozen_dataclasses() -> None:
-    """The node types write their fields into the instance dict themselves (speed): they
-    still take their fields by position or keyword, with CharClass's default, compare and
-    hash by value, print as dataclasses and refuse assignment."""
-    import dataclasses
-
-    import pytest
-
-    from agentgrammar.grammar.ir import ByteClass, Choice, Repeat
-
-    made = [
-        (Literal(b"a"), Literal(value=b"a")),
-        (CharClass(((1, 2),)), CharClass(ranges=((1, 2),), negated=False)),
-        (Seq((RuleRef("x"),)), Seq(items=(RuleRef(name="x"),))),
-        (Choice((Literal(b"a"), Literal(b"b"))), Choice(items=(Literal(b"a"), Literal(b"b")))),
-        (Repeat(Literal(b"a"), 0, None), Repeat(item=Literal(b"a"), min=0, max=None)),
-        (Rule("r", Literal(b"a")), Rule(name="r", body=Literal(b"a"))),
-        (ByteClass(((0, 9),)), ByteClass(ranges=((0, 9),))),
-    ]
-    for a, b in made:
-        assert a == b and hash(a) == hash(b) and repr(a) == repr(b)
-        assert dataclasses.replace(a) == a
-        field = dataclasses.fields(a)[0].name
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(a, field, None)
-    assert CharClass(((1, 2),), True).negated and not CharClass(((1, 2),)).negated
-    assert Repeat(Literal(b"a"), 1, 2) != Repeat(Literal(b"a"), 1, 3)
-    assert "Repeat(item=Literal(value=b'a'), min=1, max=2)" == repr(Repeat(Literal(b"a"), 1, 2))
