@@ -207,8 +207,9 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
             elif t is Literal:
                 pass
             elif t is Seq or t is Choice:
-                if id(e) not in seen:
-                    seen.add(id(e))
+                k = id(e)
+                if k not in seen:
+                    seen.add(k)
                     items = e.items  # type: ignore[union-attr]
                     if not items and t is Choice:
                         plain = False
@@ -234,7 +235,7 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
             else:
                 _check_expr(e, rule, refs)
                 normal = normal and normal_already(e)
-                plain = plain and t is Embed  # a validated grammar derives some string
+                plain = False  # a dispatch (a validated embed is met above)
         else:  # this node's items are done
             stack.pop()
     return refs, normal, plain
