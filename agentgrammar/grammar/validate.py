@@ -207,8 +207,9 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
             elif t is Literal:
                 pass
             elif t is Seq or t is Choice:
-                if id(e) not in seen:
-                    seen.add(id(e))
+                k = id(e)
+                if k not in seen:
+                    seen.add(k)
                     items = e.items  # type: ignore[union-attr]
                     if not items and t is Choice:
                         plain = False
@@ -226,12 +227,15 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
                     normal = is_single_edge(item)
                 stack.append(iter((item,)))
                 break
+            elif t is Embed:  # a validated grammar derives some string, as one edge
+                if not isinstance(e.grammar, GrammarBase):  # type: ignore[union-attr]
+                    _check_expr(e, rule, refs)  # raises
             elif t is ByteClass:
                 plain = plain and bool(e.ranges)  # type: ignore[union-attr]
             else:
                 _check_expr(e, rule, refs)
                 normal = normal and normal_already(e)
-                plain = plain and t is Embed  # a validated grammar derives some string
+                plain = False  # a dispatch (a validated embed is met above)
         else:  # this node's items are done
             stack.pop()
     return refs, normal, plain
@@ -349,10 +353,13 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
             plain = plain and alone
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
-    for r in rules:
-        for name in refs[r.name]:
-            if name not in by_name:
-                raise GrammarError(f"rule '{name}' is not defined (referenced in rule '{r.name}')")
+    # one set difference tells whether any reference is undefined; the rules are searched
+    # for the first one only then, for the message
+    if not by_name.keys() >= set().union(*refs.values()):
+        for r in rules:
+            for name in refs[r.name]:
+                if name not in by_name:
+                    raise GrammarError(f"rule '{name}' is not defined (referenced in rule '{r.name}')")
 
     # Keep only what the root can reach; `after` lists them each after those it references
     # (depth first, post-order), but where a cycle closes.
@@ -374,9 +381,11 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
             stack.pop()
             open_.discard(name)
             after.append(by_name[name])
-    kept = tuple(r for r in rules if r.name in reachable)
+    # (names are unique: as many reachable as rules means all of them, the usual case)
+    kept = rules if len(reachable) == len(rules) else tuple(r for r in rules if r.name in reachable)
+    all_normal = all(normal.values()) if kept is rules else all(normal[r.name] for r in kept)
     if plain and not cyclic:  # by induction along `after`, every rule derives some string
-        return kept, all(normal[r.name] for r in kept)
+        return kept, all_normal
 
     # Least fixed point: which rules derive some finite string. In `after` order one pass
     # settles a grammar without recursion, instead of a pass per level of references.
@@ -406,4 +415,4 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
         others = [n for n in dead if n != root and n not in needed]
         extra = f" (rules that derive no finite string: {quote_names(dead)})" if others else ""
         raise GrammarError(f"rule '{root}' can never finish: {why}{extra}")
-    return kept, all(normal[r.name] for r in kept)
+    return kept, all_normal

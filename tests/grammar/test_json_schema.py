@@ -1444,3 +1444,23 @@ def test_every_bounded_cache_of_a_converter_is_counted_with_the_memos(package: s
         if callable(getattr(value, "cache_info", None)) and (value.cache_info().maxsize or 0) >= 256
     }
     assert bounded and bounded <= counted, bounded - counted
+
+
+def test_a_document_nested_past_the_limit_is_refused_before_converting() -> None:
+    """``MAX_SCHEMA_DEPTH`` levels of objects and arrays (the root is level 1) are read; one
+    more is refused, wherever the deepest container is (here inside an annotation, which
+    the converter never looks at)."""
+    from agentgrammar.grammar.json_schema import MAX_SCHEMA_DEPTH
+
+    def nested(levels: int) -> Any:  # `levels` containers, lists and dicts by turns
+        doc: Any = 0
+        for i in range(levels):
+            doc = [doc] if i % 2 else {"k": doc}
+        return doc
+
+    ok = {"type": "string", "examples": nested(MAX_SCHEMA_DEPTH - 1)}
+    assert json_schema_rules(ok)[0]
+    deep = {"type": "string", "examples": nested(MAX_SCHEMA_DEPTH)}
+    with pytest.raises(SchemaError, match=f"nests more than {MAX_SCHEMA_DEPTH} levels"):
+        json_schema_rules(deep)
+    assert json_schema_rules(True)[0] and json_schema_rules("true")[0]  # a root that is no container

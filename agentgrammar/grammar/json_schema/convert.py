@@ -238,8 +238,8 @@ class Converter:
             return expr
         name = self.fresh(hint)
         self.rules[name] = expr
-        self.memo[key] = RuleRef(name)
-        return RuleRef(name)
+        ref = self.memo[key] = RuleRef(name)
+        return ref
 
     def convert(self, schema: Any, path: str, depth: int, hint: str) -> Optional[Expr]:
         self.level += 1
@@ -280,6 +280,8 @@ class Converter:
     def without_unsupported(self, schema: Dict[str, Any], path: str) -> Dict[str, Any]:
         """``schema`` without the keywords that are refused (lenient: warned about, and the
         constraints ignored, an over-approximation)."""
+        if _UNSUPPORTED.isdisjoint(schema):  # the usual schema: one set operation
+            return schema
         unknown = [k for k in schema if k in _UNSUPPORTED]
         for k in unknown:
             self.unsupported(k, path)
@@ -301,7 +303,7 @@ class Converter:
             return deref(self, schema, path)
         if "allOf" in schema:
             return flatten_all_of(self, schema, path)
-        if _REWRITTEN_KW & set(schema):
+        if not _REWRITTEN_KW.isdisjoint(schema):
             return rewrite(self, schema, path)
         if "not" in schema and "enum" not in schema and "const" not in schema:
             # (with enum / const, the values are filtered by a validator instead: exact)

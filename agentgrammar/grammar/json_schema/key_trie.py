@@ -3,6 +3,7 @@ names, every spelling of their characters excluded."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import (
     Any,
@@ -35,6 +36,9 @@ class _Trie:
 #: Printable ASCII that ``json.dumps`` never escapes (all but ``"``, ``\\`` and ``/``, which
 #: have short escapes): key names made of these get a compact exclusion grammar.
 _PLAIN_ASCII = frozenset(chr(c) for c in range(0x20, 0x7F)) - {'"', "\\", "/"}
+
+#: A non-empty name made of ``_PLAIN_ASCII`` only (one match, not a set of its characters).
+PLAIN_NAME = re.compile(r"[\x20\x21\x23-\x2e\x30-\x5b\x5d-\x7e]+")
 
 
 _ASCII_LITERALS = {c: Literal(c.encode()) for c in _PLAIN_ASCII}

@@ -199,4 +199,6 @@ _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]")
 
 
 def _sanitize(s: str) -> str:
+    if s.isascii() and s.isidentifier():  # the usual name: nothing to replace, no regex run
+        return s
     return _UNSAFE_NAME_CHARS.sub("_", s) or "_"

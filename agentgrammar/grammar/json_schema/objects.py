@@ -27,7 +27,7 @@ from ..ir import (
 from .base_rules import base
 from .excludes import filtered_key, filtered_literal
 from .formats import _format_dfa
-from .key_trie import _PLAIN_ASCII, _key_not_in
+from .key_trie import PLAIN_NAME, _key_not_in
 from .keywords import _count, _is_annotation, _ptr, _sanitize
 from .lexical import _DQ, _RAW_RANGES, _opt, _string_literal, choice
 from .merge import deref, merge
@@ -108,7 +108,8 @@ def declared_members(
     # strict closes the objects that declare members; {"type": "object"} stays any object
     declared = any(k in schema for k in ("properties", "required", "patternProperties"))
     addl = schema.get("additionalProperties", False if conv.strict and declared else True)
-    names_dfa = property_names_dfa(conv, schema.get("propertyNames", True), _ptr(path, "propertyNames"))
+    names = schema.get("propertyNames", True)
+    names_dfa = None if names is True else property_names_dfa(conv, names, _ptr(path, "propertyNames"))
     props = dict(props)
     # A required name declares a member too: strict's own closing does not forbid it.
     given = schema.get("additionalProperties", True)
@@ -125,6 +126,7 @@ def declared_members(
             if key_pattern_dfa(conv, p, path).matches(k):
                 props[k] = merge(conv, props[k], ps, _ptr(path, "patternProperties", p))
     members: List[Tuple[Expr, bool]] = []
+    colon = conv.layout.colon(depth)
     for k, s in props.items():
         v = conv.sub(s, _ptr(path, "properties", k), depth + 1, f"{hint}_prop_{_sanitize(k)}")
         name = filtered_literal(k, conv.excludes) if conv.excludes else _string_literal(k)
@@ -132,7 +134,7 @@ def declared_members(
             if k in req:
                 return None
             continue
-        members.append((seq([name, conv.layout.colon(depth), v]), k in req))
+        members.append((seq([name, colon, v]), k in req))
     if patterns or names_dfa is not None:
         add = extra_members(conv, props, patterns, addl, names_dfa, path, depth, hint)
     else:
@@ -352,7 +354,7 @@ def additional_members(
         # (csrc/ag_plain_tokens.h)
         tail = seq([Repeat(base(conv, "json_any_char"), 0, None), _DQ])
         escape, any_char = base(conv, "json_plain_escape"), base(conv, "json_any_char")
-        if names and all(n and set(n) <= _PLAIN_ASCII for n in names):  # the usual names
+        if names and all(map(PLAIN_NAME.fullmatch, names)):  # the usual names
             body = seq([_DQ, KeyTrie(names, tail, escape, any_char, _RAW_RANGES)])
         else:
             body = _key_not_in(names, tail, escape, any_char)

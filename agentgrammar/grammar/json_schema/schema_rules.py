@@ -29,15 +29,19 @@ MAX_SCHEMA_DEPTH = 256
 def _check_depth(doc: Any) -> None:
     """``SchemaError`` for a document nested deeper than ``MAX_SCHEMA_DEPTH`` (iteratively: a deep
     document must not exhaust the Python stack before the converter's own limits apply)."""
-    level, depth = [doc], 1  # level by level: no (node, depth) pair per node
+    # level by level (no (node, depth) pair per node), each level's containers in one pass
+    level: List[Any] = [doc] if isinstance(doc, (dict, list)) else []
+    depth = 1
     while level:
         if depth > MAX_SCHEMA_DEPTH:
             raise SchemaError(f"the schema nests more than {MAX_SCHEMA_DEPTH} levels")
-        below: List[Any] = []
-        for node in level:
-            children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-            below += [c for c in children if isinstance(c, (dict, list))]
-        level, depth = below, depth + 1
+        level = [
+            c
+            for node in level
+            for c in (node.values() if isinstance(node, dict) else node)
+            if isinstance(c, (dict, list))
+        ]
+        depth += 1
 
 
 def _load(schema: Any) -> Any:

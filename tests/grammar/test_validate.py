@@ -1,0 +1,64 @@
+"""Tests for ``agentgrammar.grammar.validate``: what the checks of converted rules (nodes not
+type-checked again) still find, exactly as the full checks do."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentgrammar.errors import GrammarError
+from agentgrammar.grammar.ir import Choice, Embed, Literal, Repeat, Rule, RuleRef, Seq
+from agentgrammar.grammar.validate import _validate, validate_rules
+
+
+@pytest.mark.parametrize("check_nodes", [True, False])
+def test_an_undefined_reference_in_an_unreachable_rule_is_refused(check_nodes: bool) -> None:
+    rules = [Rule("root", Literal(b"a")), Rule("unused", Seq((RuleRef("nope"), RuleRef("root"))))]
+    with pytest.raises(GrammarError, match=r"rule 'nope' is not defined \(referenced in rule 'unused'\)"):
+        validate_rules(rules, "root", check_nodes=check_nodes)
+
+
+@pytest.mark.parametrize("check_nodes", [True, False])
+def test_the_first_undefined_reference_in_rule_order_is_named(check_nodes: bool) -> None:
+    rules = [
+        Rule("root", Seq((RuleRef("a"), RuleRef("b")))),
+        Rule("a", Choice((RuleRef("late"), Literal(b"x")))),
+        Rule("b", Repeat(RuleRef("early"), 0, None)),
+    ]
+    with pytest.raises(GrammarError, match=r"rule 'late' is not defined \(referenced in rule 'a'\)"):
+        validate_rules(rules, "root", check_nodes=check_nodes)
+
+
+@pytest.mark.parametrize("check_nodes", [True, False])
+def test_unreachable_rules_are_dropped_and_the_rest_keep_their_order(check_nodes: bool) -> None:
+    rules = [
+        Rule("b", Literal(b"b")),
+        Rule("dead", RuleRef("dead")),
+        Rule("root", Seq((RuleRef("a"), RuleRef("b")))),
+        Rule("a", Literal(b"a")),
+    ]
+    kept = validate_rules(rules, "root", check_nodes=check_nodes)
+    assert [r.name for r in kept] == ["b", "root", "a"]
+    every = validate_rules(rules[:1] + rules[2:], "root", check_nodes=check_nodes)
+    assert [r.name for r in every] == ["b", "root", "a"]
+
+
+def test_converted_rules_tell_whether_normalization_changes_them() -> None:
+    """``_validate`` of converted rules says whether every kept rule is normal already: an
+    unreachable rule that is not normal does not count."""
+    copied = Repeat(Seq((Literal(b"a"), RuleRef("root"))), 2, 3)  # a subtree copied: hoisted
+    fine = [Rule("root", Choice((Literal(b"x"), Seq((Literal(b"y"), RuleRef("root"))))))]
+    assert _validate(fine, "root", False)[1] is True
+    assert _validate([*fine, Rule("other", copied)], "root", False)[1] is True
+    assert _validate([Rule("root", Choice((Literal(b"x"), copied)))], "root", False)[1] is False
+
+
+def test_unproductive_recursion_in_converted_rules_is_refused() -> None:
+    rules = [Rule("root", Seq((Literal(b"["), RuleRef("root"), Literal(b"]"))))]
+    with pytest.raises(GrammarError, match="can never finish"):
+        validate_rules(rules, "root", check_nodes=False)
+
+
+def test_an_embed_of_no_grammar_is_refused_in_converted_rules() -> None:
+    rules = [Rule("root", Seq((Literal(b"a"), Embed("not a grammar"))))]
+    with pytest.raises(GrammarError, match="Embed needs a Grammar, not str"):
+        validate_rules(rules, "root", check_nodes=False)
