@@ -5,29 +5,14 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
-from typing import (
-    Any,
-    Callable,
-)
+from typing import Any
 
 from ...errors import SchemaError
+from ..json_text import json_encoder
 
-
-def _compact_encoder() -> Callable[[Any], str]:
-    """``json.dumps(x, separators=(",", ":"))``, its C encoder made once: sub() keys every
-    sub-schema by its compact JSON text, hundreds of times per tool registry, and making the
-    encoder was most of the cost of encoding a small sub-schema. Without the circular-reference
-    check: ``_check_depth`` has refused a document that contains itself."""
-    encoder = json.JSONEncoder(separators=(",", ":"))
-    make = getattr(json.encoder, "c_make_encoder", None)
-    try:  # the arguments JSONEncoder.iterencode passes it
-        c_encode = make(None, encoder.default, _json_str, None, ":", ",", False, False, True)  # type: ignore[misc]
-    except TypeError:  # no C accelerator (None), or one of another signature
-        return encoder.encode
-    return lambda x: "".join(c_encode(x, 0))
-
-
-_compact_json = _compact_encoder()
+# sub() keys every sub-schema by its compact JSON text (``_check_depth`` has refused a
+# document that contains itself)
+_compact_json = json_encoder(",", ":")
 
 
 def _type_of(v: Any) -> str:

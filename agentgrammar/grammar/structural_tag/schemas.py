@@ -9,15 +9,14 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from functools import lru_cache
-from json.encoder import encode_basestring_ascii as _json_str  # json.dumps of a str, unwrapped
-from typing import Any, Callable, Tuple
+from typing import Any, Tuple
 
 from .. import memo
 from ..grammar import Grammar
 from ..ir import Literal, Rule, RuleRef, TagDispatch, seq
+from ..json_text import json_encoder
 
 __all__ = ["compact_schema_grammar"]
 
@@ -60,22 +59,9 @@ memo.register_mapping(
 )
 
 
-def _dumps_encoder() -> Callable[[Any], str]:
-    """``json.dumps(x)`` (the default options), its C encoder made once: every tool of a cold
-    request keys its schema by this text, and ``json.dumps`` made the encoder again for each.
-    Without the circular-reference check: a schema that contains itself recurses until
-    ``RecursionError``, which ``compact_schema_grammar`` takes as it took ``json.dumps``'s
-    ``ValueError``."""
-    encoder = json.JSONEncoder()
-    make = getattr(json.encoder, "c_make_encoder", None)
-    try:  # the arguments JSONEncoder.iterencode passes it
-        c_encode = make(None, encoder.default, _json_str, None, ": ", ", ", False, False, True)  # type: ignore[misc]
-    except TypeError:  # no C accelerator (None), or one of another signature
-        return json.dumps
-    return lambda x: "".join(c_encode(x, 0))
-
-
-_schema_json = _dumps_encoder()
+# json.dumps with its default options: every tool of a cold request keys its schema by this
+# text (a schema that contains itself raises RecursionError, which compact_schema_grammar takes)
+_schema_json = json_encoder()
 
 
 def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
