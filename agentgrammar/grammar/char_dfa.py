@@ -177,12 +177,15 @@ class _NFA:
 class CharDFA:
     """A DFA over code points; state 0 is the start; a missing move rejects."""
 
-    __slots__ = ("accepting", "alphabet", "edges")
+    __slots__ = ("accepting", "alphabet", "edges", "minimal")
 
     def __init__(self, edges: List[List[Edge]], accepting: List[bool], alphabet: Alphabet = ALPHABET) -> None:
         self.edges = edges
         self.accepting = accepting
         self.alphabet = alphabet
+        #: known to be minimal and trimmed (what ``minimized`` returns): its complement is
+        #: then read off it, without a minimization
+        self.minimal = False
 
     # ---- construction -------------------------------------------------------------------
 
@@ -411,6 +414,8 @@ class CharDFA:
 
     def complement(self) -> "CharDFA":
         """The strings this DFA rejects."""
+        if self.minimal and (self.accepting[0] or self.edges[0]):
+            return self._minimal_complement()
         dead = len(self.edges)
         edges: List[List[Edge]] = []
         work = _Work("complementing the automaton of a string constraint")
@@ -423,6 +428,48 @@ class CharDFA:
         edges.append([(a, b, dead) for a, b in self.alphabet])
         accepting = [not a for a in self.accepting] + [True]
         return CharDFA(edges, accepting, self.alphabet).minimized()
+
+    def _minimal_complement(self) -> "CharDFA":
+        """``complement`` of a minimal trimmed DFA that accepts something, minimal as it is
+        built: completed with a dead state (distinct from every state, each of which accepts
+        some string) and acceptance flipped, a minimal complete DFA; less the state that
+        accepted every string (at most one, looping to itself), now dead, it is trimmed too."""
+        edges, accepting, alphabet = self.edges, self.accepting, self.alphabet
+        n = len(edges)
+        whole = list(alphabet)
+        universal = -1
+        for s in range(n):
+            row = edges[s]
+            if (
+                accepting[s]
+                and all(t == s for _, _, t in row)
+                and join_ranges([r[:2] for r in row]) == tuple(whole)
+            ):
+                universal = s
+                break
+        if universal == 0:
+            return _marked(CharDFA([[]], [False], alphabet))
+        work = _Work("complementing the automaton of a string constraint")
+        top = alphabet[-1][1]
+        old_to_new = [s - (universal != -1 and s > universal) for s in range(n)]
+        dead = n - (universal != -1)
+        out: List[List[Edge]] = []
+        used_dead = False
+        for s in range(n):
+            if s == universal:
+                continue
+            row = edges[s]
+            work.charge(2 * len(row) + 1)
+            covered = [(lo, hi) for lo, hi, _ in row]
+            gaps = clip(complement_ranges(covered, top), alphabet)
+            used_dead = used_dead or bool(gaps)
+            kept = [(lo, hi, old_to_new[t]) for lo, hi, t in row if t != universal]
+            out.append(merge_edges(kept + [(lo, hi, dead) for lo, hi in gaps]))
+        flipped = [not accepting[s] for s in range(n) if s != universal]
+        if used_dead:
+            out.append([(a, b, dead) for a, b in alphabet])
+            flipped.append(True)
+        return _marked(CharDFA(out, flipped, alphabet))
 
     def stopped_at_accept(self) -> "CharDFA":
         """The accepted strings none of whose proper prefixes is accepted."""
@@ -490,7 +537,7 @@ class CharDFA:
                     live[s] = True
                     stack.append(s)
         if not live[0]:
-            return CharDFA([[]], [False], self.alphabet)
+            return _marked(CharDFA([[]], [False], self.alphabet))
         acyclic = self._acyclic_minimized(live, work)
         if acyclic is not None:
             return acyclic
@@ -552,7 +599,7 @@ class CharDFA:
             c = order[b]
             out[c] = merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
             accepting[c] = self.accepting[s]
-        return CharDFA(out, accepting, self.alphabet)
+        return _marked(CharDFA(out, accepting, self.alphabet))
 
     def _acyclic_minimized(self, live: List[bool], work: _Work) -> Optional["CharDFA"]:
         """The minimal DFA when the live part has no cycle (a pattern under a finite length
@@ -599,7 +646,7 @@ class CharDFA:
         new = [top] + [c for c in range(len(rows)) if c != top]
         at = {c: i for i, c in enumerate(new)}
         out = [[(lo, hi, at[t]) for lo, hi, t in rows[c]] for c in new]
-        return CharDFA(out, [accepting[c] for c in new], self.alphabet)
+        return _marked(CharDFA(out, [accepting[c] for c in new], self.alphabet))
 
     # ---- back to grammar IR -------------------------------------------------------------
 
@@ -613,6 +660,12 @@ class CharDFA:
         """IR for the accepted strings, each character spelled by ``spell(ranges)``; see
         ``char_dfa_ir.dfa_to_ir``."""
         return dfa_to_ir(self, spell, rules, fresh, base_name)
+
+
+def _marked(dfa: CharDFA) -> CharDFA:
+    """``dfa``, known to be minimal and trimmed."""
+    dfa.minimal = True
+    return dfa
 
 
 def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:
