@@ -188,6 +188,18 @@ def test_complement_twice_is_no_bigger(pattern: str) -> None:
     assert d.complement().complement().num_states <= d.num_states
 
 
+@pytest.mark.parametrize("pattern", PATTERNS + ["[\\s\\S]*", "a[\\s\\S]*", "[^a]", "a|[\\s\\S]{2,}"])
+def test_complement_of_a_minimal_dfa_is_minimal(pattern: str) -> None:
+    # read off the minimal DFA, or built and minimized from a copy not known to be minimal
+    d = dfa(pattern)
+    fast = d.complement()
+    slow = CharDFA([list(row) for row in d.edges], list(d.accepting)).complement()
+    assert d.minimal and fast.minimal
+    assert fast.num_states == slow.num_states == fast.minimized().num_states
+    for s in ["", "a", "b", "ab", "ba", "\n", "é", "aab", "xyz", "dddd"]:
+        assert fast.matches(s) == slow.matches(s) == (not full(pattern, s))
+
+
 @pytest.mark.parametrize(
     "p, q, empty",
     [
