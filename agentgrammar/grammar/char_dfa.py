@@ -280,11 +280,30 @@ class CharDFA:
 
     @classmethod
     def literal_set(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
-        """Exactly the strings in ``words``."""
-        alts = tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words)
-        if not alts:
+        """Exactly the strings in ``words``: their trie, minimized (a subset construction
+        over a choice of literals builds the same trie at several times the cost)."""
+        if not words:
             return cls([[]], [False], alphabet)
-        return cls.from_expr(Choice(alts), alphabet)
+        encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+        if sum(map(len, encoded)) + 2 * len(encoded) + 4 > MAX_STATES:  # as large as that may fail
+            return cls.from_expr(Choice(tuple(Literal(b) for b in encoded)), alphabet)
+        children: List[Dict[int, int]] = [{}]
+        accepting = [False]
+        for b in encoded:
+            units = list(b) if alphabet == BYTES else [ord(c) for c in b.decode("utf-8", "surrogatepass")]
+            if not all(any(lo <= u <= hi for lo, hi in alphabet) for u in units):
+                continue  # a character outside the alphabet: no string of it is accepted
+            at = 0
+            for u in units:
+                nxt = children[at].get(u)
+                if nxt is None:
+                    nxt = children[at][u] = len(children)
+                    children.append({})
+                    accepting.append(False)
+                at = nxt
+            accepting[at] = True
+        edges = [[(u, u, t) for u, t in sorted(row.items())] for row in children]
+        return cls(edges, accepting, alphabet).minimized()
 
     @classmethod
     def containing(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
