@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar import Grammar
-from agentgrammar.grammar.char_dfa import ALPHABET, MAX_STATES, CharDFA
-from agentgrammar.grammar.ir import CharClass, Choice, Expr, Repeat, Rule, RuleRef, Seq
+from agentgrammar.grammar.char_dfa import ALPHABET, BYTES, MAX_STATES, CharDFA
+from agentgrammar.grammar.ir import CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
 from agentgrammar.grammar.regex import parse_regex
 
 PATTERNS = [
@@ -273,6 +273,28 @@ def test_literal_set_non_ascii() -> None:
         False,
         False,
     ]
+
+
+@pytest.mark.parametrize(
+    "words, alphabet",
+    [
+        (["ab", "b", "abc", "ac", ""], ALPHABET),
+        (["name", "names", "id", "idx", "type", "types"], ALPHABET),
+        (["x\ud800y", "xy"], ALPHABET),  # a lone surrogate: that word is no string of the alphabet
+        (["é", "e"], BYTES),
+    ],
+)
+def test_literal_set_is_the_minimal_dfa_of_the_words(
+    words: List[str], alphabet: Tuple[Tuple[int, int], ...]
+) -> None:
+    d = CharDFA.literal_set(words, alphabet)
+    by_subsets = CharDFA.from_expr(
+        Choice(tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words)), alphabet
+    )
+    assert d.minimal and d.num_states == by_subsets.num_states
+    for s in words + ["a", "abcd", "nam", "x", "xy", "ty"]:
+        probe = s.encode("utf-8", "surrogatepass") if alphabet == BYTES else s
+        assert d.matches(probe) == by_subsets.matches(probe)
 
 
 # --------------------------------------------------------------------------- minimized
