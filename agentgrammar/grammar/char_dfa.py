@@ -479,11 +479,21 @@ class CharDFA:
                 continue
             row = edges[s]
             work.charge(2 * len(row) + 1)
-            covered = [(lo, hi) for lo, hi, _ in row]
-            gaps = clip(complement_ranges(covered, top), alphabet)
-            used_dead = used_dead or bool(gaps)
-            kept = [(lo, hi, old_to_new[t]) for lo, hi, t in row if t != universal]
-            out.append(merge_edges(kept + [(lo, hi, dead) for lo, hi in gaps]))
+            # the row is sorted and merged (minimized made it): its gaps and kept moves in
+            # one pass, in order
+            new_row: List[Edge] = []
+            nxt = 0  # the first character after the moves seen
+            for lo, hi, t in row + [(top + 1, top + 1, -1)]:
+                if lo > nxt:
+                    for a, b in alphabet:
+                        x, y = max(nxt, a), min(lo - 1, b)
+                        if x <= y:
+                            add_range(new_row, x, y, dead)
+                            used_dead = True
+                if t >= 0 and t != universal:
+                    add_range(new_row, lo, hi, old_to_new[t])
+                nxt = hi + 1
+            out.append(new_row)
         flipped = [not accepting[s] for s in range(n) if s != universal]
         if used_dead:
             out.append([(a, b, dead) for a, b in alphabet])
