@@ -511,6 +511,8 @@ class CharDFA:
 
     def trimmed(self) -> "CharDFA":
         """Only the states reachable from the start that can still reach acceptance."""
+        if self.minimal:  # trimmed already, and numbered as trimming would (all are kept)
+            return self
         n = len(self.edges)
         reach = {0}
         stack = [0]
