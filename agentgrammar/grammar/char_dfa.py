@@ -177,12 +177,15 @@ class _NFA:
 class CharDFA:
     """A DFA over code points; state 0 is the start; a missing move rejects."""
 
-    __slots__ = ("accepting", "alphabet", "edges")
+    __slots__ = ("accepting", "alphabet", "edges", "minimal")
 
     def __init__(self, edges: List[List[Edge]], accepting: List[bool], alphabet: Alphabet = ALPHABET) -> None:
         self.edges = edges
         self.accepting = accepting
         self.alphabet = alphabet
+        #: known to be minimal and trimmed (what ``minimized`` returns): its complement is
+        #: then read off it, without a minimization
+        self.minimal = False
 
     # ---- construction -------------------------------------------------------------------
 
@@ -277,11 +280,30 @@ class CharDFA:
 
     @classmethod
     def literal_set(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
-        """Exactly the strings in ``words``."""
-        alts = tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words)
-        if not alts:
+        """Exactly the strings in ``words``: their trie, minimized (a subset construction
+        over a choice of literals builds the same trie at several times the cost)."""
+        if not words:
             return cls([[]], [False], alphabet)
-        return cls.from_expr(Choice(alts), alphabet)
+        encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+        if sum(map(len, encoded)) + 2 * len(encoded) + 4 > MAX_STATES:  # as large as that may fail
+            return cls.from_expr(Choice(tuple(Literal(b) for b in encoded)), alphabet)
+        children: List[Dict[int, int]] = [{}]
+        accepting = [False]
+        for b in encoded:
+            units = list(b) if alphabet == BYTES else [ord(c) for c in b.decode("utf-8", "surrogatepass")]
+            if not all(any(lo <= u <= hi for lo, hi in alphabet) for u in units):
+                continue  # a character outside the alphabet: no string of it is accepted
+            at = 0
+            for u in units:
+                nxt = children[at].get(u)
+                if nxt is None:
+                    nxt = children[at][u] = len(children)
+                    children.append({})
+                    accepting.append(False)
+                at = nxt
+            accepting[at] = True
+        edges = [[(u, u, t) for u, t in sorted(row.items())] for row in children]
+        return cls(edges, accepting, alphabet).minimized()
 
     @classmethod
     def containing(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
@@ -411,6 +433,8 @@ class CharDFA:
 
     def complement(self) -> "CharDFA":
         """The strings this DFA rejects."""
+        if self.minimal and (self.accepting[0] or self.edges[0]):
+            return self._minimal_complement()
         dead = len(self.edges)
         edges: List[List[Edge]] = []
         work = _Work("complementing the automaton of a string constraint")
@@ -424,6 +448,58 @@ class CharDFA:
         accepting = [not a for a in self.accepting] + [True]
         return CharDFA(edges, accepting, self.alphabet).minimized()
 
+    def _minimal_complement(self) -> "CharDFA":
+        """``complement`` of a minimal trimmed DFA that accepts something, minimal as it is
+        built: completed with a dead state (distinct from every state, each of which accepts
+        some string) and acceptance flipped, a minimal complete DFA; less the state that
+        accepted every string (at most one, looping to itself), now dead, it is trimmed too."""
+        edges, accepting, alphabet = self.edges, self.accepting, self.alphabet
+        n = len(edges)
+        whole = list(alphabet)
+        universal = -1
+        for s in range(n):
+            row = edges[s]
+            if (
+                accepting[s]
+                and all(t == s for _, _, t in row)
+                and join_ranges([r[:2] for r in row]) == tuple(whole)
+            ):
+                universal = s
+                break
+        if universal == 0:
+            return _marked(CharDFA([[]], [False], alphabet))
+        work = _Work("complementing the automaton of a string constraint")
+        top = alphabet[-1][1]
+        old_to_new = [s - (universal != -1 and s > universal) for s in range(n)]
+        dead = n - (universal != -1)
+        out: List[List[Edge]] = []
+        used_dead = False
+        for s in range(n):
+            if s == universal:
+                continue
+            row = edges[s]
+            work.charge(2 * len(row) + 1)
+            # the row is sorted and merged (minimized made it): its gaps and kept moves in
+            # one pass, in order
+            new_row: List[Edge] = []
+            nxt = 0  # the first character after the moves seen
+            for lo, hi, t in row + [(top + 1, top + 1, -1)]:
+                if lo > nxt:
+                    for a, b in alphabet:
+                        x, y = max(nxt, a), min(lo - 1, b)
+                        if x <= y:
+                            add_range(new_row, x, y, dead)
+                            used_dead = True
+                if t >= 0 and t != universal:
+                    add_range(new_row, lo, hi, old_to_new[t])
+                nxt = hi + 1
+            out.append(new_row)
+        flipped = [not accepting[s] for s in range(n) if s != universal]
+        if used_dead:
+            out.append([(a, b, dead) for a, b in alphabet])
+            flipped.append(True)
+        return _marked(CharDFA(out, flipped, alphabet))
+
     def stopped_at_accept(self) -> "CharDFA":
         """The accepted strings none of whose proper prefixes is accepted."""
         edges = [[] if self.accepting[s] else list(row) for s, row in enumerate(self.edges)]
@@ -435,6 +511,8 @@ class CharDFA:
 
     def trimmed(self) -> "CharDFA":
         """Only the states reachable from the start that can still reach acceptance."""
+        if self.minimal:  # trimmed already, and numbered as trimming would (all are kept)
+            return self
         n = len(self.edges)
         reach = {0}
         stack = [0]
@@ -490,7 +568,7 @@ class CharDFA:
                     live[s] = True
                     stack.append(s)
         if not live[0]:
-            return CharDFA([[]], [False], self.alphabet)
+            return _marked(CharDFA([[]], [False], self.alphabet))
         acyclic = self._acyclic_minimized(live, work)
         if acyclic is not None:
             return acyclic
@@ -552,7 +630,7 @@ class CharDFA:
             c = order[b]
             out[c] = merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
             accepting[c] = self.accepting[s]
-        return CharDFA(out, accepting, self.alphabet)
+        return _marked(CharDFA(out, accepting, self.alphabet))
 
     def _acyclic_minimized(self, live: List[bool], work: _Work) -> Optional["CharDFA"]:
         """The minimal DFA when the live part has no cycle (a pattern under a finite length
@@ -599,7 +677,7 @@ class CharDFA:
         new = [top] + [c for c in range(len(rows)) if c != top]
         at = {c: i for i, c in enumerate(new)}
         out = [[(lo, hi, at[t]) for lo, hi, t in rows[c]] for c in new]
-        return CharDFA(out, [accepting[c] for c in new], self.alphabet)
+        return _marked(CharDFA(out, [accepting[c] for c in new], self.alphabet))
 
     # ---- back to grammar IR -------------------------------------------------------------
 
@@ -613,6 +691,12 @@ class CharDFA:
         """IR for the accepted strings, each character spelled by ``spell(ranges)``; see
         ``char_dfa_ir.dfa_to_ir``."""
         return dfa_to_ir(self, spell, rules, fresh, base_name)
+
+
+def _marked(dfa: CharDFA) -> CharDFA:
+    """``dfa``, known to be minimal and trimmed."""
+    dfa.minimal = True
+    return dfa
 
 
 def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:

@@ -487,10 +487,12 @@ class _Lowering:
         items = node.items
         out: List[Expr] = []
         pending = bytearray()
+        # items[k] is at the start when all before it are anchors (k <= first), at the end
+        # when all after it are (k >= last): one pass, not one per item
+        others = [k for k, x in enumerate(items) if not _only_anchors(x)]
+        first, last = (others[0], others[-1]) if others else (len(items), -1)
         for k, item in enumerate(items):
-            before = all(_only_anchors(x) for x in items[:k])
-            after = all(_only_anchors(x) for x in items[k + 1 :])
-            low = self.lower(item, at_start and before, at_end and after)
+            low = self.lower(item, at_start and k <= first, at_end and k >= last)
             if isinstance(item, _Anchor):
                 continue
             if isinstance(item, _Lit):

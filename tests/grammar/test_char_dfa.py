@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from agentgrammar.errors import GrammarError
 from agentgrammar.grammar import Grammar
-from agentgrammar.grammar.char_dfa import ALPHABET, MAX_STATES, CharDFA
-from agentgrammar.grammar.ir import CharClass, Choice, Expr, Repeat, Rule, RuleRef, Seq
+from agentgrammar.grammar.char_dfa import ALPHABET, BYTES, MAX_STATES, CharDFA
+from agentgrammar.grammar.ir import CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, Seq
 from agentgrammar.grammar.regex import parse_regex
 
 PATTERNS = [
@@ -188,6 +188,18 @@ def test_complement_twice_is_no_bigger(pattern: str) -> None:
     assert d.complement().complement().num_states <= d.num_states
 
 
+@pytest.mark.parametrize("pattern", PATTERNS + ["[\\s\\S]*", "a[\\s\\S]*", "[^a]", "a|[\\s\\S]{2,}"])
+def test_complement_of_a_minimal_dfa_is_minimal(pattern: str) -> None:
+    # read off the minimal DFA, or built and minimized from a copy not known to be minimal
+    d = dfa(pattern)
+    fast = d.complement()
+    slow = CharDFA([list(row) for row in d.edges], list(d.accepting)).complement()
+    assert d.minimal and fast.minimal
+    assert fast.num_states == slow.num_states == fast.minimized().num_states
+    for s in ["", "a", "b", "ab", "ba", "\n", "é", "aab", "xyz", "dddd"]:
+        assert fast.matches(s) == slow.matches(s) == (not full(pattern, s))
+
+
 @pytest.mark.parametrize(
     "p, q, empty",
     [
@@ -261,6 +273,28 @@ def test_literal_set_non_ascii() -> None:
         False,
         False,
     ]
+
+
+@pytest.mark.parametrize(
+    "words, alphabet",
+    [
+        (["ab", "b", "abc", "ac", ""], ALPHABET),
+        (["name", "names", "id", "idx", "type", "types"], ALPHABET),
+        (["x\ud800y", "xy"], ALPHABET),  # a lone surrogate: that word is no string of the alphabet
+        (["é", "e"], BYTES),
+    ],
+)
+def test_literal_set_is_the_minimal_dfa_of_the_words(
+    words: List[str], alphabet: Tuple[Tuple[int, int], ...]
+) -> None:
+    d = CharDFA.literal_set(words, alphabet)
+    by_subsets = CharDFA.from_expr(
+        Choice(tuple(Literal(w.encode("utf-8", "surrogatepass")) for w in words)), alphabet
+    )
+    assert d.minimal and d.num_states == by_subsets.num_states
+    for s in words + ["a", "abcd", "nam", "x", "xy", "ty"]:
+        probe = s.encode("utf-8", "surrogatepass") if alphabet == BYTES else s
+        assert d.matches(probe) == by_subsets.matches(probe)
 
 
 # --------------------------------------------------------------------------- minimized

@@ -37,7 +37,10 @@ from .escapes import JSON_STRING_CHAR, JSON_STRING_CODE_POINT, json_char_of, str
 
 # The package's bounded caches, named in its namespace: the compiler counts the lru_caches it
 # finds here with the memos (engine/compiler.py, _register_converter_caches).
+from .escapes import _astral_escapes as _astral_escapes
+from .escapes import _bmp_escape as _bmp_escape
 from .escapes import _hex4 as _hex4
+from .escapes import _hex_product as _hex_product
 from .escapes import _json_char_of_cached as _json_char_of_cached
 from .formats import SUPPORTED_FORMATS, UNSUPPORTED_SPEC_FORMATS, format_chars, format_string
 from .integers import integer_expr

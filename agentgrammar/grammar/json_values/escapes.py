@@ -88,16 +88,31 @@ def _hex4(lo: int, hi: int) -> Expr:
     """Four hex digits (either case) with value in [lo, hi]. Remembered: the escapes of every
     class that reaches past U+FFFF (a key or pattern class left open, its complement) spell
     the same surrogate ranges, and those of U+E000..U+FFFF."""
-    out = choice([_positions(p, _hex_class) for p in _fixed_width(lo, hi, 4, 16)])
+    out = choice([_hex_product(tuple(p)) for p in _fixed_width(lo, hi, 4, 16)])
     assert out is not None
     return out
+
+
+@_cache
+def _hex_product(pos: Tuple[Tuple[int, int], ...]) -> Expr:
+    """``_positions`` of hex digit ranges, remembered: the ranges of one conversion's classes
+    (every character but one key letter, ...) differ at their ends, and their ``\\uXXXX``
+    spellings share most of their products (``[1-c]XXX``, ``d[0-7]XX``)."""
+    return _positions(pos, _hex_class)
 
 
 _SHORT_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n",
                   0x0D: b"\\r", 0x09: b"\\t"}  # fmt: skip
 
 
+_SHORT_BY_CODE_POINT = sorted(_SHORT_ESCAPES.items())
+
+
 _SURROGATES = (0xD800, 0xDFFF)
+
+
+#: The code points a single ``\\uXXXX`` escape spells: the BMP but surrogates.
+_BMP_RANGES: Ranges = complement_ranges([_SURROGATES], 0xFFFF)
 
 
 #: Code points that may appear raw (unescaped) in a JSON string.
@@ -105,36 +120,63 @@ _RAW_RANGES: Ranges = complement_ranges([(0x00, 0x1F), (0x22, 0x22), (0x5C, 0x5C
 
 
 def _intersect(a: Sequence[Tuple[int, int]], b: Sequence[Tuple[int, int]]) -> Ranges:
+    """The code points in both; ``a`` and ``b`` normalized (sorted, disjoint, not adjacent),
+    as is the result: one merge over both."""
     out: Ranges = []
-    for lo1, hi1 in a:
-        for lo2, hi2 in b:
-            lo, hi = max(lo1, lo2), min(hi1, hi2)
-            if lo <= hi:
-                out.append((lo, hi))
-    return normalize_ranges(out)
+    i = j = 0
+    while i < len(a) and j < len(b):
+        lo1, hi1 = a[i]
+        lo2, hi2 = b[j]
+        lo, hi = max(lo1, lo2), min(hi1, hi2)
+        if lo <= hi:
+            out.append((lo, hi))
+        if hi1 < hi2:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _contains(ranges: Sequence[Tuple[int, int]], cp: int) -> bool:
+    return any(lo <= cp <= hi for lo, hi in ranges)
 
 
 def _unicode_escapes(ranges: Ranges) -> Optional[Expr]:
     """``\\uXXXX`` spellings (surrogate pairs for astral code points) of the code points in ranges
     (surrogate code points themselves are skipped)."""
-    alts: List[Optional[Expr]] = []
-    for lo, hi in _intersect(ranges, complement_ranges([_SURROGATES], 0xFFFF)):
-        alts.append(seq([Literal(b"\\u"), _hex4(lo, hi)]))
-    for lo, hi in _intersect(ranges, [(0x10000, MAX_CODE_POINT)]):
-        hl, ll = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
-        hh, lh = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
-
-        def pair(h1: int, h2: int, l1: int, l2: int) -> Expr:
-            return seq([Literal(b"\\u"), _hex4(h1, h2), Literal(b"\\u"), _hex4(l1, l2)])
-
-        if hl == hh:
-            alts.append(pair(hl, hl, ll, lh))
-            continue
-        alts.append(pair(hl, hl, ll, 0xDFFF))
-        if hl + 1 <= hh - 1:
-            alts.append(pair(hl + 1, hh - 1, 0xDC00, 0xDFFF))
-        alts.append(pair(hh, hh, 0xDC00, lh))
+    alts: List[Optional[Expr]] = [_bmp_escape(lo, hi) for lo, hi in _intersect(ranges, _BMP_RANGES)]
+    for lo, hi in _intersect(ranges, _ASTRAL_RANGES):
+        alts.extend(_astral_escapes(lo, hi))
     return choice(alts)
+
+
+_ASTRAL_RANGES: Ranges = [(0x10000, MAX_CODE_POINT)]
+
+
+# The escapes of one range are remembered: most classes of a conversion end with the same
+# ranges (U+E000..U+FFFF, the astral planes), whose spellings are then built once.
+@_cache
+def _bmp_escape(lo: int, hi: int) -> Expr:
+    """``\\uXXXX`` of the code points lo..hi (in the BMP, no surrogates)."""
+    return seq([Literal(b"\\u"), _hex4(lo, hi)])
+
+
+@_cache
+def _astral_escapes(lo: int, hi: int) -> Tuple[Expr, ...]:
+    """The surrogate pairs of the astral code points lo..hi: the alternatives, in order."""
+    hl, ll = 0xD800 + ((lo - 0x10000) >> 10), 0xDC00 + ((lo - 0x10000) & 0x3FF)
+    hh, lh = 0xD800 + ((hi - 0x10000) >> 10), 0xDC00 + ((hi - 0x10000) & 0x3FF)
+
+    def pair(h1: int, h2: int, l1: int, l2: int) -> Expr:
+        return seq([Literal(b"\\u"), _hex4(h1, h2), Literal(b"\\u"), _hex4(l1, l2)])
+
+    if hl == hh:
+        return (pair(hl, hl, ll, lh),)
+    alts = [pair(hl, hl, ll, 0xDFFF)]
+    if hl + 1 <= hh - 1:
+        alts.append(pair(hl + 1, hh - 1, 0xDC00, 0xDFFF))
+    alts.append(pair(hh, hh, 0xDC00, lh))
+    return tuple(alts)
 
 
 def _json_char_of(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
@@ -165,7 +207,7 @@ def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr
     raw = _intersect(ranges, _RAW_RANGES)
     if raw:
         alts.append(CharClass(tuple(raw)))
-    short = [esc for cp, esc in sorted(_SHORT_ESCAPES.items()) if _intersect(ranges, [(cp, cp)])]
+    short = [esc for cp, esc in _SHORT_BY_CODE_POINT if _contains(ranges, cp)]
     if len(short) == 1:
         alts.append(Literal(short[0]))
     elif short:  # "\\" followed by a class of the escape letters
