@@ -27,7 +27,8 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, U
 
 from ..errors import GrammarError
 from .char_dfa_ir import dfa_to_ir
-from .char_ranges import Edge, add_range, clip, join_ranges, merge_edges, pair_state, partition
+from .char_dfa_minimize import minimal_complement_rows, minimal_rows
+from .char_ranges import Edge, add_range, clip, merge_edges, pair_state, partition
 from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
 from .utf8 import complement_ranges
 
@@ -449,56 +450,11 @@ class CharDFA:
         return CharDFA(edges, accepting, self.alphabet).minimized()
 
     def _minimal_complement(self) -> "CharDFA":
-        """``complement`` of a minimal trimmed DFA that accepts something, minimal as it is
-        built: completed with a dead state (distinct from every state, each of which accepts
-        some string) and acceptance flipped, a minimal complete DFA; less the state that
-        accepted every string (at most one, looping to itself), now dead, it is trimmed too."""
-        edges, accepting, alphabet = self.edges, self.accepting, self.alphabet
-        n = len(edges)
-        whole = list(alphabet)
-        universal = -1
-        for s in range(n):
-            row = edges[s]
-            if (
-                accepting[s]
-                and all(t == s for _, _, t in row)
-                and join_ranges([r[:2] for r in row]) == tuple(whole)
-            ):
-                universal = s
-                break
-        if universal == 0:
-            return _marked(CharDFA([[]], [False], alphabet))
+        """``complement`` of a minimal trimmed DFA that accepts something, minimal as built
+        (``char_dfa_minimize.minimal_complement_rows``)."""
         work = _Work("complementing the automaton of a string constraint")
-        top = alphabet[-1][1]
-        old_to_new = [s - (universal != -1 and s > universal) for s in range(n)]
-        dead = n - (universal != -1)
-        out: List[List[Edge]] = []
-        used_dead = False
-        for s in range(n):
-            if s == universal:
-                continue
-            row = edges[s]
-            work.charge(2 * len(row) + 1)
-            # the row is sorted and merged (minimized made it): its gaps and kept moves in
-            # one pass, in order
-            new_row: List[Edge] = []
-            nxt = 0  # the first character after the moves seen
-            for lo, hi, t in row + [(top + 1, top + 1, -1)]:
-                if lo > nxt:
-                    for a, b in alphabet:
-                        x, y = max(nxt, a), min(lo - 1, b)
-                        if x <= y:
-                            add_range(new_row, x, y, dead)
-                            used_dead = True
-                if t >= 0 and t != universal:
-                    add_range(new_row, lo, hi, old_to_new[t])
-                nxt = hi + 1
-            out.append(new_row)
-        flipped = [not accepting[s] for s in range(n) if s != universal]
-        if used_dead:
-            out.append([(a, b, dead) for a, b in alphabet])
-            flipped.append(True)
-        return _marked(CharDFA(out, flipped, alphabet))
+        edges, accepting = minimal_complement_rows(self.edges, self.accepting, self.alphabet, work)
+        return _marked(CharDFA(edges, accepting, self.alphabet))
 
     def stopped_at_accept(self) -> "CharDFA":
         """The accepted strings none of whose proper prefixes is accepted."""
@@ -540,144 +496,11 @@ class CharDFA:
         return CharDFA(edges, [self.accepting[s] for s in order], self.alphabet)
 
     def minimized(self) -> "CharDFA":
-        """The equivalent trimmed DFA with the fewest states (Hopcroft's partition refinement,
-        all characters at once: a splitter block C splits a block by the exact set of
-        characters that lead each of its states into C; O(E log n) with ranged edges)."""
-        # trimmed on the way (as trimmed(), without building the intermediate automaton)
-        edges, n = self.edges, len(self.edges)
+        """The equivalent trimmed DFA with the fewest states (``char_dfa_minimize.minimal_rows``:
+        Hopcroft's partition refinement, or Revuz's one pass where it has no cycle)."""
         work = _Work("minimizing the automaton of a string constraint")
-        reach = [False] * n
-        reach[0] = True
-        stack = [0]
-        while stack:
-            for _, _, t in edges[stack.pop()]:
-                if not reach[t]:
-                    reach[t] = True
-                    stack.append(t)
-        incoming: List[List[Tuple[int, int, int]]] = [[] for _ in range(n)]
-        for s in range(n):
-            if reach[s]:
-                for lo, hi, t in edges[s]:
-                    incoming[t].append((s, lo, hi))
-                work.charge(2 * len(edges[s]) + 1)  # these lists, and the final rows
-        live = [reach[s] and self.accepting[s] for s in range(n)]
-        stack = [s for s in range(n) if live[s]]
-        while stack:
-            for s, _, _ in incoming[stack.pop()]:  # a state that leads to a live one is live
-                if not live[s]:
-                    live[s] = True
-                    stack.append(s)
-        if not live[0]:
-            return _marked(CharDFA([[]], [False], self.alphabet))
-        acyclic = self._acyclic_minimized(live, work)
-        if acyclic is not None:
-            return acyclic
-        # (the incoming moves of a live state all come from live states)
-        final = {s for s in range(n) if live[s] and self.accepting[s]}
-        rest = {s for s in range(n) if live[s] and not self.accepting[s]}
-        blocks: List[set] = [final] + ([rest] if rest else [])
-        block_of = [-1] * n
-        for b, members in enumerate(blocks):
-            for s in members:
-                block_of[s] = b
-        pending = list(range(len(blocks)))  # splitters still to apply
-        while pending:
-            into: Dict[int, List[Tuple[int, int]]] = {}
-            for t in blocks[pending.pop()]:
-                for s, lo, hi in incoming[t]:
-                    into.setdefault(s, []).append((lo, hi))
-                work.charge(len(incoming[t]) + 1)
-            groups: Dict[int, Dict[Tuple[Tuple[int, int], ...], List[int]]] = {}
-            for s, ranges in into.items():
-                groups.setdefault(block_of[s], {}).setdefault(join_ranges(ranges), []).append(s)
-            for b, by_sig in groups.items():
-                members = blocks[b]
-                parts = list(by_sig.values())
-                touched = sum(len(p) for p in parts)
-                if len(parts) == 1 and touched == len(members):
-                    continue  # the block is stable with respect to the splitter
-                work.charge(touched)
-                untouched = len(members) - touched
-                keep = max(range(len(parts)), key=lambda i: len(parts[i]))
-                if untouched >= len(parts[keep]):
-                    moving = parts  # the untouched states stay in block b
-                else:
-                    moving = [p for i, p in enumerate(parts) if i != keep]
-                    if untouched:  # fewer than the kept part, so listing them is cheap
-                        seen = {s for p in parts for s in p}
-                        moving.append([s for s in members if s not in seen])
-                for part in moving:
-                    # every moved part is a new splitter; b, if pending, stays pending (now
-                    # smaller), and if not, its largest part need not be (Hopcroft's half)
-                    nb = len(blocks)
-                    blocks.append(set(part))
-                    members.difference_update(part)
-                    for s in part:
-                        block_of[s] = nb
-                    pending.append(nb)
-        # renumber so that the start's block is 0
-        order: Dict[int, int] = {block_of[0]: 0}
-        for b in range(len(blocks)):
-            if blocks[b]:
-                order.setdefault(b, len(order))
-        count = len(order)
-        out: List[List[Edge]] = [[] for _ in range(count)]
-        accepting = [False] * count
-        for b, members in enumerate(blocks):
-            if not members:
-                continue
-            s = next(iter(members))
-            c = order[b]
-            out[c] = merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
-            accepting[c] = self.accepting[s]
-        return _marked(CharDFA(out, accepting, self.alphabet))
-
-    def _acyclic_minimized(self, live: List[bool], work: _Work) -> Optional["CharDFA"]:
-        """The minimal DFA when the live part has no cycle (a pattern under a finite length
-        bound, a set of words), else None: states in reverse topological order, each named by
-        its acceptance and its moves to already named states, in one pass (Revuz's algorithm)."""
-        edges = self.edges
-        state = {0: 0}  # 0: on the DFS path, 1: done
-        post: List[int] = []
-        stack = [(0, 0)]
-        while stack:
-            s, i = stack.pop()
-            row = edges[s]
-            while i < len(row) and not live[row[i][2]]:
-                i += 1
-            if i == len(row):
-                state[s] = 1
-                post.append(s)
-                continue
-            stack.append((s, i + 1))
-            t = row[i][2]
-            seen = state.get(t)
-            if seen == 0:
-                return None  # a cycle
-            if seen is None:
-                state[t] = 0
-                stack.append((t, 0))
-        work.charge(len(post))
-        cls: Dict[int, int] = {}
-        ids: Dict[Tuple[bool, Tuple[Edge, ...]], int] = {}
-        rows: List[List[Edge]] = []
-        accepting: List[bool] = []
-        for s in post:
-            row = merge_edges([(lo, hi, cls[t]) for lo, hi, t in edges[s] if live[t]])
-            work.charge(len(row) + 1)
-            key = (self.accepting[s], tuple(row))
-            c = ids.get(key)
-            if c is None:
-                c = ids[key] = len(rows)
-                rows.append(row)
-                accepting.append(self.accepting[s])
-            cls[s] = c
-        # the start is named last; renumber so that it is state 0
-        top = cls[0]
-        new = [top] + [c for c in range(len(rows)) if c != top]
-        at = {c: i for i, c in enumerate(new)}
-        out = [[(lo, hi, at[t]) for lo, hi, t in rows[c]] for c in new]
-        return _marked(CharDFA(out, [accepting[c] for c in new], self.alphabet))
+        edges, accepting = minimal_rows(self.edges, self.accepting, work)
+        return _marked(CharDFA(edges, accepting, self.alphabet))
 
     # ---- back to grammar IR -------------------------------------------------------------
 
