@@ -19,9 +19,11 @@
  * allows (ag_counted_inline): a `maxLength: 255` JSON
  * string was 5,104 states and most of its grammar's build, counted it is 26,
  * and its masks are the counted loop's (docs/engine.md, counted repetition).
- * Smaller repeats (a date's `[0-9]{4}`) stay unrolled: counted, they would be a
- * rule edge in their rule, and the tokens that span it uncertain. */
-#define AG_UNROLL_STATES 256
+ * Smaller repeats (a date's `[0-9]{4}`, an email's 63-character labels) stay
+ * unrolled: counted, a class that is not every plain character makes the first
+ * mask inside it walk the vocabulary for its table of copies (ag_copies.c),
+ * 4 ms for an email; unrolled, its states classify as usual. */
+#define AG_UNROLL_STATES 4096
 
 ag_status ag_builder_nomem(ag_builder *b) {
   return ag_fail(b->err, AG_ERR_NOMEM, b->rule, "out of memory while building the automaton");

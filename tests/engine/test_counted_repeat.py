@@ -557,9 +557,9 @@ EXIT_GRAMMARS = [
     "root ::= [a-c]{280,300} [a-z]*",
     'root ::= ("x" | "yz"){0,300} "y"?',
     'root ::= [a-z]{0,300} "a" "!"?',
-    # fewer copies of a child of several states, counted because unrolled they pass 256 states
-    'root ::= ("ab" | "c"){0,200} "a" "c"?',
-    'root ::= ("x" | "yz" | "yy"){0,200} "y"?',
+    # fewer copies of a child of many states, counted because unrolled they pass 4,096 states
+    'root ::= ("ab" | "c" | "defghijklmnopqrstuvw"){0,220} "a" "c"?',
+    'root ::= ("x" | "yz" | "yy" | "defghijklmnopqrstuvw"){0,220} "y"?',
 ]
 
 
@@ -625,21 +625,23 @@ def test_max_length_5000_is_a_small_automaton() -> None:
 
 
 def test_repeats_of_many_states_are_counted_below_256_copies() -> None:
-    """A repeat whose unrolled copies would pass 256 states is counted in its child's automaton,
-    whatever its number of copies: a JSON string of 255 characters (20 states a character
-    unrolled) has the states of one of 300. A short bound, and a child that is not
-    prefix-free, stay unrolled."""
+    """A repeat whose unrolled copies would pass 4,096 states is counted in its child's
+    automaton, whatever its number of copies: a JSON string of 255 characters (about 20 states
+    a character unrolled) has the states of one of 300. A shorter bound (an email format's
+    labels, a string of 64) stays unrolled: its masks need no table of copies; and so does a
+    child that is not prefix-free."""
     compiler = Compiler(byte_vocab(), cache_limit_bytes=0)
 
     def states(schema: dict) -> int:
         return num_states(compiler.compile_json_schema(schema))
 
-    sizes = {hi: states({"type": "string", "minLength": 4, "maxLength": hi}) for hi in (20, 64, 255, 300)}
+    sizes = {hi: states({"type": "string", "minLength": 4, "maxLength": hi}) for hi in (255, 300)}
     assert len(set(sizes.values())) == 1, sizes
-    assert states({"type": "string", "maxLength": 4}) > sizes[300]
-    assert has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "c"){0,200}'))
+    assert states({"type": "string", "maxLength": 64}) > 20 * sizes[300]
+    assert has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "c" | "defghijklmnopqrstuvw"){0,220}'))
+    assert not has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "c"){0,200}'))  # 400 states
     assert not has_counted_rules(Grammar.from_ebnf("root ::= [a-z]{0,200}"))  # a state a copy
-    assert not has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "a"){0,200}'))  # not prefix-free
+    assert not has_counted_rules(Grammar.from_ebnf('root ::= ("ab" | "a"){0,250}'))  # not prefix-free
 
 
 # JSON Schema patterns and array lengths with large bounds: a pattern's class is counted in its
