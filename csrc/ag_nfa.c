@@ -395,14 +395,13 @@ ag_status ag_node_sizes(ag_builder *b) {
   b->counted = calloc(n, sizeof *b->counted);
   b->node_rule = malloc(n * sizeof *b->node_rule);
   if (!b->inline_cost || !b->node_size || !b->counted || !b->node_rule) return ag_builder_nomem(b);
-  for (int32_t i = 0; i < b->ir->n_nodes; i++) {
-    b->node_rule[i] = -1;
-    ag_node_size(b, i);
-  }
-  for (int32_t i = 0; i < b->ir->n_nodes; i++) ag_repeat_of_inlined(b, i);
+  for (int32_t i = 0; i < b->ir->n_nodes; i++) b->node_rule[i] = -1;
+  ag_node_sizes_again(b);
   return AG_OK;
 }
 
+/* The sizing pass itself, first with no repeat marked, then once
+ * ag_count_large_unrolls has marked some (b->loop_counted). */
 void ag_node_sizes_again(ag_builder *b) {
   for (int32_t i = 0; i < b->ir->n_nodes; i++) {
     b->counted[i] = 0;
