@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 import threading
 import types
-import weakref
 from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["GRAMMAR_BYTES_PER_WORD", "CountedOnce", "approx_bytes", "grammar_bytes"]
@@ -92,29 +91,19 @@ class CountedOnce:
 
 # Exact types that a walk counts without entering (subclasses take the general path).
 _ATOMS = frozenset({str, bytes, int, float, bool, type(None), complex})
-# type -> the slot names a walk enters, or None for a type it does not enter (foreign, opaque);
-# weak, so that a class made at run time can go.
-_SLOTS: "weakref.WeakKeyDictionary[type, Optional[Tuple[str, ...]]]" = weakref.WeakKeyDictionary()
-_UNKNOWN = object()
 
 
 def _entered_slots(t: type) -> Optional[Tuple[str, ...]]:
     """The slots (over the whole MRO) of this package's type ``t`` that a walk enters, or None
-    when objects of ``t`` are counted but not entered; found once per type."""
-    known = _SLOTS.get(t, _UNKNOWN)
-    if known is not _UNKNOWN:
-        return known  # type: ignore[return-value]
-    found: Optional[Tuple[str, ...]]
+    when objects of ``t`` are counted but not entered (foreign, opaque); ``_kind`` keeps the
+    answer per type."""
     if not (t.__module__.startswith("agentgrammar") and t.__name__ not in _OPAQUE_NAMES):
-        found = None
-    else:
-        names: List[str] = []
-        for klass in t.__mro__:
-            slots = getattr(klass, "__slots__", ())
-            names.extend((slots,) if isinstance(slots, str) else slots)
-        found = tuple(names)
-    _SLOTS[t] = found
-    return found
+        return None
+    names: List[str] = []
+    for klass in t.__mro__:
+        slots = getattr(klass, "__slots__", ())
+        names.extend((slots,) if isinstance(slots, str) else slots)
+    return tuple(names)
 
 
 # What a walk does with an object of a type (``_kind``): count it only, report it (a
