@@ -216,3 +216,25 @@ def test_a_bounded_lru_cache_is_estimated_from_a_sample_near_its_walked_size(ent
         assert abs(estimate - walked) < walked // 10
     finally:
         memo.unregister_cache("test bounded lru")
+
+
+def test_a_bounded_lru_cache_is_counted_entry_by_entry_through_adds_and_clears() -> None:
+    import functools
+
+    from agentgrammar.grammar.memo.registered import _LruAccount
+
+    @functools.lru_cache(maxsize=300)
+    def made(i: int) -> int:
+        return i * 2
+
+    account = _LruAccount("test lru length", made, entry_bytes=100)
+    assert account._table is not None  # read from the cache's own table, not cache_info
+    sizes = []
+    for n in (0, 5, 300, 400):  # past maxsize: the oldest go
+        for i in range(n):
+            made(i + 1000 * n)
+        sizes.append((len(account), made.cache_info().currsize))
+    made.cache_clear()
+    sizes.append((len(account), made.cache_info().currsize))
+    assert sizes == [(0, 0), (5, 5), (300, 300), (300, 300), (0, 0)]
+    assert account.own_bytes() == 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import sys
 from itertools import compress
-from typing import Any, Callable, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from .caches import _CACHES, _Account
 from .sizes import (
@@ -189,6 +189,19 @@ def _held_by(function: Any) -> Tuple[List[Any], List[Any]]:
     return table, items
 
 
+def _entry_table(function: Any) -> Optional[Dict[Any, Any]]:
+    """The dict of a bounded ``lru_cache`` that holds one item per entry (CPython's C
+    ``lru_cache`` keeps it for the function's life and clears it in place), or None where it
+    is not found as one such dict whose size is the cache's (another implementation)."""
+    info = function.cache_info()
+    if info.maxsize is None:
+        return None
+    table, _ = _held_by(function)
+    if len(table) != 1 or len(table[0]) != info.currsize:
+        return None
+    return table[0]
+
+
 class _LruAccount(_Account):
     """A ``functools.lru_cache`` function: its entries are seen through ``gc.get_referents``
     (the keys and results it holds), a sample of them walked whenever its size doubled or
@@ -203,8 +216,11 @@ class _LruAccount(_Account):
         self._per_entry = entry_bytes  # until the first walk
         self._measured_at = 0
         self._debt = 0.0
+        self._table = _entry_table(function)
 
     def __len__(self) -> int:
+        if self._table is not None:  # every compile asks: a dict's len, not a named tuple made
+            return len(self._table)
         return int(self._fn.cache_info().currsize)
 
     def own_bytes(self) -> int:
