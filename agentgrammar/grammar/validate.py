@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Iterable, Iterator, List, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from ..errors import GrammarError
 from . import pieces
@@ -325,10 +325,12 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
     return _validate(rules, root, check_nodes)[0]
 
 
-def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tuple[Rule, ...], bool]:
-    """``validate_rules``, and whether ``normalize_rules`` would leave every kept rule as it
-    is (known only with ``check_nodes=False``, where the walk that finds the references tells;
-    else False)."""
+def _validate(
+    rules: Iterable[Rule], root: str, check_nodes: bool
+) -> Tuple[Tuple[Rule, ...], Optional[FrozenSet[str]]]:
+    """``validate_rules``, and the names of the kept rules that ``normalize_rules`` changes:
+    known only with ``check_nodes=False``, where the walk that finds the references tells
+    (every other rule it leaves as it is); else None."""
     rules = tuple(rules)
     if not isinstance(root, str):
         raise GrammarError(f"the root rule name must be a str, not {type(root).__name__}")
@@ -336,7 +338,7 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
         raise GrammarError("the grammar is empty: it has no rules")
     by_name: Dict[str, Rule] = {}
     refs: Dict[str, List[str]] = {}
-    normal: Dict[str, bool] = {}
+    changed: List[str] = []  # the rules normalization changes (with check_nodes=False)
     plain = not check_nodes  # every body derives some string once its references do (_walk_refs)
     for r in rules:
         if not isinstance(r, Rule):
@@ -347,10 +349,12 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
             raise GrammarError(f"rule '{r.name}' is defined twice")
         by_name[r.name] = r
         if check_nodes:
-            refs[r.name], normal[r.name] = _checked_refs(r.body, r.name), False
+            refs[r.name] = _checked_refs(r.body, r.name)
         else:
-            refs[r.name], normal[r.name], alone = _refs_of(r.body, r.name)
+            refs[r.name], normal, alone = _refs_of(r.body, r.name)
             plain = plain and alone
+            if not normal:
+                changed.append(r.name)
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
     # one set difference tells whether any reference is undefined; the rules are searched
@@ -383,9 +387,11 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
             after.append(by_name[name])
     # (names are unique: as many reachable as rules means all of them, the usual case)
     kept = rules if len(reachable) == len(rules) else tuple(r for r in rules if r.name in reachable)
-    all_normal = all(normal.values()) if kept is rules else all(normal[r.name] for r in kept)
+    to_normalize = (
+        None if check_nodes else frozenset([n for n in changed if n in reachable] if changed else ())
+    )
     if plain and not cyclic:  # by induction along `after`, every rule derives some string
-        return kept, all_normal
+        return kept, to_normalize
 
     # Least fixed point: which rules derive some finite string. In `after` order one pass
     # settles a grammar without recursion, instead of a pass per level of references.
@@ -415,4 +421,4 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
         others = [n for n in dead if n != root and n not in needed]
         extra = f" (rules that derive no finite string: {quote_names(dead)})" if others else ""
         raise GrammarError(f"rule '{root}' can never finish: {why}{extra}")
-    return kept, all_normal
+    return kept, to_normalize

@@ -42,14 +42,19 @@ def test_unreachable_rules_are_dropped_and_the_rest_keep_their_order(check_nodes
     assert [r.name for r in every] == ["b", "root", "a"]
 
 
-def test_converted_rules_tell_whether_normalization_changes_them() -> None:
-    """``_validate`` of converted rules says whether every kept rule is normal already: an
-    unreachable rule that is not normal does not count."""
+def test_converted_rules_tell_which_of_them_normalization_changes() -> None:
+    """``_validate`` of converted rules names the kept rules that are not normal already: an
+    unreachable rule that is not normal does not count; unchecked rules are not known."""
     copied = Repeat(Seq((Literal(b"a"), RuleRef("root"))), 2, 3)  # a subtree copied: hoisted
     fine = [Rule("root", Choice((Literal(b"x"), Seq((Literal(b"y"), RuleRef("root"))))))]
-    assert _validate(fine, "root", False)[1] is True
-    assert _validate([*fine, Rule("other", copied)], "root", False)[1] is True
-    assert _validate([Rule("root", Choice((Literal(b"x"), copied)))], "root", False)[1] is False
+    assert _validate(fine, "root", False)[1] == frozenset()
+    assert _validate([*fine, Rule("other", copied)], "root", False)[1] == frozenset()
+    assert _validate([Rule("root", Choice((Literal(b"x"), copied)))], "root", False)[1] == {"root"}
+    both = [Rule("root", Seq((RuleRef("a"), RuleRef("b"), RuleRef("c")))), Rule("b", Literal(b"b"))]
+    both += [Rule("a", Repeat(Seq((Literal(b"a"), Literal(b"a"))), 0, 2))]
+    both += [Rule("c", Choice((Literal(b"c"), Repeat(Choice((Literal(b"c"), RuleRef("b"))), 2, 2))))]
+    assert _validate(both, "root", False)[1] == {"a", "c"}
+    assert _validate(both, "root", True)[1] is None
 
 
 def test_unproductive_recursion_in_converted_rules_is_refused() -> None:
