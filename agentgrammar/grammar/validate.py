@@ -193,39 +193,46 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
     negated class, an empty choice, a dispatch), so that it derives some finite string once
     the rules it references do."""
     refs: List[str] = []
+    append = refs.append
     normal = True  # no counted repeat copies an item of more than one edge
     plain = True  # no node that may derive nothing whatever the references derive
     # Depth first in source order, one iterator per open node: the leaves, most of the
-    # nodes, are handled where they are met instead of pushed and popped one by one.
-    stack: List[Iterator[Expr]] = [iter((body,))]
+    # nodes, are handled where they are met instead of pushed and popped one by one; so is
+    # the item of a repeat, most often a leaf or a node to open.
     seen: Set[int] = set()
-    while stack:
-        for e in stack[-1]:
+    see = seen.add
+    stack: List[Iterator[Expr]] = []
+    push = stack.append
+    todo: Iterator[Expr] = iter((body,))
+    while True:
+        for e in todo:
             t = type(e)
+            if t is Repeat:
+                item = e.item  # type: ignore[union-attr]
+                if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
+                    normal = is_single_edge(item)
+                e = item
+                t = type(e)
             if t is RuleRef:
-                refs.append(e.name)  # type: ignore[union-attr]
+                append(e.name)  # type: ignore[union-attr]
             elif t is Literal:
                 pass
             elif t is Seq or t is Choice:
                 k = id(e)
                 if k not in seen:
-                    seen.add(k)
+                    see(k)
                     items = e.items  # type: ignore[union-attr]
                     if not items and t is Choice:
                         plain = False
-                    stack.append(iter(items))
+                    push(todo)
+                    todo = iter(items)
                     break
             elif t is CharClass:
                 if e.negated or not e.ranges:  # type: ignore[union-attr]
                     plain = False
-            elif t is KeyTrie:
-                stack.append(iter(e.parts))  # type: ignore[union-attr]  # not its items: never made here
-                break
-            elif t is Repeat:
-                item = e.item  # type: ignore[union-attr]
-                if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
-                    normal = is_single_edge(item)
-                stack.append(iter((item,)))
+            elif t is KeyTrie or t is Repeat:  # a trie's parts (not its items: never made here)
+                push(todo)
+                todo = iter(e.parts if t is KeyTrie else (e,))  # type: ignore[union-attr]
                 break
             elif t is Embed:  # a validated grammar derives some string, as one edge
                 if not isinstance(e.grammar, GrammarBase):  # type: ignore[union-attr]
@@ -237,8 +244,9 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
                 normal = normal and normal_already(e)
                 plain = False  # a dispatch (a validated embed is met above)
         else:  # this node's items are done
-            stack.pop()
-    return refs, normal, plain
+            if not stack:
+                return refs, normal, plain
+            todo = stack.pop()
 
 
 def _class_is_empty(e: Expr) -> bool:
@@ -338,57 +346,72 @@ def _validate(
         raise GrammarError("the grammar is empty: it has no rules")
     by_name: Dict[str, Rule] = {}
     refs: Dict[str, List[str]] = {}
-    changed: List[str] = []  # the rules normalization changes (with check_nodes=False)
+    not_normal: List[str] = []  # the rules normalization changes (with check_nodes=False)
     plain = not check_nodes  # every body derives some string once its references do (_walk_refs)
+    piece_info = pieces.info
     for r in rules:
         if not isinstance(r, Rule):
             raise GrammarError(f"expected a Rule, got {r!r}")
-        if not isinstance(r.name, str) or not r.name:
-            raise GrammarError(f"a rule name must be a non-empty str, got {r.name!r}")
-        if r.name in by_name:
-            raise GrammarError(f"rule '{r.name}' is defined twice")
-        by_name[r.name] = r
+        name = r.name
+        if not isinstance(name, str) or not name:
+            raise GrammarError(f"a rule name must be a non-empty str, got {name!r}")
+        if name in by_name:
+            raise GrammarError(f"rule '{name}' is defined twice")
+        by_name[name] = r
+        body = r.body
         if check_nodes:
-            refs[r.name] = _checked_refs(r.body, r.name)
+            refs[name] = _checked_refs(body, name)
+            continue
+        # _refs_of, the call saved for the bodies that are no piece (most)
+        piece = piece_info(body) if type(body) is Seq or type(body) is Choice else None
+        if piece is None:
+            refs[name], normal, alone = _walk_refs(body, name)
         else:
-            refs[r.name], normal, alone = _refs_of(r.body, r.name)
-            plain = plain and alone
-            if not normal:
-                changed.append(r.name)
+            refs[name], normal, alone = _refs_of(body, name)
+        plain = plain and alone
+        if not normal:
+            not_normal.append(name)
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
-    # one set difference tells whether any reference is undefined; the rules are searched
-    # for the first one only then, for the message
-    if not by_name.keys() >= set().union(*refs.values()):
+    # Keep only what the root can reach; `after` lists them each after those it references
+    # (depth first, post-order), but where a cycle closes. A reference to an undefined rule
+    # stops the walk (KeyError): the rules are searched for the first one, for the message.
+    reachable: Set[str] = {root}
+    after: List[str] = []
+    stack = [(root, iter(refs[root]))]
+    open_ = {root}  # the rules on the stack: a reference to one closes a cycle
+    cyclic = False
+    undefined = False
+    try:
+        while stack:
+            name, todo = stack[-1]
+            for ref in todo:
+                if ref not in reachable:
+                    reachable.add(ref)
+                    open_.add(ref)
+                    stack.append((ref, iter(refs[ref])))
+                    break
+                cyclic = cyclic or ref in open_
+            else:
+                stack.pop()
+                open_.discard(name)
+                after.append(name)
+    except KeyError:
+        undefined = True
+    # the walk met every reference of the rules it reached; those of the others (usually
+    # none), one set difference tells
+    if undefined or (
+        len(reachable) < len(rules)
+        and not by_name.keys() >= set().union(*[refs[r.name] for r in rules if r.name not in reachable])
+    ):
         for r in rules:
             for name in refs[r.name]:
                 if name not in by_name:
                     raise GrammarError(f"rule '{name}' is not defined (referenced in rule '{r.name}')")
-
-    # Keep only what the root can reach; `after` lists them each after those it references
-    # (depth first, post-order), but where a cycle closes.
-    reachable: Set[str] = {root}
-    after: List[Rule] = []
-    stack = [(root, iter(refs[root]))]
-    open_ = {root}  # the rules on the stack: a reference to one closes a cycle
-    cyclic = False
-    while stack:
-        name, todo = stack[-1]
-        for ref in todo:
-            if ref not in reachable:
-                reachable.add(ref)
-                open_.add(ref)
-                stack.append((ref, iter(refs[ref])))
-                break
-            cyclic = cyclic or ref in open_
-        else:
-            stack.pop()
-            open_.discard(name)
-            after.append(by_name[name])
     # (names are unique: as many reachable as rules means all of them, the usual case)
     kept = rules if len(reachable) == len(rules) else tuple(r for r in rules if r.name in reachable)
     to_normalize = (
-        None if check_nodes else frozenset([n for n in changed if n in reachable] if changed else ())
+        None if check_nodes else frozenset([n for n in not_normal if n in reachable] if not_normal else ())
     )
     if plain and not cyclic:  # by induction along `after`, every rule derives some string
         return kept, to_normalize
@@ -399,9 +422,10 @@ def _validate(
     changed = True
     while changed:
         changed = False
-        for r in after:
-            if not known[r.name] and (_productive_alone(r.body) or _productive(r.body, known)):
-                known[r.name] = True
+        for name in after:
+            body = by_name[name].body
+            if not known[name] and (_productive_alone(body) or _productive(body, known)):
+                known[name] = True
                 changed = True
     if not known[root]:
         dead = [r.name for r in kept if not known[r.name]]

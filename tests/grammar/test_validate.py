@@ -29,6 +29,24 @@ def test_the_first_undefined_reference_in_rule_order_is_named(check_nodes: bool)
 
 
 @pytest.mark.parametrize("check_nodes", [True, False])
+def test_the_undefined_reference_named_is_the_first_in_rule_order_not_in_walk_order(
+    check_nodes: bool,
+) -> None:
+    # the walk from the root meets 'second' first (in rule 'b'); the message names 'first',
+    # in rule 'unused', listed before 'b' and not reachable
+    rules = [
+        Rule("root", Seq((RuleRef("b"), RuleRef("a")))),
+        Rule("a", Literal(b"a")),
+        Rule("unused", RuleRef("first")),
+        Rule("b", Choice((Literal(b"b"), RuleRef("second")))),
+    ]
+    with pytest.raises(GrammarError, match=r"rule 'first' is not defined \(referenced in rule 'unused'\)"):
+        validate_rules(rules, "root", check_nodes=check_nodes)
+    with pytest.raises(GrammarError, match=r"rule 'second' is not defined \(referenced in rule 'b'\)"):
+        validate_rules([r for r in rules if r.name != "unused"], "root", check_nodes=check_nodes)
+
+
+@pytest.mark.parametrize("check_nodes", [True, False])
 def test_unreachable_rules_are_dropped_and_the_rest_keep_their_order(check_nodes: bool) -> None:
     rules = [
         Rule("b", Literal(b"b")),
