@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import GrammarError
 from . import pieces
@@ -169,29 +169,24 @@ def _checked_refs(body: Expr, rule: str) -> List[str]:
     return list(refs)
 
 
-def _refs_of(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
-    """The rule names ``body`` references, its nodes not checked: IR that a converter of this
-    package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
-    any other type is checked in full. A body that is a piece (a converter's shared helper
-    rule, in every grammar it builds) is walked once, then looked up. Also, found on the same
-    walk, whether ``normalize_rules`` leaves the body as it is (``normal_already``) and
-    whether it derives some finite string once the rules it references do (``_walk_refs``)."""
-    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
-    if piece is not None:
-        if piece.refs is None:
-            refs, normal, _ = _walk_refs(body, rule)
-            piece.refs = tuple(refs)
-            if piece.unchanged is None:
-                piece.unchanged = normal
-        return list(piece.refs), piece_unchanged(piece, body), _productive_alone(body)
-    return _walk_refs(body, rule)
+def _piece_refs(piece: pieces.PieceInfo, body: Expr, rule: str) -> Tuple[Sequence[str], bool, bool]:
+    """``_walk_refs`` of a body that is a piece (a converter's shared helper rule, in every
+    grammar it builds): walked once, then looked up."""
+    if piece.refs is None:
+        refs, normal, _ = _walk_refs(body, rule)
+        piece.refs = tuple(refs)
+        if piece.unchanged is None:
+            piece.unchanged = normal
+    return piece.refs, piece_unchanged(piece, body), _productive_alone(body, piece)
 
 
 def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
-    """``_refs_of`` of a body that is no piece: its references, whether normalization leaves
-    it as it is, and whether it has no node that may derive nothing by itself (an empty or
-    negated class, an empty choice, a dispatch), so that it derives some finite string once
-    the rules it references do."""
+    """The rule names ``body`` references, its nodes not checked: IR that a converter of this
+    package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
+    any other type is checked in full. Also, found on the same walk, whether
+    ``normalize_rules`` leaves the body as it is (``normal_already``), and whether it has no
+    node that may derive nothing by itself (an empty or negated class, an empty choice, a
+    dispatch), so that it derives some finite string once the rules it references do."""
     refs: List[str] = []
     append = refs.append
     normal = True  # no counted repeat copies an item of more than one edge
@@ -307,10 +302,12 @@ class _NothingKnown(Dict[str, bool]):
 _NOTHING_KNOWN = _NothingKnown()
 
 
-def _productive_alone(body: Expr) -> bool:
+def _productive_alone(body: Expr, piece: Optional[pieces.PieceInfo] = None) -> bool:
     """Whether a piece ``body`` derives some finite string whatever the rules it references
-    derive (worked out once, ``PieceInfo.productive``); False for any other body."""
-    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
+    derive (worked out once, ``PieceInfo.productive``); False for any other body. ``piece``:
+    the body's piece information when the caller has it."""
+    if piece is None and (type(body) is Seq or type(body) is Choice):
+        piece = pieces.info(body)
     if piece is None:
         return False
     if piece.productive is None:
@@ -345,7 +342,7 @@ def _validate(
     if not rules:
         raise GrammarError("the grammar is empty: it has no rules")
     by_name: Dict[str, Rule] = {}
-    refs: Dict[str, List[str]] = {}
+    refs: Dict[str, Sequence[str]] = {}
     not_normal: List[str] = []  # the rules normalization changes (with check_nodes=False)
     plain = not check_nodes  # every body derives some string once its references do (_walk_refs)
     piece_info = pieces.info
@@ -362,12 +359,11 @@ def _validate(
         if check_nodes:
             refs[name] = _checked_refs(body, name)
             continue
-        # _refs_of, the call saved for the bodies that are no piece (most)
         piece = piece_info(body) if type(body) is Seq or type(body) is Choice else None
         if piece is None:
             refs[name], normal, alone = _walk_refs(body, name)
         else:
-            refs[name], normal, alone = _refs_of(body, name)
+            refs[name], normal, alone = _piece_refs(piece, body, name)
         plain = plain and alone
         if not normal:
             not_normal.append(name)
