@@ -414,13 +414,22 @@ def _validate(
 
     # Least fixed point: which rules derive some finite string. In `after` order one pass
     # settles a grammar without recursion, instead of a pass per level of references.
+    # In a plain grammar a rule whose references all derive a string does too (as above): most
+    # rules of a recursive one settle on that without a walk of their body.
     known = {r.name: False for r in kept}
+    is_known = known.__getitem__
     changed = True
     while changed:
         changed = False
         for name in after:
+            if known[name]:
+                continue
             body = by_name[name].body
-            if not known[name] and (_productive_alone(body) or _productive(body, known)):
+            if (
+                (plain and all(map(is_known, refs[name])))
+                or _productive_alone(body)
+                or _productive(body, known)
+            ):
                 known[name] = True
                 changed = True
     if not known[root]:

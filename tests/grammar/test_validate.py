@@ -81,6 +81,39 @@ def test_unproductive_recursion_in_converted_rules_is_refused() -> None:
         validate_rules(rules, "root", check_nodes=False)
 
 
+def _value_rules(way_out: bool) -> list:
+    """A recursive JSON-like value: 'list' and 'value' reference each other; the scalar
+    'atom', referenced only through 'value', is the only way out."""
+    value = (RuleRef("atom"), RuleRef("list")) if way_out else (RuleRef("list"),)
+    return [
+        Rule("root", Seq((RuleRef("value"), RuleRef("tail")))),
+        Rule("value", Choice(value)),
+        Rule("list", Seq((Literal(b"["), Repeat(RuleRef("value"), 1, None), RuleRef("close")))),
+        Rule("close", Literal(b"]")),
+        Rule("atom", Choice((Literal(b"1"), Literal(b"2")))),
+        Rule("tail", Seq((RuleRef("close"), RuleRef("value")))),
+    ]
+
+
+@pytest.mark.parametrize("way_out", [True, False])
+def test_recursive_converted_rules_are_checked_as_fully_checked_rules_are(way_out: bool) -> None:
+    # the converted rules' check settles a rule whose references all finish without walking
+    # its body; what it keeps, and what it refuses and why, are those of the full check
+    rules = _value_rules(way_out)
+    if way_out:
+        assert validate_rules(rules, "root", check_nodes=False) == validate_rules(rules, "root")
+        return
+    with pytest.raises(GrammarError) as full:
+        validate_rules(rules, "root")
+    with pytest.raises(GrammarError) as converted:
+        validate_rules(rules, "root", check_nodes=False)
+    assert str(converted.value) == str(full.value)
+    assert str(full.value) == (
+        "rule 'root' can never finish: every alternative needs one of the rules 'value', 'tail', "
+        "which derive no finite string (rules that derive no finite string: 'root', 'value', 'list', 'tail')"
+    )
+
+
 def test_an_embed_of_no_grammar_is_refused_in_converted_rules() -> None:
     rules = [Rule("root", Seq((Literal(b"a"), Embed("not a grammar"))))]
     with pytest.raises(GrammarError, match="Embed needs a Grammar, not str"):
