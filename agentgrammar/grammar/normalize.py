@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+from operator import is_
 from typing import AbstractSet, Dict, Iterable, List, Optional
 
 from . import pieces
@@ -27,6 +28,10 @@ from .ir import (
 )
 
 __all__ = ["normalize_rules"]
+
+
+#: The node types that are one edge, by exact type: normalization leaves them as they are.
+_ONE_EDGE = frozenset((Literal, CharClass, ByteClass, RuleRef, Embed))
 
 
 def is_single_edge(e: Expr) -> bool:
@@ -122,11 +127,15 @@ def normalize_rules(
         if type(e) is KeyTrie:  # its parts are single edges and a star: nothing to hoist
             return e
         if isinstance(e, (Seq, Choice)):
-            items = tuple(walk(x, base, counter) for x in e.items)
+            old = e.items
+            # a leaf (most items) stays as it is: not walked
+            items = tuple([x if type(x) in _ONE_EDGE else walk(x, base, counter) for x in old])
             # unchanged subtrees stay the same objects, so the serializer writes them once
-            return e if all(a is b for a, b in zip(items, e.items)) else type(e)(items)
+            return e if all(map(is_, items, old)) else type(e)(items)
         if isinstance(e, Repeat):
-            item = walk(e.item, base, counter)
+            item = e.item
+            if type(item) not in _ONE_EDGE:
+                item = walk(item, base, counter)
             copies = e.min > 1 or (e.max is not None and e.max > 1)
             if copies and not is_single_edge(item):
                 name = hoisted.get(id(item))
