@@ -93,6 +93,7 @@ class Grammar(GrammarBase, CountedOnce):
     __slots__ = (
         "__weakref__",  # the engine keeps what it derives from a grammar in weak maps of its own
         "_bytes",
+        "_changing",
         "_digest",
         "_link",
         "_normalized",
@@ -118,7 +119,7 @@ class Grammar(GrammarBase, CountedOnce):
         # nodes have the right types by construction, whose pieces are whole rule bodies (the
         # JSON converter's base rules) and which embed ``_parts`` (the converter knows them).
         rules = tuple(rules)
-        kept, normal = _validate(rules, root, check_nodes=not _converted)
+        kept, changing = _validate(rules, root, check_nodes=not _converted)
         if _parts and len(kept) < len(rules):  # an embed may have been in a dropped rule
             names = {r.name for r in kept}
             if embedded_grammars([r for r in rules if r.name not in names]):  # most drop none
@@ -126,7 +127,8 @@ class Grammar(GrammarBase, CountedOnce):
         object.__setattr__(self, "rules", kept)
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "_bytes", None)
-        object.__setattr__(self, "_normalized", kept if normal else None)  # normalize_rules: no change
+        object.__setattr__(self, "_normalized", None if changing is None or changing else kept)
+        object.__setattr__(self, "_changing", changing)  # for normalize_rules, until it ran
         object.__setattr__(self, "_parts", _parts if _converted else None)
         object.__setattr__(self, "_pieces", not _converted)  # pieces looked up inside rule bodies
         object.__setattr__(self, "_link", None)
@@ -272,8 +274,10 @@ class Grammar(GrammarBase, CountedOnce):
         """
         found = self._normalized
         if found is None:
-            found = tuple(normalize_rules(self.rules, use_pieces=self._pieces and bool(self.parts)))
+            use_pieces = self._pieces and bool(self.parts)
+            found = tuple(normalize_rules(self.rules, use_pieces, self._changing))
             object.__setattr__(self, "_normalized", found)
+            object.__setattr__(self, "_changing", None)
         return found
 
     @property
@@ -314,6 +318,7 @@ class Grammar(GrammarBase, CountedOnce):
             ("rules", (rule, *self.rules)),
             ("root", name),
             ("_bytes", None),
+            ("_changing", None),
             ("_normalized", (rule, *own)),
             ("_parts", self._parts),  # the new rule embeds nothing
             ("_pieces", self._pieces),

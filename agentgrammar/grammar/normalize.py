@@ -9,7 +9,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List
+from operator import is_
+from typing import AbstractSet, Dict, Iterable, List, Optional
 
 from . import pieces
 from .ir import (
@@ -27,6 +28,10 @@ from .ir import (
 )
 
 __all__ = ["normalize_rules"]
+
+
+#: The node types that are one edge, by exact type: normalization leaves them as they are.
+_ONE_EDGE = frozenset((Literal, CharClass, ByteClass, RuleRef, Embed))
 
 
 def is_single_edge(e: Expr) -> bool:
@@ -70,12 +75,16 @@ def _body_normal_already(body: Expr, use_pieces: bool) -> bool:
     return normal_already(body, use_pieces) if piece is None else piece_unchanged(piece, body)
 
 
-def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule]:
+def normalize_rules(
+    rules: Iterable[Rule], use_pieces: bool = True, changing: Optional[AbstractSet[str]] = None
+) -> List[Rule]:
     """Prepare rules for the C core: the item of a counted repeat that may be copied (a bound
     above 1) becomes a rule of its own when it is more than one edge, so that unrolling copies
     one rule reference per repetition instead of a whole subtree. Aux rules are named
     ``<rule>_repeat_<n>`` and appended after the existing rules. ``use_pieces``: look pieces
-    up (``pieces.mark``) to work on each once; the output is the same without.
+    up (``pieces.mark``) to work on each once; the output is the same without. ``changing``:
+    the names of exactly the rules that are not normal already (``validate._validate`` found
+    them), so that the others are kept without a scan; None: each rule is scanned.
 
     Example:
         >>> from agentgrammar.grammar.ir import Rule, Seq, Literal, Repeat
@@ -118,11 +127,15 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
         if type(e) is KeyTrie:  # its parts are single edges and a star: nothing to hoist
             return e
         if isinstance(e, (Seq, Choice)):
-            items = tuple(walk(x, base, counter) for x in e.items)
+            old = e.items
+            # a leaf (most items) stays as it is: not walked
+            items = tuple([x if type(x) in _ONE_EDGE else walk(x, base, counter) for x in old])
             # unchanged subtrees stay the same objects, so the serializer writes them once
-            return e if all(a is b for a, b in zip(items, e.items)) else type(e)(items)
+            return e if all(map(is_, items, old)) else type(e)(items)
         if isinstance(e, Repeat):
-            item = walk(e.item, base, counter)
+            item = e.item
+            if type(item) not in _ONE_EDGE:
+                item = walk(item, base, counter)
             copies = e.min > 1 or (e.max is not None and e.max > 1)
             if copies and not is_single_edge(item):
                 name = hoisted.get(id(item))
@@ -135,6 +148,10 @@ def normalize_rules(rules: Iterable[Rule], use_pieces: bool = True) -> List[Rule
 
     out = []
     for r in rules:  # most bodies need nothing: one cheap scan tells, and the rule stays as it is
-        body = r.body if _body_normal_already(r.body, use_pieces) else walk(r.body, r.name, [0])
+        if changing is None:
+            normal = _body_normal_already(r.body, use_pieces)
+        else:
+            normal = r.name not in changing
+        body = r.body if normal else walk(r.body, r.name, [0])
         out.append(r if body is r.body else Rule(r.name, body))
     return out + extra

@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Dict, Iterable, Iterator, List, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..errors import GrammarError
 from . import pieces
@@ -169,63 +169,69 @@ def _checked_refs(body: Expr, rule: str) -> List[str]:
     return list(refs)
 
 
-def _refs_of(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
-    """The rule names ``body`` references, its nodes not checked: IR that a converter of this
-    package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
-    any other type is checked in full. A body that is a piece (a converter's shared helper
-    rule, in every grammar it builds) is walked once, then looked up. Also, found on the same
-    walk, whether ``normalize_rules`` leaves the body as it is (``normal_already``) and
-    whether it derives some finite string once the rules it references do (``_walk_refs``)."""
-    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
-    if piece is not None:
-        if piece.refs is None:
-            refs, normal, _ = _walk_refs(body, rule)
-            piece.refs = tuple(refs)
-            if piece.unchanged is None:
-                piece.unchanged = normal
-        return list(piece.refs), piece_unchanged(piece, body), _productive_alone(body)
-    return _walk_refs(body, rule)
+def _piece_refs(piece: pieces.PieceInfo, body: Expr, rule: str) -> Tuple[Sequence[str], bool, bool]:
+    """``_walk_refs`` of a body that is a piece (a converter's shared helper rule, in every
+    grammar it builds): walked once, then looked up."""
+    if piece.refs is None:
+        refs, normal, _ = _walk_refs(body, rule)
+        piece.refs = tuple(refs)
+        if piece.unchanged is None:
+            piece.unchanged = normal
+    return piece.refs, piece_unchanged(piece, body), _productive_alone(body, piece)
+
+
+#: The node types that are one edge (``normalize.is_single_edge``), looked up by exact type.
+_SINGLE_EDGES = frozenset((Literal, CharClass, ByteClass, RuleRef, Embed))
 
 
 def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
-    """``_refs_of`` of a body that is no piece: its references, whether normalization leaves
-    it as it is, and whether it has no node that may derive nothing by itself (an empty or
-    negated class, an empty choice, a dispatch), so that it derives some finite string once
-    the rules it references do."""
+    """The rule names ``body`` references, its nodes not checked: IR that a converter of this
+    package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
+    any other type is checked in full. Also, found on the same walk, whether
+    ``normalize_rules`` leaves the body as it is (``normal_already``), and whether it has no
+    node that may derive nothing by itself (an empty or negated class, an empty choice, a
+    dispatch), so that it derives some finite string once the rules it references do."""
     refs: List[str] = []
+    append = refs.append
     normal = True  # no counted repeat copies an item of more than one edge
     plain = True  # no node that may derive nothing whatever the references derive
     # Depth first in source order, one iterator per open node: the leaves, most of the
-    # nodes, are handled where they are met instead of pushed and popped one by one.
-    stack: List[Iterator[Expr]] = [iter((body,))]
+    # nodes, are handled where they are met instead of pushed and popped one by one; so is
+    # the item of a repeat, most often a leaf or a node to open.
     seen: Set[int] = set()
-    while stack:
-        for e in stack[-1]:
+    see = seen.add
+    stack: List[Iterator[Expr]] = []
+    push = stack.append
+    todo: Iterator[Expr] = iter((body,))
+    while True:
+        for e in todo:
             t = type(e)
+            if t is Repeat:
+                item = e.item  # type: ignore[union-attr]
+                if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
+                    normal = type(item) in _SINGLE_EDGES or is_single_edge(item)  # a subclass too
+                e = item
+                t = type(e)
             if t is RuleRef:
-                refs.append(e.name)  # type: ignore[union-attr]
+                append(e.name)  # type: ignore[union-attr]
             elif t is Literal:
                 pass
             elif t is Seq or t is Choice:
                 k = id(e)
                 if k not in seen:
-                    seen.add(k)
+                    see(k)
                     items = e.items  # type: ignore[union-attr]
                     if not items and t is Choice:
                         plain = False
-                    stack.append(iter(items))
+                    push(todo)
+                    todo = iter(items)
                     break
             elif t is CharClass:
                 if e.negated or not e.ranges:  # type: ignore[union-attr]
                     plain = False
-            elif t is KeyTrie:
-                stack.append(iter(e.parts))  # type: ignore[union-attr]  # not its items: never made here
-                break
-            elif t is Repeat:
-                item = e.item  # type: ignore[union-attr]
-                if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
-                    normal = is_single_edge(item)
-                stack.append(iter((item,)))
+            elif t is KeyTrie or t is Repeat:  # a trie's parts (not its items: never made here)
+                push(todo)
+                todo = iter(e.parts if t is KeyTrie else (e,))  # type: ignore[union-attr]
                 break
             elif t is Embed:  # a validated grammar derives some string, as one edge
                 if not isinstance(e.grammar, GrammarBase):  # type: ignore[union-attr]
@@ -237,8 +243,9 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
                 normal = normal and normal_already(e)
                 plain = False  # a dispatch (a validated embed is met above)
         else:  # this node's items are done
-            stack.pop()
-    return refs, normal, plain
+            if not stack:
+                return refs, normal, plain
+            todo = stack.pop()
 
 
 def _class_is_empty(e: Expr) -> bool:
@@ -299,10 +306,12 @@ class _NothingKnown(Dict[str, bool]):
 _NOTHING_KNOWN = _NothingKnown()
 
 
-def _productive_alone(body: Expr) -> bool:
+def _productive_alone(body: Expr, piece: Optional[pieces.PieceInfo] = None) -> bool:
     """Whether a piece ``body`` derives some finite string whatever the rules it references
-    derive (worked out once, ``PieceInfo.productive``); False for any other body."""
-    piece = pieces.info(body) if type(body) is Seq or type(body) is Choice else None
+    derive (worked out once, ``PieceInfo.productive``); False for any other body. ``piece``:
+    the body's piece information when the caller has it."""
+    if piece is None and (type(body) is Seq or type(body) is Choice):
+        piece = pieces.info(body)
     if piece is None:
         return False
     if piece.productive is None:
@@ -325,77 +334,107 @@ def validate_rules(rules: Iterable[Rule], root: str = "root", check_nodes: bool 
     return _validate(rules, root, check_nodes)[0]
 
 
-def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tuple[Rule, ...], bool]:
-    """``validate_rules``, and whether ``normalize_rules`` would leave every kept rule as it
-    is (known only with ``check_nodes=False``, where the walk that finds the references tells;
-    else False)."""
+def _validate(
+    rules: Iterable[Rule], root: str, check_nodes: bool
+) -> Tuple[Tuple[Rule, ...], Optional[FrozenSet[str]]]:
+    """``validate_rules``, and the names of the kept rules that ``normalize_rules`` changes:
+    known only with ``check_nodes=False``, where the walk that finds the references tells
+    (every other rule it leaves as it is); else None."""
     rules = tuple(rules)
     if not isinstance(root, str):
         raise GrammarError(f"the root rule name must be a str, not {type(root).__name__}")
     if not rules:
         raise GrammarError("the grammar is empty: it has no rules")
     by_name: Dict[str, Rule] = {}
-    refs: Dict[str, List[str]] = {}
-    normal: Dict[str, bool] = {}
+    refs: Dict[str, Sequence[str]] = {}
+    not_normal: List[str] = []  # the rules normalization changes (with check_nodes=False)
     plain = not check_nodes  # every body derives some string once its references do (_walk_refs)
+    piece_info = pieces.info
     for r in rules:
         if not isinstance(r, Rule):
             raise GrammarError(f"expected a Rule, got {r!r}")
-        if not isinstance(r.name, str) or not r.name:
-            raise GrammarError(f"a rule name must be a non-empty str, got {r.name!r}")
-        if r.name in by_name:
-            raise GrammarError(f"rule '{r.name}' is defined twice")
-        by_name[r.name] = r
+        name = r.name
+        if not isinstance(name, str) or not name:
+            raise GrammarError(f"a rule name must be a non-empty str, got {name!r}")
+        if name in by_name:
+            raise GrammarError(f"rule '{name}' is defined twice")
+        by_name[name] = r
+        body = r.body
         if check_nodes:
-            refs[r.name], normal[r.name] = _checked_refs(r.body, r.name), False
+            refs[name] = _checked_refs(body, name)
+            continue
+        piece = piece_info(body) if type(body) is Seq or type(body) is Choice else None
+        if piece is None:
+            refs[name], normal, alone = _walk_refs(body, name)
         else:
-            refs[r.name], normal[r.name], alone = _refs_of(r.body, r.name)
-            plain = plain and alone
+            refs[name], normal, alone = _piece_refs(piece, body, name)
+        plain = plain and alone
+        if not normal:
+            not_normal.append(name)
     if root not in by_name:
         raise GrammarError(f"the root rule '{root}' is not defined (defined rules: {quote_names(by_name)})")
-    # one set difference tells whether any reference is undefined; the rules are searched
-    # for the first one only then, for the message
-    if not by_name.keys() >= set().union(*refs.values()):
+    # Keep only what the root can reach; `after` lists them each after those it references
+    # (depth first, post-order), but where a cycle closes. A reference to an undefined rule
+    # stops the walk (KeyError): the rules are searched for the first one, for the message.
+    reachable: Set[str] = {root}
+    after: List[str] = []
+    stack = [(root, iter(refs[root]))]
+    open_ = {root}  # the rules on the stack: a reference to one closes a cycle
+    cyclic = False
+    undefined = False
+    try:
+        while stack:
+            name, todo = stack[-1]
+            for ref in todo:
+                if ref not in reachable:
+                    reachable.add(ref)
+                    open_.add(ref)
+                    stack.append((ref, iter(refs[ref])))
+                    break
+                cyclic = cyclic or ref in open_
+            else:
+                stack.pop()
+                open_.discard(name)
+                after.append(name)
+    except KeyError:
+        undefined = True
+    # the walk met every reference of the rules it reached; those of the others (usually
+    # none), one set difference tells
+    if undefined or (
+        len(reachable) < len(rules)
+        and not by_name.keys() >= set().union(*[refs[r.name] for r in rules if r.name not in reachable])
+    ):
         for r in rules:
             for name in refs[r.name]:
                 if name not in by_name:
                     raise GrammarError(f"rule '{name}' is not defined (referenced in rule '{r.name}')")
-
-    # Keep only what the root can reach; `after` lists them each after those it references
-    # (depth first, post-order), but where a cycle closes.
-    reachable: Set[str] = {root}
-    after: List[Rule] = []
-    stack = [(root, iter(refs[root]))]
-    open_ = {root}  # the rules on the stack: a reference to one closes a cycle
-    cyclic = False
-    while stack:
-        name, todo = stack[-1]
-        for ref in todo:
-            if ref not in reachable:
-                reachable.add(ref)
-                open_.add(ref)
-                stack.append((ref, iter(refs[ref])))
-                break
-            cyclic = cyclic or ref in open_
-        else:
-            stack.pop()
-            open_.discard(name)
-            after.append(by_name[name])
     # (names are unique: as many reachable as rules means all of them, the usual case)
     kept = rules if len(reachable) == len(rules) else tuple(r for r in rules if r.name in reachable)
-    all_normal = all(normal.values()) if kept is rules else all(normal[r.name] for r in kept)
+    to_normalize = (
+        None if check_nodes else frozenset([n for n in not_normal if n in reachable] if not_normal else ())
+    )
     if plain and not cyclic:  # by induction along `after`, every rule derives some string
-        return kept, all_normal
+        return kept, to_normalize
 
     # Least fixed point: which rules derive some finite string. In `after` order one pass
     # settles a grammar without recursion, instead of a pass per level of references.
+    # In a plain grammar a rule whose references all derive a string does too (as above): most
+    # rules of a recursive one settle on that without a walk of their body.
     known = {r.name: False for r in kept}
+    is_known = known.__getitem__
     changed = True
     while changed:
         changed = False
-        for r in after:
-            if not known[r.name] and (_productive_alone(r.body) or _productive(r.body, known)):
-                known[r.name] = True
+        for name in after:
+            if known[name]:
+                continue
+            body = by_name[name].body
+            if (
+                (plain and all(map(is_known, refs[name])))
+                or _productive_alone(body)
+                or _productive(body, known)
+            ):
+                known[name] = True
                 changed = True
     if not known[root]:
         dead = [r.name for r in kept if not known[r.name]]
@@ -415,4 +454,4 @@ def _validate(rules: Iterable[Rule], root: str, check_nodes: bool) -> Tuple[Tupl
         others = [n for n in dead if n != root and n not in needed]
         extra = f" (rules that derive no finite string: {quote_names(dead)})" if others else ""
         raise GrammarError(f"rule '{root}' can never finish: {why}{extra}")
-    return kept, all_normal
+    return kept, to_normalize

@@ -260,6 +260,24 @@ def test_converted_grammars_know_at_build_whether_normalization_changes_anything
     assert Grammar(rules, _converted=True).to_bytes() == Grammar.from_rules(rules).to_bytes()
 
 
+def test_converted_grammars_normalize_only_the_rules_validation_found_changing():
+    # Validation names the rules normalization changes; the others are kept without a scan,
+    # and the result is what normalizing every rule gives (an item two rules copy is one rule).
+    item = Seq((L(b"a"), RuleRef("b")))
+    rules = [
+        Rule("root", Seq((RuleRef("a"), RuleRef("b"), RuleRef("c")))),
+        Rule("a", Repeat(L(b"a"), 2, 4)),
+        Rule("b", Choice((L(b"b"), Repeat(item, 0, 2)))),
+        Rule("c", Seq((Repeat(item, 3, 3), Repeat(Seq((L(b"x"), L(b"y"))), 2, None)))),
+    ]
+    g = Grammar(rules, _converted=True)
+    assert g._normalized is None and g._changing == {"b", "c"}
+    assert g.normalized_rules == tuple(normalize_rules(rules))
+    assert [r.name for r in g.normalized_rules] == ["root", "a", "b", "c", "b_repeat_1", "c_repeat_1"]
+    assert g.normalized_rules[1] is rules[1]
+    assert g.to_bytes() == Grammar.from_rules(rules).to_bytes()
+
+
 def test_hoisting_nested_and_name_collisions():
     inner = Repeat(Seq((L(b"a"), L(b"b"))), 2, 2)
     rules = [Rule("root", Repeat(Seq((inner, L(b"c"))), 3, 3)), Rule("root_repeat_1", L(b"taken"))]
