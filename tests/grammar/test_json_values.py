@@ -399,6 +399,28 @@ def test_pattern_errors(bad):
 # --------------------------------------------------------------------------- formats
 
 
+@pytest.mark.parametrize(
+    "pattern, portable",
+    [
+        ("a.b", "aDb"),
+        ("[.]", "[.]"),
+        ("\\..", "\\.D"),
+        ("[]..]", "[]..]"),  # a first "]" is a member
+        ("[^].]x.", "[^].]xD"),
+        ("[a\\].]", "[a\\].]"),  # an escaped "]" does not close the class
+        ("(?#a.b).", "(?#a.b)D"),
+        ("(?#.", "(?#."),
+        ("[.", "[."),
+        (".\\", "D\\"),
+        ("", ""),
+    ],
+)
+def test_portable_rewrites_only_a_dot_outside_classes_escapes_and_comments(pattern, portable):
+    from agentgrammar.grammar.json_values.patterns import _ECMA_DOT, _portable
+
+    assert _portable(pattern) == portable.replace("D", _ECMA_DOT)
+
+
 def test_unsupported_formats_are_none():
     for name in ("regex", "idn-hostname", "nonsense"):
         assert format_string(name) is None
