@@ -90,6 +90,8 @@ def _hex_width(lo: int, hi: int, width: int) -> List[Tuple[Tuple[int, int], ...]
     low = (1 << shift) - 1
     dlo, rlo = lo >> shift, lo & low
     dhi, rhi = hi >> shift, hi & low
+    if rlo == 0 and rhi == low:  # whole blocks: what the recursion below comes to
+        return [((dlo, dhi),) + ((0, 15),) * (width - 1)]
     if dlo == dhi:
         return [((dlo, dlo),) + t for t in _hex_width(rlo, rhi, width - 1)]
     out: List[Tuple[Tuple[int, int], ...]] = []
@@ -161,17 +163,27 @@ def _intersect(a: Sequence[Tuple[int, int]], b: Sequence[Tuple[int, int]]) -> Ra
     as is the result: one merge over both."""
     out: Ranges = []
     i = j = 0
-    while i < len(a) and j < len(b):
+    na, nb = len(a), len(b)
+    while i < na and j < nb:
         lo1, hi1 = a[i]
         lo2, hi2 = b[j]
-        lo, hi = max(lo1, lo2), min(hi1, hi2)
-        if lo <= hi:
-            out.append((lo, hi))
+        lo = lo1 if lo1 > lo2 else lo2
         if hi1 < hi2:
+            if lo <= hi1:
+                out.append((lo, hi1))
             i += 1
         else:
+            if lo <= hi2:
+                out.append((lo, hi2))
             j += 1
     return out
+
+
+@_cache
+def _short_escape_class(short: Tuple[bytes, ...]) -> Expr:
+    """``\\`` followed by a class of the escape letters of ``short``. Remembered: the classes
+    of a conversion that hold every control character (a complement) all have the same eight."""
+    return seq([Literal(b"\\"), _cc(*[(e[1], e[1]) for e in short])])
 
 
 def _short_escapes(ranges: Sequence[Tuple[int, int]]) -> List[bytes]:
@@ -263,8 +275,8 @@ def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr
     short = _short_escapes(ranges)
     if len(short) == 1:
         alts.append(Literal(short[0]))
-    elif short:  # "\\" followed by a class of the escape letters
-        alts.append(seq([Literal(b"\\"), _cc(*[(e[1], e[1]) for e in short])]))
+    elif short:
+        alts.append(_short_escape_class(tuple(short)))
     escapes = _unicode_escapes(ranges)
     # what ``choice`` makes of them: the escapes' alternatives flattened in; no two are equal
     # (raw, short and ``\\u`` spellings differ in their first byte or two)
