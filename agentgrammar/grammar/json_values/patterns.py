@@ -26,7 +26,7 @@ from ..ir import (
 )
 from ..regex import parse_regex
 from ..utf8 import complement_ranges, normalize_ranges
-from .escapes import _json_char_of
+from .escapes import _ascii_spellings, _json_char_of
 from .repeats import _QUOTE, Ranges, _cache, _repeat
 
 
@@ -46,9 +46,11 @@ def json_content(e: Expr) -> Optional[Expr]:
         return _json_char_of(ranges)
     if isinstance(e, Literal):
         text = e.value.decode("utf-8", "surrogatepass")
+        ascii_spellings = _ascii_spellings()
         items: List[Expr] = []
         for ch in text:
-            spelled = _json_char_of([(ord(ch), ord(ch))])
+            cp = ord(ch)
+            spelled = ascii_spellings[cp] if cp < 0x80 else _json_char_of([(cp, cp)])
             if spelled is None:
                 return None
             items.append(spelled)
