@@ -27,7 +27,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, U
 
 from ..errors import GrammarError
 from .char_dfa_ir import dfa_to_ir
-from .char_dfa_minimize import minimal_complement_rows, minimal_rows
+from .char_dfa_minimize import minimal_complement_rows, minimal_rows, minimal_trie_rows
 from .char_ranges import Edge, add_range, clip, merge_edges, pair_state, partition
 from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
 from .utf8 import complement_ranges
@@ -290,10 +290,17 @@ class CharDFA:
             return cls.from_expr(Choice(tuple(Literal(b) for b in encoded)), alphabet)
         children: List[Dict[int, int]] = [{}]
         accepting = [False]
-        for b in encoded:
-            units = list(b) if alphabet == BYTES else [ord(c) for c in b.decode("utf-8", "surrogatepass")]
-            if not all(any(lo <= u <= hi for lo, hi in alphabet) for u in units):
-                continue  # a character outside the alphabet: no string of it is accepted
+        for w, b in zip(words, encoded):
+            if alphabet == BYTES:
+                units = list(b)  # every byte is in the alphabet
+            else:
+                units = [ord(c) for c in w]  # (what decoding ``b`` gives back)
+                if alphabet == ALPHABET:
+                    inside = w.isascii() or not any(0xD800 <= u <= 0xDFFF for u in units)
+                else:
+                    inside = all(any(lo <= u <= hi for lo, hi in alphabet) for u in units)
+                if not inside:
+                    continue  # a character outside the alphabet: no string of it is accepted
             at = 0
             for u in units:
                 nxt = children[at].get(u)
@@ -304,7 +311,9 @@ class CharDFA:
                 at = nxt
             accepting[at] = True
         edges = [[(u, u, t) for u, t in sorted(row.items())] for row in children]
-        return cls(edges, accepting, alphabet).minimized()
+        work = _Work("minimizing the automaton of a string constraint")
+        edges, accepting = minimal_trie_rows(edges, accepting, work)
+        return _marked(CharDFA(edges, accepting, alphabet))
 
     @classmethod
     def containing(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
