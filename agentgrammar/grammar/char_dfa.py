@@ -27,7 +27,7 @@ from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, U
 
 from ..errors import GrammarError
 from .char_dfa_ir import dfa_to_ir
-from .char_dfa_minimize import minimal_complement_rows, minimal_rows
+from .char_dfa_minimize import minimal_complement_rows, minimal_rows, minimal_trie_rows
 from .char_ranges import Edge, add_range, clip, merge_edges, pair_state, partition
 from .ir import ByteClass, CharClass, Choice, Expr, Literal, Repeat, RuleRef, Seq
 from .utf8 import complement_ranges
@@ -290,10 +290,17 @@ class CharDFA:
             return cls.from_expr(Choice(tuple(Literal(b) for b in encoded)), alphabet)
         children: List[Dict[int, int]] = [{}]
         accepting = [False]
-        for b in encoded:
-            units = list(b) if alphabet == BYTES else [ord(c) for c in b.decode("utf-8", "surrogatepass")]
-            if not all(any(lo <= u <= hi for lo, hi in alphabet) for u in units):
-                continue  # a character outside the alphabet: no string of it is accepted
+        for w, b in zip(words, encoded):
+            if alphabet == BYTES:
+                units = list(b)  # every byte is in the alphabet
+            else:
+                units = [ord(c) for c in w]  # (what decoding ``b`` gives back)
+                if alphabet == ALPHABET:
+                    inside = w.isascii() or not any(0xD800 <= u <= 0xDFFF for u in units)
+                else:
+                    inside = all(any(lo <= u <= hi for lo, hi in alphabet) for u in units)
+                if not inside:
+                    continue  # a character outside the alphabet: no string of it is accepted
             at = 0
             for u in units:
                 nxt = children[at].get(u)
@@ -304,7 +311,9 @@ class CharDFA:
                 at = nxt
             accepting[at] = True
         edges = [[(u, u, t) for u, t in sorted(row.items())] for row in children]
-        return cls(edges, accepting, alphabet).minimized()
+        work = _Work("minimizing the automaton of a string constraint")
+        edges, accepting = minimal_trie_rows(edges, accepting, work)
+        return _marked(CharDFA(edges, accepting, alphabet))
 
     @classmethod
     def containing(cls, words: Sequence[str], alphabet: Alphabet = ALPHABET) -> "CharDFA":
@@ -364,7 +373,7 @@ class CharDFA:
 
     def intersect(self, other: "CharDFA") -> "CharDFA":
         """The strings both accept (product construction over reachable pairs)."""
-        mine, theirs = _sorted_rows(self.edges), _sorted_rows(other.edges)
+        mine, theirs = _sorted_rows(self), _sorted_rows(other)
         work = _Work("combining the constraints")
         ids: Dict[Tuple[int, int], int] = {(0, 0): 0}
         pairs = [(0, 0)]
@@ -373,16 +382,25 @@ class CharDFA:
         while i < len(pairs):
             p, q = pairs[i]
             left, right = mine[p], theirs[q]
-            work.charge(len(left) + len(right) + 1)
+            na, nb = len(left), len(right)
+            work.charge(na + nb + 1)
             row: List[Edge] = []
             a = b = 0
-            while a < len(left) and b < len(right):  # both sorted and disjoint: a merge
+            # both sorted and disjoint: a merge (pair_state and add_range inlined: this loop
+            # is most of the work of a product)
+            while a < na and b < nb:
                 lo, hi, t = left[a]
                 lo2, hi2, t2 = right[b]
-                x, y = max(lo, lo2), min(hi, hi2)
+                x = lo if lo > lo2 else lo2
+                y = hi if hi < hi2 else hi2
                 if x <= y:
-                    target = pair_state(ids, pairs, (t, t2), PRODUCT_LIMIT, "combining")
-                    add_range(row, x, y, target)
+                    target = ids.get((t, t2))
+                    if target is None:
+                        target = pair_state(ids, pairs, (t, t2), PRODUCT_LIMIT, "combining")
+                    if row and row[-1][2] == target and row[-1][1] == x - 1:
+                        row[-1] = (row[-1][0], y, target)
+                    else:
+                        row.append((x, y, target))
                 if hi < hi2:
                     a += 1
                 else:
@@ -396,7 +414,7 @@ class CharDFA:
         """The strings either accepts (product construction over reachable pairs, a side that
         has no move being -1). Past ``limit`` states GrammarError: a caller that has the
         languages apart as well keeps them apart then."""
-        mine, theirs = _sorted_rows(self.edges), _sorted_rows(other.edges)
+        mine, theirs = _sorted_rows(self), _sorted_rows(other)
         work = _Work("uniting the constraints")
         ids: Dict[Tuple[int, int], int] = {(0, 0): 0}
         pairs = [(0, 0)]
@@ -522,10 +540,14 @@ def _marked(dfa: CharDFA) -> CharDFA:
     return dfa
 
 
-def _sorted_rows(edges: List[List[Edge]]) -> List[List[Edge]]:
-    """Each row sorted by range (the automata built here already are; hand-built ones may not)."""
+def _sorted_rows(dfa: CharDFA) -> List[List[Edge]]:
+    """Each row sorted by range (the automata built here already are, a minimal one surely;
+    hand-built ones may not)."""
+    if dfa.minimal:
+        return dfa.edges
     return [
-        row if all(row[i][0] < row[i + 1][0] for i in range(len(row) - 1)) else sorted(row) for row in edges
+        row if all(row[i][0] < row[i + 1][0] for i in range(len(row) - 1)) else sorted(row)
+        for row in dfa.edges
     ]
 
 

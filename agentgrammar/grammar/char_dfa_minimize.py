@@ -23,7 +23,7 @@ from .char_ranges import Edge, add_range, join_ranges, merge_edges
 if TYPE_CHECKING:
     from .char_dfa import _Work
 
-__all__ = ["minimal_complement_rows", "minimal_rows"]
+__all__ = ["minimal_complement_rows", "minimal_rows", "minimal_trie_rows"]
 
 Rows = Tuple[List[List[Edge]], List[bool]]
 
@@ -43,16 +43,16 @@ def minimal_rows(edges: List[List[Edge]], accepting: List[bool], work: "_Work") 
             if not reach[t]:
                 reach[t] = True
                 stack.append(t)
-    incoming: List[List[Tuple[int, int, int]]] = [[] for _ in range(n)]
+    incoming: List[List[Tuple[int, Tuple[int, int]]]] = [[] for _ in range(n)]  # (s, its range)
     for s in range(n):
         if reach[s]:
             for lo, hi, t in edges[s]:
-                incoming[t].append((s, lo, hi))
+                incoming[t].append((s, (lo, hi)))
             work.charge(2 * len(edges[s]) + 1)  # these lists, and the final rows
     live = [reach[s] and accepting[s] for s in range(n)]
     stack = [s for s in range(n) if live[s]]
     while stack:
-        for s, _, _ in incoming[stack.pop()]:  # a state that leads to a live one is live
+        for s, _ in incoming[stack.pop()]:  # a state that leads to a live one is live
             if not live[s]:
                 live[s] = True
                 stack.append(s)
@@ -73,21 +73,31 @@ def minimal_rows(edges: List[List[Edge]], accepting: List[bool], work: "_Work") 
     while pending:
         into: Dict[int, List[Tuple[int, int]]] = {}
         for t in blocks[pending.pop()]:
-            for s, lo, hi in incoming[t]:
-                into.setdefault(s, []).append((lo, hi))
+            for s, r in incoming[t]:
+                into.setdefault(s, []).append(r)
             work.charge(len(incoming[t]) + 1)
         groups: Dict[int, Dict[Tuple[Tuple[int, int], ...], List[int]]] = {}
         for s, ranges in into.items():
-            groups.setdefault(block_of[s], {}).setdefault(join_ranges(ranges), []).append(s)
+            sig = (ranges[0],) if len(ranges) == 1 else join_ranges(ranges)
+            by_sig = groups.get(block_of[s])
+            if by_sig is None:
+                groups[block_of[s]] = {sig: [s]}
+            else:
+                by_sig.setdefault(sig, []).append(s)
         for b, by_sig in groups.items():
             members = blocks[b]
-            parts = list(by_sig.values())
-            touched = sum(len(p) for p in parts)
-            if len(parts) == 1 and touched == len(members):
-                continue  # the block is stable with respect to the splitter
+            if len(by_sig) == 1:
+                parts = list(by_sig.values())
+                touched = len(parts[0])
+                if touched == len(members):
+                    continue  # the block is stable with respect to the splitter
+                keep = 0
+            else:
+                parts = list(by_sig.values())
+                touched = sum(len(p) for p in parts)
+                keep = max(range(len(parts)), key=lambda i: len(parts[i]))
             work.charge(touched)
             untouched = len(members) - touched
-            keep = max(range(len(parts)), key=lambda i: len(parts[i]))
             if untouched >= len(parts[keep]):
                 moving = parts  # the untouched states stay in block b
             else:
@@ -120,6 +130,18 @@ def minimal_rows(edges: List[List[Edge]], accepting: List[bool], work: "_Work") 
         out[c] = merge_edges([(lo, hi, order[block_of[t]]) for lo, hi, t in edges[s] if live[t]])
         out_accepting[c] = accepting[s]
     return out, out_accepting
+
+
+def minimal_trie_rows(edges: List[List[Edge]], accepting: List[bool], work: "_Work") -> Rows:
+    """``minimal_rows`` of a trie (each state but the start entered from one before it, each
+    leaf accepting): every state is reachable and live and there is no cycle, so Revuz's pass
+    runs at once, without the passes that would find that out; the same work is charged."""
+    work.charge(sum(2 * len(row) + 1 for row in edges))  # as minimal_rows' first pass
+    if not any(accepting):
+        return [[]], [False]
+    out = _acyclic_minimal_rows(edges, accepting, [True] * len(edges), work)
+    assert out is not None  # a trie has no cycle
+    return out
 
 
 def _acyclic_minimal_rows(

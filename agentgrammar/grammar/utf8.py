@@ -26,11 +26,16 @@ _LENGTH_LIMITS = (0x7F, 0x7FF, 0xFFFF, MAX_CODE_POINT)
 def normalize_ranges(ranges: Iterable[Tuple[int, int]]) -> List[Tuple[int, int]]:
     """Sort and merge overlapping or adjacent ranges; drop empty ones."""
     out: List[Tuple[int, int]] = []
-    for lo, hi in sorted(r for r in ranges if r[0] <= r[1]):
-        if out and lo <= out[-1][1] + 1:
-            if hi > out[-1][1]:
+    top = -2  # the end of out[-1]
+    for lo, hi in sorted(ranges):  # (an empty range sorts where it may, and is dropped)
+        if lo > hi:
+            continue
+        if out and lo <= top + 1:
+            if hi > top:
+                top = hi
                 out[-1] = (out[-1][0], hi)
         else:
+            top = hi
             out.append((lo, hi))
     return out
 

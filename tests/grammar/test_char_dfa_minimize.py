@@ -10,7 +10,7 @@ from typing import List, Tuple
 import pytest
 
 from agentgrammar.grammar.char_dfa import _Work
-from agentgrammar.grammar.char_dfa_minimize import minimal_complement_rows, minimal_rows
+from agentgrammar.grammar.char_dfa_minimize import minimal_complement_rows, minimal_rows, minimal_trie_rows
 from agentgrammar.grammar.char_ranges import Edge
 
 ALPHABET = ((97, 99),)  # "a".."c"
@@ -71,3 +71,27 @@ def test_minimal_complement_rows_accept_exactly_what_the_dfa_rejects(seed: int) 
     for text in TEXTS:
         assert _accepts(out, out_accepting, text) != _accepts(edges, accepting, text), text
     assert len(minimal_rows(out, out_accepting, _Work("test"))[0]) == len(out)
+
+
+def _random_trie(rng: random.Random) -> Tuple[List[List[Edge]], List[bool]]:
+    children: List[dict] = [{}]
+    accepting = [False]
+    for _ in range(rng.randint(0, 6)):
+        at = 0
+        for _ in range(rng.randint(0, 4)):
+            c = rng.randint(97, 99)
+            if c not in children[at]:
+                children[at][c] = len(children)
+                children.append({})
+                accepting.append(False)
+            at = children[at][c]
+        accepting[at] = True
+    return [[(c, c, t) for c, t in sorted(row.items())] for row in children], accepting
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_minimal_trie_rows_are_minimal_rows_with_the_same_work(seed: int) -> None:
+    edges, accepting = _random_trie(random.Random(seed))
+    general, trie = _Work("test"), _Work("test")
+    assert minimal_trie_rows(edges, accepting, trie) == minimal_rows(edges, accepting, general)
+    assert trie.left == general.left

@@ -31,6 +31,7 @@ from agentgrammar.grammar.json_values import (
     UNSUPPORTED_SPEC_FORMATS,
     format_string,
     integer_expr,
+    json_char_of,
     number_expr,
     pattern_string,
     string_expr,
@@ -123,6 +124,40 @@ def test_string_large_bounds_are_nested_not_unrolled():
     assert accepts(exact, json.dumps("x" * 1000)) and not accepts(exact, json.dumps("x" * 1001))
     assert not accepts(string_expr(0, 513), json.dumps("x" * 514))
     assert accepts(string_expr(0, 513), json.dumps("x" * 513))
+
+
+def _escapes(cp: int) -> list:
+    """Every ``\\uXXXX`` spelling of ``cp`` in lower and upper case (a pair past U+FFFF)."""
+    units = [cp] if cp < 0x10000 else [0xD800 + ((cp - 0x10000) >> 10), 0xDC00 + ((cp - 0x10000) & 0x3FF)]
+    return ["".join(f"\\u{u:04x}" for u in units), "".join(f"\\u{u:04X}" for u in units)]
+
+
+_CODE_POINTS = st.one_of(
+    st.integers(0, 0x7F),
+    st.sampled_from([0x7FF, 0x800, 0xD7FF, 0xD800, 0xDFFF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF]),
+    st.integers(0, 0x10FFFF),
+)
+
+
+@FAST
+@given(
+    st.lists(st.tuples(_CODE_POINTS, st.integers(0, 0x400)), min_size=1, max_size=5),
+    st.lists(_CODE_POINTS, max_size=8),
+)
+def test_json_char_of_spells_exactly_the_code_points_of_its_ranges(spans, probes):
+    ranges = [(lo, min(lo + n, 0x10FFFF)) for lo, n in spans]
+    expr = json_char_of(ranges)
+    inside = [cp for lo, hi in ranges for cp in (lo, hi, (lo + hi) // 2) if not 0xD800 <= cp <= 0xDFFF]
+    if expr is None:  # only surrogates: nothing has a spelling
+        assert not inside
+        return
+    for cp in inside + probes:
+        expected = any(lo <= cp <= hi for lo, hi in ranges) and not 0xD800 <= cp <= 0xDFFF
+        spellings = _escapes(cp)
+        if not 0xD800 <= cp <= 0xDFFF:
+            spellings += [json.dumps(chr(cp))[1:-1], json.dumps(chr(cp), ensure_ascii=False)[1:-1]]
+        for text in spellings:
+            assert accepts(expr, text) == expected, (ranges, hex(cp), text)
 
 
 def test_string_bad_bounds():
@@ -362,6 +397,28 @@ def test_pattern_errors(bad):
 
 
 # --------------------------------------------------------------------------- formats
+
+
+@pytest.mark.parametrize(
+    "pattern, portable",
+    [
+        ("a.b", "aDb"),
+        ("[.]", "[.]"),
+        ("\\..", "\\.D"),
+        ("[]..]", "[]..]"),  # a first "]" is a member
+        ("[^].]x.", "[^].]xD"),
+        ("[a\\].]", "[a\\].]"),  # an escaped "]" does not close the class
+        ("(?#a.b).", "(?#a.b)D"),
+        ("(?#.", "(?#."),
+        ("[.", "[."),
+        (".\\", "D\\"),
+        ("", ""),
+    ],
+)
+def test_portable_rewrites_only_a_dot_outside_classes_escapes_and_comments(pattern, portable):
+    from agentgrammar.grammar.json_values.patterns import _ECMA_DOT, _portable
+
+    assert _portable(pattern) == portable.replace("D", _ECMA_DOT)
 
 
 def test_unsupported_formats_are_none():

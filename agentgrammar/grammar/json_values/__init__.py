@@ -42,6 +42,7 @@ from .escapes import _bmp_escape as _bmp_escape
 from .escapes import _hex4 as _hex4
 from .escapes import _hex_product as _hex_product
 from .escapes import _json_char_of_cached as _json_char_of_cached
+from .escapes import _short_escape_class as _short_escape_class
 from .formats import SUPPORTED_FORMATS, UNSUPPORTED_SPEC_FORMATS, format_chars, format_string
 from .integers import integer_expr
 from .numbers import ANY_NUMBER, number_expr

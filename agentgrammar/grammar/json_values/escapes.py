@@ -15,7 +15,6 @@ from ..ir import (
     Literal,
     Repeat,
     Seq,
-    choice,
     seq,
 )
 from ..utf8 import complement_ranges, normalize_ranges
@@ -83,14 +82,43 @@ def _positions(pos: Sequence[Tuple[int, int]], cls) -> Expr:  # type: ignore[no-
     return seq(items)
 
 
+def _hex_width(lo: int, hi: int, width: int) -> List[Tuple[Tuple[int, int], ...]]:
+    """``_fixed_width(lo, hi, width, 16)`` as tuples, digits taken by shifts."""
+    if width == 1:
+        return [((lo, hi),)]
+    shift = 4 * (width - 1)
+    low = (1 << shift) - 1
+    dlo, rlo = lo >> shift, lo & low
+    dhi, rhi = hi >> shift, hi & low
+    if rlo == 0 and rhi == low:  # whole blocks: what the recursion below comes to
+        return [((dlo, dhi),) + ((0, 15),) * (width - 1)]
+    if dlo == dhi:
+        return [((dlo, dlo),) + t for t in _hex_width(rlo, rhi, width - 1)]
+    out: List[Tuple[Tuple[int, int], ...]] = []
+    start, end = dlo, dhi
+    if rlo != 0:
+        out += [((dlo, dlo),) + t for t in _hex_width(rlo, low, width - 1)]
+        start = dlo + 1
+    tail: List[Tuple[Tuple[int, int], ...]] = []
+    if rhi != low:
+        tail = [((dhi, dhi),) + t for t in _hex_width(0, rhi, width - 1)]
+        end = dhi - 1
+    if start <= end:
+        out.append(((start, end),) + ((0, 15),) * (width - 1))
+    return out + tail
+
+
 @_cache
 def _hex4(lo: int, hi: int) -> Expr:
     """Four hex digits (either case) with value in [lo, hi]. Remembered: the escapes of every
     class that reaches past U+FFFF (a key or pattern class left open, its complement) spell
     the same surrogate ranges, and those of U+E000..U+FFFF."""
-    out = choice([_hex_product(tuple(p)) for p in _fixed_width(lo, hi, 4, 16)])
-    assert out is not None
-    return out
+    products = _hex_width(lo, hi, 4)
+    if len(products) == 1:
+        return _hex_product(products[0])
+    # what ``choice`` makes of them: no product is a choice, and none equals another (their
+    # values are disjoint)
+    return Choice(tuple([_hex_product(p) for p in products]))
 
 
 @_cache
@@ -98,7 +126,18 @@ def _hex_product(pos: Tuple[Tuple[int, int], ...]) -> Expr:
     """``_positions`` of hex digit ranges, remembered: the ranges of one conversion's classes
     (every character but one key letter, ...) differ at their ends, and their ``\\uXXXX``
     spellings share most of their products (``[1-c]XXX``, ``d[0-7]XX``)."""
-    return _positions(pos, _hex_class)
+    if not _HEX_CLASSES:
+        _hex_class(0, 15)
+    items: List[Expr] = []
+    run, count = pos[0], 0
+    for p in pos:  # runs of equal positions as counted repeats (``_positions``), inlined
+        if p == run:
+            count += 1
+            continue
+        items.append(_HEX_CLASSES[run] if count == 1 else Repeat(_HEX_CLASSES[run], count, count))
+        run, count = p, 1
+    items.append(_HEX_CLASSES[run] if count == 1 else Repeat(_HEX_CLASSES[run], count, count))
+    return seq(items)
 
 
 _SHORT_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f", 0x0A: b"\\n",
@@ -124,30 +163,53 @@ def _intersect(a: Sequence[Tuple[int, int]], b: Sequence[Tuple[int, int]]) -> Ra
     as is the result: one merge over both."""
     out: Ranges = []
     i = j = 0
-    while i < len(a) and j < len(b):
+    na, nb = len(a), len(b)
+    while i < na and j < nb:
         lo1, hi1 = a[i]
         lo2, hi2 = b[j]
-        lo, hi = max(lo1, lo2), min(hi1, hi2)
-        if lo <= hi:
-            out.append((lo, hi))
+        lo = lo1 if lo1 > lo2 else lo2
         if hi1 < hi2:
+            if lo <= hi1:
+                out.append((lo, hi1))
             i += 1
         else:
+            if lo <= hi2:
+                out.append((lo, hi2))
             j += 1
     return out
 
 
-def _contains(ranges: Sequence[Tuple[int, int]], cp: int) -> bool:
-    return any(lo <= cp <= hi for lo, hi in ranges)
+@_cache
+def _short_escape_class(short: Tuple[bytes, ...]) -> Expr:
+    """``\\`` followed by a class of the escape letters of ``short``. Remembered: the classes
+    of a conversion that hold every control character (a complement) all have the same eight."""
+    return seq([Literal(b"\\"), _cc(*[(e[1], e[1]) for e in short])])
+
+
+def _short_escapes(ranges: Sequence[Tuple[int, int]]) -> List[bytes]:
+    """The short escapes of the code points in ``ranges`` (normalized), in code point order:
+    one merge of the two sorted lists."""
+    out: List[bytes] = []
+    i, n = 0, len(ranges)
+    for cp, esc in _SHORT_BY_CODE_POINT:
+        while i < n and ranges[i][1] < cp:
+            i += 1
+        if i == n:
+            break
+        if ranges[i][0] <= cp:
+            out.append(esc)
+    return out
 
 
 def _unicode_escapes(ranges: Ranges) -> Optional[Expr]:
     """``\\uXXXX`` spellings (surrogate pairs for astral code points) of the code points in ranges
     (surrogate code points themselves are skipped)."""
-    alts: List[Optional[Expr]] = [_bmp_escape(lo, hi) for lo, hi in _intersect(ranges, _BMP_RANGES)]
+    alts: List[Expr] = [_bmp_escape(lo, hi) for lo, hi in _intersect(ranges, _BMP_RANGES)]
     for lo, hi in _intersect(ranges, _ASTRAL_RANGES):
         alts.extend(_astral_escapes(lo, hi))
-    return choice(alts)
+    # what ``choice`` makes of them: each is a sequence that starts with ``\\u`` (no choice),
+    # and none equals another (their code points are disjoint)
+    return None if not alts else alts[0] if len(alts) == 1 else Choice(tuple(alts))
 
 
 _ASTRAL_RANGES: Ranges = [(0x10000, MAX_CODE_POINT)]
@@ -182,8 +244,11 @@ def _astral_escapes(lo: int, hi: int) -> Tuple[Expr, ...]:
 def _json_char_of(ranges: Sequence[Tuple[int, int]]) -> Optional[Expr]:
     """Every JSON spelling of one code point from ``ranges``: raw, short escape or ``\\uXXXX``
     (surrogate pair for astral characters). None when no code point has a spelling."""
-    if len(ranges) == 1 and ranges[0][0] == ranges[0][1] < 0x80:
-        return _ascii_spellings()[ranges[0][0]]
+    if len(ranges) == 1:
+        lo, hi = ranges[0]
+        if lo == hi < 0x80:
+            return _ascii_spellings()[lo]
+        return _json_char_of_cached(((lo, hi),)) if lo <= hi else None
     return _json_char_of_cached(tuple(normalize_ranges(ranges)))
 
 
@@ -207,13 +272,19 @@ def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr
     raw = _intersect(ranges, _RAW_RANGES)
     if raw:
         alts.append(CharClass(tuple(raw)))
-    short = [esc for cp, esc in _SHORT_BY_CODE_POINT if _contains(ranges, cp)]
+    short = _short_escapes(ranges)
     if len(short) == 1:
         alts.append(Literal(short[0]))
-    elif short:  # "\\" followed by a class of the escape letters
-        alts.append(seq([Literal(b"\\"), _cc(*[(e[1], e[1]) for e in short])]))
-    alts.append(_unicode_escapes(ranges))
-    return choice(alts)
+    elif short:
+        alts.append(_short_escape_class(tuple(short)))
+    escapes = _unicode_escapes(ranges)
+    # what ``choice`` makes of them: the escapes' alternatives flattened in; no two are equal
+    # (raw, short and ``\\u`` spellings differ in their first byte or two)
+    if type(escapes) is Choice:
+        alts.extend(escapes.items)
+    elif escapes is not None:
+        alts.append(escapes)
+    return None if not alts else alts[0] if len(alts) == 1 else Choice(tuple(alts))
 
 
 #: One *code point* of a JSON string: a raw UTF-8 character other than ``"``, ``\\`` and

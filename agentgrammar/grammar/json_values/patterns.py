@@ -26,7 +26,7 @@ from ..ir import (
 )
 from ..regex import parse_regex
 from ..utf8 import complement_ranges, normalize_ranges
-from .escapes import _json_char_of
+from .escapes import _ascii_spellings, _json_char_of
 from .repeats import _QUOTE, Ranges, _cache, _repeat
 
 
@@ -46,9 +46,11 @@ def json_content(e: Expr) -> Optional[Expr]:
         return _json_char_of(ranges)
     if isinstance(e, Literal):
         text = e.value.decode("utf-8", "surrogatepass")
+        ascii_spellings = _ascii_spellings()
         items: List[Expr] = []
         for ch in text:
-            spelled = _json_char_of([(ord(ch), ord(ch))])
+            cp = ord(ch)
+            spelled = ascii_spellings[cp] if cp < 0x80 else _json_char_of([(cp, cp)])
             if spelled is None:
                 return None
             items.append(spelled)
@@ -163,50 +165,27 @@ def _not_wide_ranges(letter: str) -> Tuple[Tuple[int, int], ...]:
     return tuple(out)
 
 
+# The pieces of a pattern that _portable copies whole (an escape, a comment, a class: a
+# first "]" is a member, an escape inside is two characters, a trailing "\\" one) or rewrites
+# (a "." outside them, group 1).
+_PORTABLE_TOKENS = re.compile(
+    r"\\[\s\S]|\(\?#[^)]*\)?|\[\^?(?:\\[\s\S]|[\s\S])?(?:\\[\s\S]|\\\Z|[^\]\\])*\]?|(\.)"
+)
+
+
 def _portable(pattern: str) -> str:
     """Rewrite pattern so that ``.`` excludes every ECMA-262 line terminator (``parse_regex``'s
     excludes only ``\\n``). The class escapes are ECMA-262's already in ``parse_regex``
     (``\\d`` ``[0-9]``, ``\\w`` ``[A-Za-z0-9_]``, ``\\s`` ECMA white space and line
-    terminators, U+FEFF included and U+0085 not; ``\\D \\W \\S`` their complements)."""
-    out: List[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            out.append(pattern[i : i + 2])
-            i += 2
-            continue
-        if c == ".":
-            out.append(_ECMA_DOT)
-            i += 1
-            continue
-        if pattern.startswith("(?#", i):  # a comment, copied as is
-            end = pattern.find(")", i)
-            end = n if end < 0 else end + 1
-            out.append(pattern[i:end])
-            i = end
-            continue
-        if c != "[":
-            out.append(c)
-            i += 1
-            continue
-        j = i + 1
-        negated = j < n and pattern[j] == "^"
-        if negated:
-            j += 1
-        out.append(pattern[i:j])
-        first = True
-        while j < n and (pattern[j] != "]" or first):
-            first = False
-            if pattern[j] == "\\" and j + 1 < n:
-                out.append(pattern[j : j + 2])
-                j += 2
-            else:
-                out.append(pattern[j])
-                j += 1
-        out.append(pattern[j : j + 1])
-        i = j + 1
-    return "".join(out)
+    terminators, U+FEFF included and U+0085 not; ``\\D \\W \\S`` their complements).
+    One ``re`` scan: escapes, comments and classes are copied, a ``.`` elsewhere replaced."""
+    if "." not in pattern:
+        return pattern
+    return _PORTABLE_TOKENS.sub(_portable_token, pattern)
+
+
+def _portable_token(m: "re.Match[str]") -> str:
+    return _ECMA_DOT if m.group(1) else m.group(0)
 
 
 @functools.lru_cache(maxsize=1024)
