@@ -257,15 +257,24 @@ def seq(items: Sequence[Expr]) -> Expr:
     """
     merged: List[Expr] = []
     last: Optional[Literal] = None  # merged[-1] when it is a literal
-    # every JSON object's members pass here: an item that is no sequence or literal, the
-    # usual one, takes one branch
+    # every JSON object's members pass here: an item that is no sequence, the usual one,
+    # takes a branch of its own, without the loop over a sequence's items
     for x in items:
         t = type(x)
-        if t is not Seq and t is not Literal:
+        if t is Literal:
+            if not x.value:  # type: ignore[union-attr]
+                continue
+            if last is not None:
+                last = merged[-1] = Literal(last.value + x.value)  # type: ignore[union-attr]
+                continue
+            last = x  # type: ignore[assignment]
+            merged.append(x)
+            continue
+        if t is not Seq:
             last = None
             merged.append(x)
             continue
-        for y in x.items if t is Seq else (x,):  # type: ignore[union-attr]
+        for y in x.items:  # type: ignore[union-attr]
             if type(y) is not Literal:
                 last = None
             elif not y.value:  # type: ignore[union-attr]
