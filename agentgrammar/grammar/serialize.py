@@ -144,7 +144,8 @@ class _Writer:
             if piece is not None:
                 found = self._by_id[id(e)] = self._from_piece(e, piece)
                 return found
-        return self.expr(e)
+        found = self._by_id.get(id(e))  # expr, inlined
+        return found if found is not None else self._write(e)
 
     def _from_piece(self, e: Expr, piece: pieces.PieceInfo) -> int:
         """Piece ``e``'s nodes, copied from its chunk (serialized on first use); a group
@@ -274,8 +275,10 @@ class _Writer:
         written here only, each once by its bytes, so ``_memo`` (hashing every byte again)
         would never find one: it is left out."""
         found = self._literals[value] = len(self.offsets)
-        self.offsets.append(len(self.data))
-        self.data += (KIND_LITERAL, len(value), *value)
+        data = self.data
+        self.offsets.append(len(data))
+        data += (KIND_LITERAL, len(value))
+        data += value  # a byte a word: a list takes the ints of bytes without a tuple between
         return found
 
     def _expr(self, e: Expr) -> int:
