@@ -13,19 +13,56 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from . import pieces
 from .utf8 import MAX_CODE_POINT as MAX_CODE_POINT  # the bound of a CharClass, kept importable here
 from .utf8 import cut_points
 
+_set = object.__setattr__  # how a node's __init__ fills its slots past its __setattr__
 
-@dataclass(frozen=True)
-class Literal:
+
+class _Node:
+    """The base of the node types that converters make most (hundreds per JSON Schema): plain
+    classes with ``__slots__`` that behave as frozen dataclasses (the same ``==``, ``hash``
+    and ``repr``; assigning a field raises ``FrozenInstanceError``), whose ``__init__`` is
+    cheaper than a frozen dataclass's. ``_fields``: a node's fields, in order."""
+
+    __slots__ = ()
+    _fields: Tuple[str, ...] = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:  # pickle and copy go through __init__
+        return (type(self), tuple(getattr(self, name) for name in self._fields))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
+        return f"{type(self).__qualname__}({fields})"
+
+
+class Literal(_Node):
     """An exact byte string (UTF-8 for text)."""
 
+    __slots__ = ("__weakref__", "value")
+    _fields = ("value",)
     value: bytes
+
+    def __init__(self, value: bytes) -> None:
+        _set(self, "value", value)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self.value == other.value  # type: ignore[attr-defined,no-any-return]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.value,))
 
 
 @dataclass(frozen=True)
@@ -47,34 +84,75 @@ class ByteClass:
     ranges: Tuple[Tuple[int, int], ...]
 
 
-@dataclass(frozen=True)
-class Seq:
+class Seq(_Node):
     """The items one after the other. ``Seq(())`` is the empty string."""
 
+    __slots__ = ("__weakref__", "items")
+    _fields = ("items",)
     items: Tuple["Expr", ...]
+
+    def __init__(self, items: Tuple["Expr", ...]) -> None:
+        _set(self, "items", items)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self.items == other.items  # type: ignore[attr-defined,no-any-return]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.items,))
 
 
 @dataclass(frozen=True)
 class Choice:
     """Exactly one of the alternatives."""
 
+    # a dataclass, not a _Node: KeyTrie, a subclass, makes its items when first asked
+    # (__getattr__), and a walk over slots (memo.sizes) would ask
+
     items: Tuple["Expr", ...]
 
 
-@dataclass(frozen=True)
-class RuleRef:
+class RuleRef(_Node):
     """A reference to another rule by name."""
 
+    __slots__ = ("__weakref__", "name")
+    _fields = ("name",)
     name: str
 
+    def __init__(self, name: str) -> None:
+        _set(self, "name", name)
 
-@dataclass(frozen=True)
-class Repeat:
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self.name == other.name  # type: ignore[attr-defined,no-any-return]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name,))
+
+
+class Repeat(_Node):
     """``item`` repeated between ``min`` and ``max`` times (``max=None``: unbounded)."""
 
+    __slots__ = ("__weakref__", "item", "max", "min")
+    _fields = ("item", "min", "max")
     item: "Expr"
     min: int
     max: Optional[int]
+
+    def __init__(self, item: "Expr", min: int, max: Optional[int]) -> None:
+        _set(self, "item", item)
+        _set(self, "min", min)
+        _set(self, "max", max)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.item, self.min, self.max) == (other.item, other.min, other.max)  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.item, self.min, self.max))
 
 
 @dataclass(frozen=True)
@@ -240,12 +318,25 @@ Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDis
 EMPTY = Seq(())
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(_Node):
     """A named rule."""
 
+    __slots__ = ("__weakref__", "body", "name")
+    _fields = ("name", "body")
     name: str
     body: Expr
+
+    def __init__(self, name: str, body: Expr) -> None:
+        _set(self, "name", name)
+        _set(self, "body", body)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.name, self.body) == (other.name, other.body)  # type: ignore[attr-defined]
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.body))
 
 
 def seq(items: Sequence[Expr]) -> Expr:
@@ -257,15 +348,24 @@ def seq(items: Sequence[Expr]) -> Expr:
     """
     merged: List[Expr] = []
     last: Optional[Literal] = None  # merged[-1] when it is a literal
-    # every JSON object's members pass here: an item that is no sequence or literal, the
-    # usual one, takes one branch
+    # every JSON object's members pass here: an item that is no sequence, the usual one,
+    # takes a branch of its own, without the loop over a sequence's items
     for x in items:
         t = type(x)
-        if t is not Seq and t is not Literal:
+        if t is Literal:
+            if not x.value:  # type: ignore[union-attr]
+                continue
+            if last is not None:
+                last = merged[-1] = Literal(last.value + x.value)  # type: ignore[union-attr]
+                continue
+            last = x  # type: ignore[assignment]
+            merged.append(x)
+            continue
+        if t is not Seq:
             last = None
             merged.append(x)
             continue
-        for y in x.items if t is Seq else (x,):  # type: ignore[union-attr]
+        for y in x.items:  # type: ignore[union-attr]
             if type(y) is not Literal:
                 last = None
             elif not y.value:  # type: ignore[union-attr]

@@ -144,7 +144,8 @@ class _Writer:
             if piece is not None:
                 found = self._by_id[id(e)] = self._from_piece(e, piece)
                 return found
-        return self.expr(e)
+        found = self._by_id.get(id(e))  # expr, inlined
+        return found if found is not None else self._write(e)
 
     def _from_piece(self, e: Expr, piece: pieces.PieceInfo) -> int:
         """Piece ``e``'s nodes, copied from its chunk (serialized on first use); a group
@@ -205,10 +206,12 @@ class _Writer:
     def _items(self, items: Sequence[Expr], kind: int) -> int:
         """The node of a sequence (``kind`` KIND_SEQ) or choice (KIND_CHOICE) of ``items``; one
         item is that item's node. References and literals, most of the items, are written
-        here: their nodes are found by rule name and by bytes, without a call per item."""
-        kids: List[int] = []
-        add = kids.append
+        here: their nodes are found by rule name and by bytes, without a call per item; so are
+        nested sequences and choices when no pieces are looked up (one call less per node)."""
+        key = [kind, len(items)]  # the node's words, its children appended
+        add = key.append
         refs, literals, by_id = self._refs, self._literals, self._by_id
+        nested = not self._use_pieces  # a nested sequence or choice may be written right here
         for x in items:
             t = type(x)
             if t is RuleRef:
@@ -222,14 +225,28 @@ class _Writer:
             else:  # a subtree shared by rules, or written once already: found without a call
                 found = by_id.get(id(x))
                 if found is None:
-                    found = self._write(x)
+                    if nested and (t is Seq or t is Choice):  # _write, inlined
+                        found = by_id[id(x)] = self._items(x.items, KIND_SEQ if t is Seq else KIND_CHOICE)  # type: ignore[union-attr]
+                    elif t is CharClass and self._class_chunks:  # _write and _char_class, inlined
+                        split = _class_split(x.ranges, x.negated)  # type: ignore[union-attr]
+                        done = self._copied.get(id(split))
+                        found = by_id[id(x)] = done[1] if done is not None else self._split_class(split)
+                    elif t is Repeat:  # _write and _repeat, inlined
+                        found = by_id.get(id(x.item))  # type: ignore[union-attr]
+                        if found is None:
+                            found = self._write(x.item)  # type: ignore[union-attr]
+                        found = by_id[id(x)] = self._add(
+                            (KIND_REPEAT, found, x.min, -1 if x.max is None else x.max)
+                        )  # type: ignore[union-attr]
+                    else:
+                        found = self._write(x)
             add(found)
-        if len(kids) == 1:
-            return kids[0]
-        key = (kind, len(kids), *kids)
-        found = self._memo.get(key)  # _add, inlined: every sequence and choice passes here
+        if len(key) == 3:
+            return key[2]
+        words = tuple(key)
+        found = self._memo.get(words)  # _add, inlined: every sequence and choice passes here
         if found is None:
-            found = self._memo[key] = len(self.offsets)
+            found = self._memo[words] = len(self.offsets)
             self.offsets.append(len(self.data))
             self.data += key
         return found
@@ -258,8 +275,10 @@ class _Writer:
         written here only, each once by its bytes, so ``_memo`` (hashing every byte again)
         would never find one: it is left out."""
         found = self._literals[value] = len(self.offsets)
-        self.offsets.append(len(self.data))
-        self.data += (KIND_LITERAL, len(value), *value)
+        data = self.data
+        self.offsets.append(len(data))
+        data += (KIND_LITERAL, len(value))
+        data += value  # a byte a word: a list takes the ints of bytes without a tuple between
         return found
 
     def _expr(self, e: Expr) -> int:
@@ -490,7 +509,18 @@ def serialize(
         use_pieces = embed_index is not None
     w = _Writer(rule_index, embed_index, use_pieces=use_pieces)
     bodies = [w.rule_body(r.body) for r in rules]
-    header = (MAGIC, VERSION, len(rules), rule_index[root], len(w.offsets), len(w.data))
-    n = len(header) + len(bodies) + len(w.offsets) + len(w.data)
+    offsets, data = w.offsets, w.data
+    n = 6 + len(bodies) + len(offsets) + len(data)
     # int32 words in native byte order, as the C core reads them (validation bounds every number)
-    return struct.pack(f"={n}i", *header, *bodies, *w.offsets, *w.data)
+    return struct.pack(
+        f"={n}i",
+        MAGIC,
+        VERSION,
+        len(rules),
+        rule_index[root],
+        len(offsets),
+        len(data),
+        *bodies,
+        *offsets,
+        *data,
+    )

@@ -3,11 +3,28 @@ grammars."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import random
-from typing import List
+import weakref
+from typing import Any, List, Tuple
+
+import pytest
 
 from agentgrammar import Grammar
-from agentgrammar.grammar.ir import CharClass, Embed, Expr, Literal, Rule, RuleRef, Seq, flatten_embeds, seq
+from agentgrammar.grammar.ir import (
+    CharClass,
+    Embed,
+    Expr,
+    Literal,
+    Repeat,
+    Rule,
+    RuleRef,
+    Seq,
+    flatten_embeds,
+    seq,
+)
 
 
 def _seq_by_definition(items: List[Expr]) -> Expr:
@@ -65,3 +82,40 @@ def test_flattening_copies_only_rules_it_does_not_already_have() -> None:
     assert "other_2" in names and "user" in names  # renamed apart: its body differs
     g = Grammar.from_rules(flat)
     assert g.accepts("ssoo") and not g.accepts("ssox") and not g.accepts("ssxx")
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrozenLiteral:
+    value: bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrozenRepeat:
+    item: Any
+    min: int
+    max: Any
+
+
+def test_slotted_nodes_behave_as_frozen_dataclasses() -> None:
+    # the same equality, hash and repr as the frozen dataclasses they were
+    pairs: List[Tuple[Any, Any]] = [
+        (Literal(b"ab"), _FrozenLiteral(b"ab")),
+        (Repeat(Literal(b"x"), 1, None), _FrozenRepeat(Literal(b"x"), 1, None)),
+    ]
+    for node, frozen in pairs:
+        assert hash(node) == hash(frozen)
+        assert repr(node) == repr(frozen).replace("_Frozen", "")
+    assert Literal(b"a") == Literal(b"a") and Literal(b"a") != Literal(b"b")
+    assert Literal(b"a") != RuleRef("a") and Seq(()) != Literal(b"")
+    assert Repeat(RuleRef("x"), 0, None) != Repeat(RuleRef("x"), 0, 1)
+    assert Rule("r", Seq(())) == Rule("r", Seq(())) and Rule("r", Seq(())) != Rule("s", Seq(()))
+    assert len({Seq((Literal(b"a"),)), Seq((Literal(b"a"),)), Seq(())}) == 2
+    node = Seq((Literal(b"a"), Repeat(RuleRef("x"), 0, None)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        node.items = ()  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del node.items  # type: ignore[misc]
+    rule = Rule("root", node)
+    assert pickle.loads(pickle.dumps(rule)) == rule and copy.deepcopy(rule) == rule
+    assert copy.copy(rule).body is node
+    assert weakref.ref(node)() is node  # validation keeps checked bodies in a weak map

@@ -62,9 +62,10 @@ def test_shared_object_written_once_and_children_first() -> None:
     assert nodes[bodies[0]][2] == shared_node and shared_node in nodes[bodies[1]][2:]
 
 
-@dataclass(frozen=True)
 class _MySeq(Seq):
     """A subclass: not among the exact types that ``_Writer.expr`` dispatches on."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
