@@ -130,8 +130,8 @@ def _char_class(ranges: Sequence[tuple], negated: bool) -> str:
 
 
 def _literal(value: bytes) -> str:
-    try:
-        text = value.decode("utf-8", "surrogatepass")
+    try:  # strict: the bytes of a surrogate (ED A0 80) are no UTF-8 text, and EBNF refuses "\ud800"
+        text = value.decode("utf-8")
     except UnicodeDecodeError:
         return "%x" + ".".join(f"{b:02X}" for b in value)
     return _string(text)
