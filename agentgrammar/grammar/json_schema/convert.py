@@ -109,6 +109,13 @@ def _format_embed(fmt: str, make_part: MakePart) -> Embed:
     return found
 
 
+#: The keywords ``Converter._convert`` handles before the types: refused ones, ``$ref``, the
+#: rewritten ones (``rewritten``) and the combinators.
+_RESHAPING_KW = (
+    _UNSUPPORTED | _UNEVALUATED_KW | _REWRITTEN_KW | frozenset({"$ref", "allOf", "not", "anyOf", "oneOf"})
+)
+
+
 #: ``Converter.rewritten``: the schema needs no rewriting.
 _UNCHANGED: Any = object()
 
@@ -261,20 +268,24 @@ class Converter:
             return None
         if not isinstance(schema, dict):
             raise self.fail(f"a schema must be an object or a boolean, not {type(schema).__name__}", path)
-        schema = self.without_unsupported(schema, path)
-        if "$ref" in schema and all(_is_annotation(k) or k == "$ref" for k in schema):
-            return ref_rule(self, schema["$ref"], path, depth)
-        rewritten = self.rewritten(schema, path)
-        if rewritten is not _UNCHANGED:
-            return self.convert(rewritten, path, depth, hint)
-        for kw in ("anyOf", "oneOf"):
-            if kw in schema:
-                return any_of(self, schema, kw, path, depth, hint)
+        if not _RESHAPING_KW.isdisjoint(schema):  # (most sub-schemas have none: one set operation)
+            schema = self.without_unsupported(schema, path)
+            if "$ref" in schema and all(_is_annotation(k) or k == "$ref" for k in schema):
+                return ref_rule(self, schema["$ref"], path, depth)
+            rewritten = self.rewritten(schema, path)
+            if rewritten is not _UNCHANGED:
+                return self.convert(rewritten, path, depth, hint)
+            for kw in ("anyOf", "oneOf"):
+                if kw in schema:
+                    return any_of(self, schema, kw, path, depth, hint)
         types = self.types(schema, path)
         if schema.get("nullable") is True and "null" not in types and "type" in schema:
             types.append("null")
         if "enum" in schema or "const" in schema:
             return enum_schema(self, schema, types, path, depth)
+        if len(types) == 1:  # one type: choice() would only flatten a plain Choice
+            expr = _TYPE_BUILDERS[types[0]](self, schema, path, depth, hint)
+            return expr if type(expr) is not Choice else choice([expr])
         return choice([_TYPE_BUILDERS[t](self, schema, path, depth, hint) for t in types])
 
     def without_unsupported(self, schema: Dict[str, Any], path: str) -> Dict[str, Any]:
@@ -314,6 +325,8 @@ class Converter:
 
     def types(self, schema: Dict[str, Any], path: str) -> List[str]:
         t = schema.get("type")
+        if type(t) is str and t in _TYPES:  # the usual schema: one known type
+            return [t]
         if t is None and self.xgrammar:  # xgrammar reads object / array keywords as the type
             if any(k in schema for k in _OBJECT_KW):
                 return ["object"]

@@ -121,14 +121,17 @@ class _Layout:
         )
 
 
-_LAYOUTS: Dict[str, _Layout] = {}
+_LAYOUTS: Dict[Any, _Layout] = {}
 
 
 def _layout(whitespace: str, indent: Any, separators: Any, max_whitespace: Any) -> _Layout:
     """The layout of these options, made once per distinct options (a layout never changes
     once made): keyed by their ``repr``, which tells ``True`` from ``1`` and a bad option from
     a good one, so that a bad one still reaches ``_Layout``'s checks."""
-    key = repr((whitespace, indent, separators, max_whitespace))
+    if indent is None and separators is None and max_whitespace is None and type(whitespace) is str:
+        key: Any = (whitespace,)  # the usual options, without a repr (a tuple: no repr equals it)
+    else:
+        key = repr((whitespace, indent, separators, max_whitespace))
     found = _LAYOUTS.get(key)
     if found is None:
         found = _Layout(whitespace, indent, separators, max_whitespace)
