@@ -116,6 +116,10 @@ _RESHAPING_KW = (
 )
 
 
+#: ``Converter.sub``: no memo entry (an entry may be None, a sub-schema with no value).
+_MISSING: Any = object()
+
+
 #: ``Converter.rewritten``: the schema needs no rewriting.
 _UNCHANGED: Any = object()
 
@@ -142,6 +146,7 @@ class Converter:
         self.value_embed: Optional[Embed] = None  # the Embed of any value, once used
         self.format_embeds: Dict[str, Embed] = {}  # the Embeds of formats used (format_string)
         self.layout = layout
+        self.indented = layout.mode == "indent"  # (only then does a sub-schema's depth key it)
         self.strict = strict
         self.lenient = lenient
         self.any_order = any_order
@@ -217,15 +222,20 @@ class Converter:
         """The expression of a sub-schema, shared through a rule when it is not trivial."""
         # annotations (descriptions, mostly: the bulk of a tool's schema text) constrain
         # nothing, so they are left out of the key, and sub-schemas that differ only there share
-        keyed = schema
-        if type(schema) is dict and not _ANNOTATIONS.isdisjoint(schema):
-            keyed = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
-        try:
-            key = (_compact_json(keyed), self.layout.key(depth))
-        except (TypeError, ValueError) as e:
-            raise self.fail(f"the schema is not JSON ({e})", path) from None
-        if key in self.memo:
-            return self.memo[key]
+        if schema is True:  # (additionalProperties and items left open: most objects)
+            text = "true"
+        else:
+            keyed = schema
+            if type(schema) is dict and not _ANNOTATIONS.isdisjoint(schema):
+                keyed = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+            try:
+                text = _compact_json(keyed)
+            except (TypeError, ValueError) as e:
+                raise self.fail(f"the schema is not JSON ({e})", path) from None
+        key = (text, self.layout.key(depth) if self.indented else 0)
+        found = self.memo.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
         expr = self.convert(schema, path, depth, hint)
         if (
             expr is None

@@ -55,9 +55,12 @@ def object_schema(
     if found is None:
         return None
     members, add = found
-    n_req = sum(r for _, r in members)
-    mnp, mxp = (_count(schema, k, conv, path) for k in ("minProperties", "maxProperties"))
-    mnp = mnp or 0
+    n_req = [r for _, r in members].count(True)
+    if "minProperties" in schema or "maxProperties" in schema:
+        mnp, mxp = (_count(schema, k, conv, path) for k in ("minProperties", "maxProperties"))
+        mnp = mnp or 0
+    else:  # the usual object: no count
+        mnp, mxp = 0, None
     if mxp is not None and (mxp < n_req or mxp < mnp):
         return None
     allow_empty = n_req == 0 and mnp == 0
@@ -343,7 +346,7 @@ def additional_members(
     """A member whose key is none of ``props`` and whose value is valid against ``addl``."""
     if addl is False:
         return None
-    v = conv.sub(addl, _ptr(path, "additionalProperties"), depth + 1, f"{hint}_addl")
+    v = conv.sub(addl, path + "/additionalProperties", depth + 1, f"{hint}_addl")
     if v is None:
         return None
     names = tuple(props)
@@ -363,7 +366,8 @@ def additional_members(
         # (csrc/ag_plain_tokens.h)
         any_char = base(conv, "json_any_char")
         escape = base(conv, "json_plain_escape")
-        if names and all(map(PLAIN_NAME.fullmatch, names)):  # the usual names
+        # the usual names (all plain: one match of them joined, each non-empty)
+        if names and all(names) and PLAIN_NAME.fullmatch("".join(names)):
             body = seq([_DQ, KeyTrie(names, _KEY_TAIL, escape, any_char, _RAW_RANGES)])
         else:
             body = _key_not_in(names, _KEY_TAIL, escape, any_char)
