@@ -135,7 +135,7 @@ def declared_members(
     for k, s in props.items():
         plain = type(k) is str and "~" not in k and "/" not in k
         where = at + k if plain else _ptr(path, "properties", k)
-        v = sub(s, where, depth + 1, named + _sanitize(k))
+        v = sub(s, where, depth + 1, named + (k if k.isascii() and k.isidentifier() else _sanitize(k)))
         name = filtered_literal(k, excludes) if excludes else _string_literal(k)
         if v is None or name is None:  # no value, or a name holding an excluded word
             if k in req:
