@@ -60,6 +60,10 @@ def _to_cache(conv: Converter, name: str, body: Expr) -> None:
         _BASE_CACHE[(conv.layout.sig, name)] = (body, tuple(deps), pieces.info(body))
 
 
+#: A reference to each base rule, made once (IR is immutable): every string member asks for one.
+_BASE_REFS: Dict[str, RuleRef] = {}
+
+
 def base(conv: Converter, name: str) -> RuleRef:
     """Shared helper rules (created on first use)."""
     if name not in conv.base_rules and not _from_cache(conv, name):
@@ -70,7 +74,10 @@ def base(conv: Converter, name: str) -> RuleRef:
         conv.taken.add(name)
         conv.base_rules[name] = body
         _to_cache(conv, name, body)
-    return RuleRef(name)
+    ref = _BASE_REFS.get(name)
+    if ref is None:
+        ref = _BASE_REFS[name] = RuleRef(name)
+    return ref
 
 
 def _ws(conv: Converter) -> Expr:

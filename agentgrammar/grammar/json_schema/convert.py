@@ -109,6 +109,17 @@ def _format_embed(fmt: str, make_part: MakePart) -> Embed:
     return found
 
 
+#: The keywords ``Converter._convert`` handles before the types: refused ones, ``$ref``, the
+#: rewritten ones (``rewritten``) and the combinators.
+_RESHAPING_KW = (
+    _UNSUPPORTED | _UNEVALUATED_KW | _REWRITTEN_KW | frozenset({"$ref", "allOf", "not", "anyOf", "oneOf"})
+)
+
+
+#: ``Converter.sub``: no memo entry (an entry may be None, a sub-schema with no value).
+_MISSING: Any = object()
+
+
 #: ``Converter.rewritten``: the schema needs no rewriting.
 _UNCHANGED: Any = object()
 
@@ -135,6 +146,7 @@ class Converter:
         self.value_embed: Optional[Embed] = None  # the Embed of any value, once used
         self.format_embeds: Dict[str, Embed] = {}  # the Embeds of formats used (format_string)
         self.layout = layout
+        self.indented = layout.mode == "indent"  # (only then does a sub-schema's depth key it)
         self.strict = strict
         self.lenient = lenient
         self.any_order = any_order
@@ -210,15 +222,20 @@ class Converter:
         """The expression of a sub-schema, shared through a rule when it is not trivial."""
         # annotations (descriptions, mostly: the bulk of a tool's schema text) constrain
         # nothing, so they are left out of the key, and sub-schemas that differ only there share
-        keyed = schema
-        if type(schema) is dict and not _ANNOTATIONS.isdisjoint(schema):
-            keyed = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
-        try:
-            key = (_compact_json(keyed), self.layout.key(depth))
-        except (TypeError, ValueError) as e:
-            raise self.fail(f"the schema is not JSON ({e})", path) from None
-        if key in self.memo:
-            return self.memo[key]
+        if schema is True:  # (additionalProperties and items left open: most objects)
+            text = "true"
+        else:
+            keyed = schema
+            if type(schema) is dict and not _ANNOTATIONS.isdisjoint(schema):
+                keyed = {k: v for k, v in schema.items() if k not in _ANNOTATIONS}
+            try:
+                text = _compact_json(keyed)
+            except (TypeError, ValueError) as e:
+                raise self.fail(f"the schema is not JSON ({e})", path) from None
+        key = (text, self.layout.key(depth) if self.indented else 0)
+        found = self.memo.get(key, _MISSING)
+        if found is not _MISSING:
+            return found
         expr = self.convert(schema, path, depth, hint)
         if (
             expr is None
@@ -261,20 +278,24 @@ class Converter:
             return None
         if not isinstance(schema, dict):
             raise self.fail(f"a schema must be an object or a boolean, not {type(schema).__name__}", path)
-        schema = self.without_unsupported(schema, path)
-        if "$ref" in schema and all(_is_annotation(k) or k == "$ref" for k in schema):
-            return ref_rule(self, schema["$ref"], path, depth)
-        rewritten = self.rewritten(schema, path)
-        if rewritten is not _UNCHANGED:
-            return self.convert(rewritten, path, depth, hint)
-        for kw in ("anyOf", "oneOf"):
-            if kw in schema:
-                return any_of(self, schema, kw, path, depth, hint)
+        if not _RESHAPING_KW.isdisjoint(schema):  # (most sub-schemas have none: one set operation)
+            schema = self.without_unsupported(schema, path)
+            if "$ref" in schema and all(_is_annotation(k) or k == "$ref" for k in schema):
+                return ref_rule(self, schema["$ref"], path, depth)
+            rewritten = self.rewritten(schema, path)
+            if rewritten is not _UNCHANGED:
+                return self.convert(rewritten, path, depth, hint)
+            for kw in ("anyOf", "oneOf"):
+                if kw in schema:
+                    return any_of(self, schema, kw, path, depth, hint)
         types = self.types(schema, path)
         if schema.get("nullable") is True and "null" not in types and "type" in schema:
             types.append("null")
         if "enum" in schema or "const" in schema:
             return enum_schema(self, schema, types, path, depth)
+        if len(types) == 1:  # one type: choice() would only flatten a plain Choice
+            expr = _TYPE_BUILDERS[types[0]](self, schema, path, depth, hint)
+            return expr if type(expr) is not Choice else choice([expr])
         return choice([_TYPE_BUILDERS[t](self, schema, path, depth, hint) for t in types])
 
     def without_unsupported(self, schema: Dict[str, Any], path: str) -> Dict[str, Any]:
@@ -314,6 +335,8 @@ class Converter:
 
     def types(self, schema: Dict[str, Any], path: str) -> List[str]:
         t = schema.get("type")
+        if type(t) is str and t in _TYPES:  # the usual schema: one known type
+            return [t]
         if t is None and self.xgrammar:  # xgrammar reads object / array keywords as the type
             if any(k in schema for k in _OBJECT_KW):
                 return ["object"]

@@ -73,6 +73,7 @@ class _Layout:
         self._ws_sep, self._ws_colon = seq([ws, Literal(b","), ws]), seq([ws, Literal(b":"), ws])
         self._ws_empty = {b: seq([Literal(b[:1]), ws, Literal(b[1:])]) for b in (b"{}", b"[]")}
         self._item_sep, self._key_sep = Literal(self.item_sep), Literal(self.key_sep)
+        self._brackets = {b: (Literal(b[:1]), Literal(b[1:])) for b in (b"{}", b"[]")}
 
     def flexible_at(self, depth: int) -> bool:
         return self.mode == "flexible" or (self.mode == "indent" and depth >= INDENT_DEPTH_LIMIT)
@@ -116,19 +117,24 @@ class _Layout:
         return Literal(brackets)
 
     def container(self, depth: int, brackets: bytes, content: Expr) -> Expr:
-        return seq(
-            [Literal(brackets[:1]), self.open(depth), content, self.close(depth), Literal(brackets[1:])]
-        )
+        found = self._brackets.get(brackets)
+        start, end = found if found is not None else (Literal(brackets[:1]), Literal(brackets[1:]))
+        if self.mode == "flexible":  # (the usual layout: whitespace on both sides)
+            return seq([start, self.ws_ref, content, self.ws_ref, end])
+        return seq([start, self.open(depth), content, self.close(depth), end])
 
 
-_LAYOUTS: Dict[str, _Layout] = {}
+_LAYOUTS: Dict[Any, _Layout] = {}
 
 
 def _layout(whitespace: str, indent: Any, separators: Any, max_whitespace: Any) -> _Layout:
     """The layout of these options, made once per distinct options (a layout never changes
     once made): keyed by their ``repr``, which tells ``True`` from ``1`` and a bad option from
     a good one, so that a bad one still reaches ``_Layout``'s checks."""
-    key = repr((whitespace, indent, separators, max_whitespace))
+    if indent is None and separators is None and max_whitespace is None and type(whitespace) is str:
+        key: Any = (whitespace,)  # the usual options, without a repr (a tuple: no repr equals it)
+    else:
+        key = repr((whitespace, indent, separators, max_whitespace))
     found = _LAYOUTS.get(key)
     if found is None:
         found = _Layout(whitespace, indent, separators, max_whitespace)

@@ -34,9 +34,12 @@ def choice(items: Sequence[Optional[Expr]]) -> Optional[Expr]:
     alts: List[Expr] = []
     leaves: Set[Expr] = set()
     for x in items:
-        if x is None:
+        t = type(x)
+        if t is not Choice and t is not Literal and t is not CharClass:  # (most items)
+            if x is not None:
+                alts.append(x)  # type: ignore[arg-type]
             continue
-        for y in x.items if type(x) is Choice else (x,):  # type: ignore[attr-defined]
+        for y in x.items if t is Choice else (x,):  # type: ignore[union-attr]
             if type(y) in (Literal, CharClass):
                 try:
                     if y in leaves:

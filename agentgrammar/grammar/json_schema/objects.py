@@ -55,9 +55,12 @@ def object_schema(
     if found is None:
         return None
     members, add = found
-    n_req = sum(r for _, r in members)
-    mnp, mxp = (_count(schema, k, conv, path) for k in ("minProperties", "maxProperties"))
-    mnp = mnp or 0
+    n_req = [r for _, r in members].count(True)
+    if "minProperties" in schema or "maxProperties" in schema:
+        mnp, mxp = (_count(schema, k, conv, path) for k in ("minProperties", "maxProperties"))
+        mnp = mnp or 0
+    else:  # the usual object: no count
+        mnp, mxp = 0, None
     if mxp is not None and (mxp < n_req or mxp < mnp):
         return None
     allow_empty = n_req == 0 and mnp == 0
@@ -106,7 +109,7 @@ def declared_members(
     if not isinstance(patterns, dict):
         raise conv.fail("'patternProperties' must be an object", path, "patternProperties")
     # strict closes the objects that declare members; {"type": "object"} stays any object
-    declared = any(k in schema for k in ("properties", "required", "patternProperties"))
+    declared = "properties" in schema or "required" in schema or "patternProperties" in schema
     addl = schema.get("additionalProperties", False if conv.strict and declared else True)
     names = schema.get("propertyNames", True)
     names_dfa = None if names is True else property_names_dfa(conv, names, _ptr(path, "propertyNames"))
@@ -116,7 +119,7 @@ def declared_members(
     for r in required:
         if r not in props:
             props[r] = given if not any(key_pattern_dfa(conv, p, path).matches(r) for p in patterns) else True
-    for k in list(props):
+    for k in list(props) if patterns or names_dfa is not None else ():
         if names_dfa is not None and not names_dfa.matches(k):
             if k in req:
                 return None
@@ -127,9 +130,13 @@ def declared_members(
                 props[k] = merge(conv, props[k], ps, _ptr(path, "patternProperties", p))
     members: List[Tuple[Expr, bool]] = []
     colon = conv.layout.colon(depth)
+    # the parts every member's path and rule name share, joined once
+    at, named, sub, excludes = _ptr(path, "properties") + "/", f"{hint}_prop_", conv.sub, conv.excludes
     for k, s in props.items():
-        v = conv.sub(s, _ptr(path, "properties", k), depth + 1, f"{hint}_prop_{_sanitize(k)}")
-        name = filtered_literal(k, conv.excludes) if conv.excludes else _string_literal(k)
+        plain = type(k) is str and "~" not in k and "/" not in k
+        where = at + k if plain else _ptr(path, "properties", k)
+        v = sub(s, where, depth + 1, named + (k if k.isascii() and k.isidentifier() else _sanitize(k)))
+        name = filtered_literal(k, excludes) if excludes else _string_literal(k)
         if v is None or name is None:  # no value, or a name holding an excluded word
             if k in req:
                 return None
@@ -328,13 +335,18 @@ def members_any_order_counted(
     return choice(firsts)
 
 
+#: The rest of an undeclared key once it differs from every declared one: any characters, then
+#: the closing quote (``json_any_char`` installed by ``additional_members``); made once.
+_KEY_TAIL = seq([Repeat(RuleRef("json_any_char"), 0, None), _DQ])
+
+
 def additional_members(
     conv: Converter, props: Dict[str, Any], addl: Any, path: str, depth: int, hint: str
 ) -> Optional[Expr]:
     """A member whose key is none of ``props`` and whose value is valid against ``addl``."""
     if addl is False:
         return None
-    v = conv.sub(addl, _ptr(path, "additionalProperties"), depth + 1, f"{hint}_addl")
+    v = conv.sub(addl, path + "/additionalProperties", depth + 1, f"{hint}_addl")
     if v is None:
         return None
     names = tuple(props)
@@ -352,12 +364,13 @@ def additional_members(
         # nearly every token would run past it into the parser; spelled out, the key is
         # one byte automaton whose states take every plain token at once
         # (csrc/ag_plain_tokens.h)
-        tail = seq([Repeat(base(conv, "json_any_char"), 0, None), _DQ])
-        escape, any_char = base(conv, "json_plain_escape"), base(conv, "json_any_char")
-        if names and all(map(PLAIN_NAME.fullmatch, names)):  # the usual names
-            body = seq([_DQ, KeyTrie(names, tail, escape, any_char, _RAW_RANGES)])
+        any_char = base(conv, "json_any_char")
+        escape = base(conv, "json_plain_escape")
+        # the usual names (all plain: one match of them joined, each non-empty)
+        if names and all(names) and PLAIN_NAME.fullmatch("".join(names)):
+            body = seq([_DQ, KeyTrie(names, _KEY_TAIL, escape, any_char, _RAW_RANGES)])
         else:
-            body = _key_not_in(names, tail, escape, any_char)
+            body = _key_not_in(names, _KEY_TAIL, escape, any_char)
         key = RuleRef(conv.fresh(f"{hint}_other_key"))
         conv.rules[key.name] = body
         conv.key_rules[names] = key

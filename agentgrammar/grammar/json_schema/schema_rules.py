@@ -39,7 +39,7 @@ def _check_depth(doc: Any) -> None:
             c
             for node in level
             for c in (node.values() if isinstance(node, dict) else node)
-            if isinstance(c, (dict, list))
+            if type(c) is not str and isinstance(c, (dict, list))  # (strings: most values)
         ]
         depth += 1
 

@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from .convert import Converter
 
 
+#: The internal keywords (``_INTERNAL_KW``) as a set: most string schemas have none.
+_INTERNAL_SET = frozenset(_INTERNAL_KW)
+
+
 _MAX_UNION_LEAVES = 256  # string schemas united into one automaton (string_union)
 
 
@@ -81,7 +85,7 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
     elif fmt is not None and fmt not in json_values.SUPPORTED_FORMATS:
         # A format the specification does not define is an annotation: it constrains nothing.
         fmt = None
-    internal = any(schema.get(k) for k in _INTERNAL_KW)
+    internal = not _INTERNAL_SET.isdisjoint(schema) and any(schema.get(k) for k in _INTERNAL_KW)
     constraints = [c for c in (pattern, fmt) if c is not None]
     if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
         if internal:
