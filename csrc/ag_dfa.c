@@ -243,7 +243,7 @@ static ag_status ag_seed_add(ag_builder *b, const int32_t *seeds, size_t n, uint
   if (!ag_vec_reserve(&b->seed_pool, b->seed_pool.len + n)) return ag_builder_nomem(b);
   size_t mask = b->seed_cap - 1, i = h & mask;
   while (b->seed_table[i].gen == b->seed_gen) i = (i + 1) & mask;
-  ag_seed_slot slot = {b->seed_gen, h, id, (uint32_t)n, b->seed_pool.len};
+  ag_seed_slot slot = {b->seed_gen, h, id, (uint32_t)n, (uint32_t)b->seed_pool.len};
   memcpy(b->seed_pool.data + b->seed_pool.len, seeds, n * sizeof *seeds);
   b->seed_pool.len += n;
   b->seed_table[i] = slot;
@@ -264,7 +264,7 @@ ag_status ag_dfa_target(ag_builder *b, const int32_t *seeds, size_t n, int32_t *
        b->seed_cap && b->seed_table[i].gen == b->seed_gen; i = (i + 1) & mask) {
     const ag_seed_slot *slot = &b->seed_table[i];
     if (slot->hash == h && slot->n == n &&
-        memcmp(b->seed_pool.data + slot->at, seeds, n * sizeof *seeds) == 0) {
+        ag_words_equal(b->seed_pool.data + slot->at, seeds, n)) {
       *target = b->base + slot->id;
       return AG_OK;
     }

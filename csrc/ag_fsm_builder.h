@@ -42,7 +42,9 @@ typedef struct ag_seed_slot {
   uint32_t gen, hash;
   int32_t id;
   uint32_t n;
-  size_t at;
+  /* seed_pool stays below AG_DFA_MAX_WORK words (each seed set was spent), so
+   * 32 bits hold it, and a slot is 16 bytes: four to a cache line */
+  uint32_t at;
 } ag_seed_slot;
 
 /* A slot of the table of shared copies: the copy of IR node `node` that ends
@@ -196,6 +198,15 @@ static inline uint32_t ag_set_hash(const int32_t *set, size_t n) {
     h ^= h >> 29;
   }
   return (uint32_t)((h * 0xc4ceb9fe1a85ec53ull) >> 32);
+}
+
+/* Whether two int32 sequences of n elements are equal: most are a few
+ * elements long (a single seed, a short signature), where a call to memcmp
+ * costs more than the compare. */
+static inline bool ag_words_equal(const int32_t *a, const int32_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
 }
 
 /* Insertion sort by lo: a DFA state's own edges are few (ag_dfa.c, ag_key_trie.c). */
