@@ -243,7 +243,7 @@ static ag_status ag_seed_add(ag_builder *b, const int32_t *seeds, size_t n, uint
   if (!ag_vec_reserve(&b->seed_pool, b->seed_pool.len + n)) return ag_builder_nomem(b);
   size_t mask = b->seed_cap - 1, i = h & mask;
   while (b->seed_table[i].gen == b->seed_gen) i = (i + 1) & mask;
-  ag_seed_slot slot = {b->seed_gen, h, id, (uint32_t)n, b->seed_pool.len};
+  ag_seed_slot slot = {b->seed_gen, h, id, (uint32_t)n, (uint32_t)b->seed_pool.len};
   memcpy(b->seed_pool.data + b->seed_pool.len, seeds, n * sizeof *seeds);
   b->seed_pool.len += n;
   b->seed_table[i] = slot;
@@ -264,7 +264,7 @@ ag_status ag_dfa_target(ag_builder *b, const int32_t *seeds, size_t n, int32_t *
        b->seed_cap && b->seed_table[i].gen == b->seed_gen; i = (i + 1) & mask) {
     const ag_seed_slot *slot = &b->seed_table[i];
     if (slot->hash == h && slot->n == n &&
-        memcmp(b->seed_pool.data + slot->at, seeds, n * sizeof *seeds) == 0) {
+        ag_words_equal(b->seed_pool.data + slot->at, seeds, n)) {
       *target = b->base + slot->id;
       return AG_OK;
     }
@@ -357,23 +357,27 @@ static bool ag_sweep_same(const ag_builder *b) {
 }
 
 /* Sorts the sweep events by position, openings first. Only the order of the
- * (position, is_end) key matters, and it has 514 values, so many events
- * (a state inside nested repeats) are bucketed in linear time. */
+ * (position, is_end) key matters, and it has 514 values (10 bits): past a
+ * handful of events, two counting passes of 5 bits each sort in linear time,
+ * without the mispredicted compares of a comparison sort. */
 static ag_status ag_sort_events(ag_builder *b) {
   uint64_t *ev = b->events.data;
   size_t n = b->events.len;
-  if (n < 128) {
-    ag_sort_u64(ev, n);
+  if (n <= 16) {
+    AG_INSERTION_SORT(uint64_t, ev, n)
     return AG_OK;
   }
   if (!ag_vec_reserve(&b->events_tmp, n)) return ag_builder_nomem(b);
   uint64_t *tmp = b->events_tmp.data;
-  size_t cnt[2 * 257 + 1] = {0};
-  for (size_t i = 0; i < n; i++) cnt[(ev[i] >> 32) + 1]++;
-  for (size_t k = 0; k < 2 * 257; k++) cnt[k + 1] += cnt[k];
-  for (size_t i = 0; i < n; i++) tmp[cnt[ev[i] >> 32]++] = ev[i];
-  memcpy(ev, tmp, n * sizeof *ev);
-  return AG_OK;
+  for (unsigned shift = 32; shift < 42; shift += 5) {
+    size_t cnt[33] = {0};
+    for (size_t i = 0; i < n; i++) cnt[(ev[i] >> shift & 31) + 1]++;
+    for (size_t k = 0; k < 32; k++) cnt[k + 1] += cnt[k];
+    for (size_t i = 0; i < n; i++) tmp[cnt[ev[i] >> shift & 31]++] = ev[i];
+    uint64_t *t = ev;
+    ev = tmp, tmp = t;
+  }
+  return AG_OK; /* two passes: the sorted events are back in b->events */
 }
 
 /* Emits the byte edges of the current DFA state. The range ends split the

@@ -42,7 +42,9 @@ typedef struct ag_seed_slot {
   uint32_t gen, hash;
   int32_t id;
   uint32_t n;
-  size_t at;
+  /* seed_pool stays below AG_DFA_MAX_WORK words (each seed set was spent), so
+   * 32 bits hold it, and a slot is 16 bytes: four to a cache line */
+  uint32_t at;
 } ag_seed_slot;
 
 /* A slot of the table of shared copies: the copy of IR node `node` that ends
@@ -181,14 +183,30 @@ typedef struct ag_builder {
 ag_status ag_builder_nomem(ag_builder *b);
 
 /* A hash of an int32 sequence, order-sensitive: interned seed sets (ag_dfa.c)
- * and minimization signatures (ag_minimize.c). */
+ * and minimization signatures (ag_minimize.c). Two elements per multiply: the
+ * chain of multiplies is what a long signature waits on. */
 static inline uint32_t ag_set_hash(const int32_t *set, size_t n) {
-  uint32_t h = 0x811c9dc5u ^ (uint32_t)n;
-  for (size_t i = 0; i < n; i++) {
-    h = (h ^ (uint32_t)set[i]) * 0x9e3779b1u;
-    h ^= h >> 15;
+  const uint64_t k = 0xff51afd7ed558ccdull;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) {
+    h = (h ^ ((uint64_t)(uint32_t)set[i] << 32 | (uint32_t)set[i + 1])) * k;
+    h ^= h >> 29;
   }
-  return h;
+  if (i < n) {
+    h = (h ^ (uint32_t)set[i]) * k;
+    h ^= h >> 29;
+  }
+  return (uint32_t)((h * 0xc4ceb9fe1a85ec53ull) >> 32);
+}
+
+/* Whether two int32 sequences of n elements are equal: most are a few
+ * elements long (a single seed, a short signature), where a call to memcmp
+ * costs more than the compare. */
+static inline bool ag_words_equal(const int32_t *a, const int32_t *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i]) return false;
+  return true;
 }
 
 /* Insertion sort by lo: a DFA state's own edges are few (ag_dfa.c, ag_key_trie.c). */

@@ -63,7 +63,7 @@ static size_t ag_min_lookup(const ag_builder *b, const int32_t *w, uint32_t n, u
   size_t mask = b->table_cap - 1, i = h & mask;
   for (; b->table[i].gen == b->table_gen; i = (i + 1) & mask) {
     const ag_min_sig *o = &b->sigs.data[b->table[i].id];
-    if (o->hash == h && o->len == n && !memcmp(b->sig.data + o->at, w, n * sizeof *w)) break;
+    if (o->hash == h && o->len == n && ag_words_equal(b->sig.data + o->at, w, n)) break;
   }
   return i;
 }

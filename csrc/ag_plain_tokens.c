@@ -118,21 +118,65 @@ typedef struct ag_plain_pair {
   int32_t u;
 } ag_plain_pair;
 
+/* The simulation's queue and seen set start small and double up to the bound:
+ * most simulations meet a few dozen pairs, and a table sized for the bound
+ * (112 KB, zeroed) cost more than the simulation. */
+#define AG_PLAIN_FIRST_PAIRS 64
+
 typedef struct ag_plain_sim {
-  ag_plain_pair queue[AG_PLAIN_MAX_PAIRS];
-  uint32_t depth[AG_PLAIN_MAX_PAIRS];
-  int32_t n;
-  uint64_t seen[2 * AG_PLAIN_MAX_PAIRS]; /* open addressing; 0: empty (keys are + 1) */
+  ag_plain_pair *queue; /* [cap] */
+  uint32_t *depth;      /* [cap] */
+  int32_t n, cap;
+  uint64_t *seen; /* [2 * cap] open addressing; 0: empty (keys are + 1) */
 } ag_plain_sim;
 
+static void ag_plain_sim_free(ag_plain_sim *x) {
+  free(x->queue);
+  free(x->depth);
+  free(x->seen);
+}
+
+static uint32_t ag_plain_slot(uint64_t key, int32_t cap) {
+  return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (2 * (uint32_t)cap - 1);
+}
+
+/* Doubles the room for pairs (the seen set rehashed); false when out of memory. */
+static bool ag_plain_sim_grow(ag_plain_sim *x, int32_t cap) {
+  ag_plain_pair *queue = realloc(x->queue, (size_t)cap * sizeof *queue);
+  if (queue) x->queue = queue;
+  uint32_t *depth = realloc(x->depth, (size_t)cap * sizeof *depth);
+  if (depth) x->depth = depth;
+  uint64_t *seen = calloc(2 * (size_t)cap, sizeof *seen);
+  if (!queue || !depth || !seen) {
+    free(seen);
+    return false;
+  }
+  for (int32_t k = 0; k < 2 * x->cap; k++) {
+    if (!x->seen[k]) continue;
+    uint32_t i = ag_plain_slot(x->seen[k], cap);
+    while (seen[i]) i = (i + 1) & (2 * (uint32_t)cap - 1);
+    seen[i] = x->seen[k];
+  }
+  free(x->seen);
+  x->seen = seen;
+  x->cap = cap;
+  return true;
+}
+
 /* Queues (s, u) at depth d unless seen (breadth first: seen at a depth no
- * larger, whose check covers this one). False when the bound is passed. */
+ * larger, whose check covers this one). False when the bound is passed (or
+ * memory runs out, which ends the simulation as the bound does). */
 static bool ag_plain_push(ag_plain_sim *x, int32_t s, int u, uint32_t d) {
   uint64_t key = ((uint64_t)(uint32_t)s << 3 | (uint64_t)u) + 1;
-  uint32_t i = (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (2 * AG_PLAIN_MAX_PAIRS - 1);
-  for (; x->seen[i]; i = (i + 1) & (2 * AG_PLAIN_MAX_PAIRS - 1))
+  uint32_t i = ag_plain_slot(key, x->cap);
+  for (; x->seen[i]; i = (i + 1) & (2 * (uint32_t)x->cap - 1))
     if (x->seen[i] == key) return true;
   if (x->n >= AG_PLAIN_MAX_PAIRS) return false;
+  if (x->n == x->cap) {
+    if (!ag_plain_sim_grow(x, 2 * x->cap)) return false;
+    for (i = ag_plain_slot(key, x->cap); x->seen[i]; i = (i + 1) & (2 * (uint32_t)x->cap - 1))
+      continue;
+  }
   x->seen[i] = key;
   x->queue[x->n] = (ag_plain_pair){s, u};
   x->depth[x->n++] = d;
@@ -175,8 +219,11 @@ static bool ag_plain_refuses_control(const ag_grammar *g, int32_t s) {
 uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses) {
   if (refuses) *refuses = false;
   if (depth > 0 && !ag_plain_first_bytes(g, state)) return 0;
-  ag_plain_sim *x = calloc(1, sizeof *x);
-  if (!x) return 0; /* out of memory: the ordinary walk is always right */
+  ag_plain_sim sim = {NULL, NULL, 0, 0, NULL}, *x = &sim;
+  if (!ag_plain_sim_grow(x, AG_PLAIN_FIRST_PAIRS)) {
+    ag_plain_sim_free(x);
+    return 0; /* out of memory: the ordinary walk is always right */
+  }
   /* Breadth first: when the pair at the head fails (or the bound is passed),
    * every pair of a smaller depth has passed, so every plain string of the
    * head's depth is consumed. */
@@ -195,7 +242,7 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool
   for (int32_t k = 0; all && refuses && k < x->n; k++)
     if (x->queue[k].u == 0 && !ag_plain_refuses_control(g, x->queue[k].state)) all = false;
   if (refuses) *refuses = all;
-  free(x);
+  ag_plain_sim_free(x);
   return found;
 }
 
@@ -213,8 +260,11 @@ uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len) {
 }
 
 bool ag_plain_chars_are_copies(const ag_grammar *g, int32_t state) {
-  ag_plain_sim *x = calloc(1, sizeof *x);
-  if (!x) return false; /* out of memory: the walk of every token is always right */
+  ag_plain_sim sim = {NULL, NULL, 0, 0, NULL}, *x = &sim;
+  if (!ag_plain_sim_grow(x, AG_PLAIN_FIRST_PAIRS)) {
+    ag_plain_sim_free(x);
+    return false; /* out of memory: the walk of every token is always right */
+  }
   bool ok = ag_plain_push(x, state, 0, 0);
   for (int32_t head = 0; ok && head < x->n; head++) {
     ag_plain_pair p = x->queue[head];
@@ -224,7 +274,7 @@ bool ag_plain_chars_are_copies(const ag_grammar *g, int32_t state) {
     for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++)
       ok = ag_plain_covers(g, x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi, ag_plain_edges[e].to, 0);
   }
-  free(x);
+  ag_plain_sim_free(x);
   return ok;
 }
 

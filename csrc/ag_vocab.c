@@ -168,7 +168,8 @@ static ag_vocab *ag_vocab_alloc(void) {
   ag_vocab *v = calloc(1, sizeof *v);
   if (!v) return NULL;
   atomic_init(&v->refs, 1);
-  for (int b = 0; b < AG_VCACHE_BUCKETS; b++) atomic_init(&v->cache[b], NULL);
+  atomic_init(&v->cache, NULL);
+  atomic_init(&v->cache_entries, NULL);
   atomic_init(&v->shared_bytes, 0);
   atomic_init(&v->shared_limit, AG_DEFAULT_SHARED_CACHE_BYTES);
   atomic_init(&v->cache_bytes, 0);

@@ -75,7 +75,11 @@ struct ag_vocab {
   /* The sorted tokens as a bitset by id (ag_mask_words): a safe set by id starts from it. */
   uint32_t *sorted_by_id; /* the last of the token tables */
   /* The caches: each vocabulary's own, shared tables or not. */
-  _Atomic(struct ag_vcache_entry *) cache[AG_VCACHE_BUCKETS]; /* see ag_vcache_kind */
+  /* [AG_VCACHE_BUCKETS], NULL until the first entry is added (ag_vcache_add):
+   * a vocabulary whose cache stays empty never pays for its buckets. */
+  _Atomic(ag_vcache_bucket *) cache; /* see ag_vcache_kind */
+  /* Every entry of `cache` once, so freeing them reads no empty bucket. */
+  _Atomic(struct ag_vcache_entry *) cache_entries;
   atomic_size_t shared_bytes; /* held by the entries of `cache` */
   atomic_size_t shared_limit; /* past it, ag_vcache_add refuses (ag_vocab_set_shared_cache_limit) */
   /* Held by the live grammars compiled for this vocabulary (automata and token-mask

@@ -1,6 +1,7 @@
 /* ag_vocab_cache.c - results kept with a vocabulary and shared by every grammar
  * compiled for it (see ag_vocab_cache.h): push-only, lock-free lists in a fixed
- * array of buckets, bounded in bytes (ag_vocab_set_shared_cache_limit).
+ * array of buckets, made on the first add, bounded in bytes
+ * (ag_vocab_set_shared_cache_limit).
  *
  * Why push-only and not LRU: readers hold entries without locks or reference
  * counts (a mask fill may be using one), so an entry can never be freed before
@@ -8,8 +9,11 @@
  * kept per grammar, and goes with the grammar. */
 #include "ag_vocab.h"
 
+#include <stdatomic.h>
+
 typedef struct ag_vcache_entry {
-  struct ag_vcache_entry *next;
+  struct ag_vcache_entry *next;  /* in its bucket */
+  struct ag_vcache_entry *other; /* in the vocabulary's list of every entry */
   ag_vcache_kind kind;
   ag_vcache_key key;
   void *value;
@@ -27,13 +31,36 @@ void ag_vcache_key_free(ag_vcache_key *key) {
   memset(key, 0, sizeof *key);
 }
 
-static _Atomic(struct ag_vcache_entry *) *ag_bucket(const ag_vocab *v, uint64_t hash) {
-  return &((ag_vocab *)v)->cache[hash % AG_VCACHE_BUCKETS];
+/* calloc's zero bytes are NULL buckets: a lock-free atomic pointer is a plain
+ * pointer, and the buckets' pages are only touched where entries land. */
+_Static_assert(ATOMIC_POINTER_LOCK_FREE == 2, "atomic pointers must be plain pointers");
+
+/* The bucket of hash, or NULL while the vocabulary has no buckets. */
+static ag_vcache_bucket *ag_bucket(const ag_vocab *v, uint64_t hash) {
+  ag_vcache_bucket *all = atomic_load_explicit(&((ag_vocab *)v)->cache, memory_order_acquire);
+  return all ? &all[hash % AG_VCACHE_BUCKETS] : NULL;
+}
+
+/* The bucket of hash, making the buckets on first use. Two threads may make
+ * them at once: the first to publish wins and the other frees its copy. */
+static ag_vcache_bucket *ag_bucket_make(ag_vocab *v, uint64_t hash) {
+  ag_vcache_bucket *all = atomic_load_explicit(&v->cache, memory_order_acquire);
+  if (!all) {
+    ag_vcache_bucket *mine = calloc(AG_VCACHE_BUCKETS, sizeof *mine);
+    if (!mine) return NULL;
+    if (atomic_compare_exchange_strong_explicit(&v->cache, &all, mine, memory_order_acq_rel,
+                                                memory_order_acquire))
+      all = mine;
+    else
+      free(mine); /* `all` is the winner's */
+  }
+  return &all[hash % AG_VCACHE_BUCKETS];
 }
 
 void *ag_vcache_find(const ag_vocab *v, ag_vcache_kind kind, const ag_vcache_key *key) {
-  for (const ag_vcache_entry *e = atomic_load_explicit(ag_bucket(v, key->hash), memory_order_acquire);
-       e; e = e->next)
+  ag_vcache_bucket *bucket = ag_bucket(v, key->hash);
+  if (!bucket) return NULL;
+  for (const ag_vcache_entry *e = atomic_load_explicit(bucket, memory_order_acquire); e; e = e->next)
     if (e->kind == kind && e->key.hash == key->hash && e->key.n == key->n &&
         memcmp(e->key.words, key->words, key->n * sizeof *key->words) == 0)
       return e->value;
@@ -49,7 +76,8 @@ bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, v
     atomic_fetch_sub(&mv->shared_bytes, bytes);
     return false;
   }
-  ag_vcache_entry *e = calloc(1, sizeof *e);
+  ag_vcache_bucket *bucket = ag_bucket_make(mv, key->hash);
+  ag_vcache_entry *e = bucket ? calloc(1, sizeof *e) : NULL;
   if (!e) {
     atomic_fetch_sub(&mv->shared_bytes, bytes);
     return false;
@@ -60,26 +88,30 @@ bool ag_vcache_add(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key, v
   memset(key, 0, sizeof *key);
   e->value = value;
   e->destroy = destroy;
-  _Atomic(struct ag_vcache_entry *) *bucket = ag_bucket(v, e->key.hash);
   e->next = atomic_load_explicit(bucket, memory_order_acquire);
   /* Two threads may add the same key: both entries stay, both are correct. */
   while (!atomic_compare_exchange_weak_explicit(bucket, &e->next, e, memory_order_acq_rel,
                                                 memory_order_acquire))
     continue;
+  e->other = atomic_load_explicit(&mv->cache_entries, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&mv->cache_entries, &e->other, e,
+                                                memory_order_release, memory_order_relaxed))
+    continue;
   return true;
 }
 
 void ag_vcache_free(ag_vocab *v) {
-  for (int b = 0; b < AG_VCACHE_BUCKETS; b++) {
-    ag_vcache_entry *e = atomic_load(&v->cache[b]);
-    while (e) {
-      ag_vcache_entry *next = e->next;
-      ag_vcache_key_free(&e->key);
-      e->destroy(e->value);
-      free(e);
-      e = next;
-    }
+  ag_vcache_entry *e = atomic_load(&v->cache_entries);
+  while (e) {
+    ag_vcache_entry *other = e->other;
+    ag_vcache_key_free(&e->key);
+    e->destroy(e->value);
+    free(e);
+    e = other;
   }
+  atomic_store(&v->cache_entries, NULL);
+  free(atomic_load(&v->cache));
+  atomic_store(&v->cache, NULL);
 }
 
 ag_status ag_vcache_bits(const ag_vocab *v, ag_vcache_kind kind, ag_vcache_key *key,

@@ -13,6 +13,8 @@
 /* Buckets: one Compiler's shared classes grow with every tool and schema it
  * compiles, and a lookup follows one chain (docs/engine.md, shared caches). */
 #define AG_VCACHE_BUCKETS (1 << 16)
+/* One bucket: the head of a push-only list of entries. */
+typedef _Atomic(struct ag_vcache_entry *) ag_vcache_bucket;
 typedef enum ag_vcache_kind {
   AG_VCACHE_SAFE = 0,    /* a dispatch's safe tokens (ag_dispatch.h) */
   AG_VCACHE_CLASSES = 1, /* the token classes of a byte automaton (ag_mask_cache.c) */
