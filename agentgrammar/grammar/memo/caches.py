@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Generic, Hashable, List, Optional, Sequence, Set, Tuple, TypeVar
 
-from .sizes import _AVERAGE, _HELD, _LEDGER_BYTES, _LOCK, _acquire, _release, _unhold, approx_bytes
+from .sizes import _AVERAGE, _HELD, _LEDGER_BYTES, _LOCK, _acquire, _hold, _release, _unhold, approx_bytes
 
 __all__ = ["BoundedCache", "IdentityMemo"]
 
@@ -81,11 +81,8 @@ class _EntryCache(_Account, Generic[V]):
             _unhold(old[0])
             _unhold(old[1])
         entries[key] = (obj, value)
-        # _hold(obj), _hold(value), inlined: a cold request stores hundreds of entries
-        held = _HELD
-        i, j = id(obj), id(value)
-        held[i] = held.get(i, 0) + 1
-        held[j] = held.get(j, 0) + 1
+        _hold(obj)
+        _hold(value)
         self._fresh.append(key)
 
     def _forget(self, key: Any) -> None:
