@@ -30,12 +30,14 @@ from .ir import (
 __all__ = ["normalize_rules"]
 
 
-#: The node types that are one edge, by exact type: normalization leaves them as they are.
-_ONE_EDGE = frozenset((Literal, CharClass, ByteClass, RuleRef, Embed))
+#: The node types that are one edge (normalization leaves them as they are), for a lookup by
+#: exact type before ``is_single_edge`` (which takes their subclasses too).
+SINGLE_EDGE_TYPES = frozenset((Literal, CharClass, ByteClass, RuleRef, Embed))
+_SINGLE_EDGE_CLASSES = tuple(SINGLE_EDGE_TYPES)
 
 
 def is_single_edge(e: Expr) -> bool:
-    return isinstance(e, (Literal, CharClass, ByteClass, RuleRef, Embed))
+    return isinstance(e, _SINGLE_EDGE_CLASSES)
 
 
 def normal_already(e: Expr, use_pieces: bool = False) -> bool:
@@ -129,12 +131,12 @@ def normalize_rules(
         if isinstance(e, (Seq, Choice)):
             old = e.items
             # a leaf (most items) stays as it is: not walked
-            items = tuple([x if type(x) in _ONE_EDGE else walk(x, base, counter) for x in old])
+            items = tuple([x if type(x) in SINGLE_EDGE_TYPES else walk(x, base, counter) for x in old])
             # unchanged subtrees stay the same objects, so the serializer writes them once
             return e if all(map(is_, items, old)) else type(e)(items)
         if isinstance(e, Repeat):
             item = e.item
-            if type(item) not in _ONE_EDGE:
+            if type(item) not in SINGLE_EDGE_TYPES:
                 item = walk(item, base, counter)
             copies = e.min > 1 or (e.max is not None and e.max > 1)
             if copies and not is_single_edge(item):

@@ -30,7 +30,7 @@ from .ir import (
     Seq,
     TagDispatch,
 )
-from .normalize import is_single_edge, normal_already, piece_unchanged
+from .normalize import SINGLE_EDGE_TYPES, is_single_edge, normal_already, piece_unchanged
 from .source_text import MAX_REPEAT, quote_names
 from .utf8 import complement_ranges, normalize_ranges
 
@@ -180,10 +180,6 @@ def _piece_refs(piece: pieces.PieceInfo, body: Expr, rule: str) -> Tuple[Sequenc
     return piece.refs, piece_unchanged(piece, body), _productive_alone(body, piece)
 
 
-#: The node types that are one edge (``normalize.is_single_edge``), looked up by exact type.
-_SINGLE_EDGES = frozenset((Literal, CharClass, ByteClass, RuleRef, Embed))
-
-
 def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
     """The rule names ``body`` references, its nodes not checked: IR that a converter of this
     package built (EBNF, regex, JSON Schema) has the right types by construction. A node of
@@ -209,7 +205,7 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
             if t is Repeat:
                 item = e.item  # type: ignore[union-attr]
                 if normal and (e.min > 1 or (e.max is not None and e.max > 1)):  # type: ignore[union-attr]
-                    normal = type(item) in _SINGLE_EDGES or is_single_edge(item)  # a subclass too
+                    normal = type(item) in SINGLE_EDGE_TYPES or is_single_edge(item)  # a subclass too
                 e = item
                 t = type(e)
             if t is RuleRef:
