@@ -186,9 +186,14 @@ _ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")
 
 def _ptr(path: str, *segments: Union[str, int]) -> str:
     for s in segments:
-        s = str(s)
-        path += "/" + (s.replace("~", "~0").replace("/", "~1") if "~" in s or "/" in s else s)
+        path += "/" + _segment(s)
     return path
+
+
+def _segment(s: Union[str, int]) -> str:
+    """One JSON Pointer segment: ``~`` and ``/`` escaped (RFC 6901)."""
+    s = str(s)
+    return s.replace("~", "~0").replace("/", "~1") if "~" in s or "/" in s else s
 
 
 def _show(path: str) -> str:

@@ -28,7 +28,7 @@ from .base_rules import base
 from .excludes import filtered_key, filtered_literal
 from .formats import _format_dfa
 from .key_trie import PLAIN_NAME, _key_not_in
-from .keywords import _count, _is_annotation, _ptr, _sanitize
+from .keywords import _count, _is_annotation, _ptr, _sanitize, _segment
 from .lexical import _DQ, _RAW_RANGES, _opt, _string_literal, choice
 from .merge import deref, merge
 from .strings import _pattern_dfa
@@ -133,9 +133,7 @@ def declared_members(
     # the parts every member's path and rule name share, joined once
     at, named, sub, excludes = _ptr(path, "properties") + "/", f"{hint}_prop_", conv.sub, conv.excludes
     for k, s in props.items():
-        plain = type(k) is str and "~" not in k and "/" not in k
-        where = at + k if plain else _ptr(path, "properties", k)
-        v = sub(s, where, depth + 1, named + (k if k.isascii() and k.isidentifier() else _sanitize(k)))
+        v = sub(s, at + _segment(k), depth + 1, named + _sanitize(k))
         name = filtered_literal(k, excludes) if excludes else _string_literal(k)
         if v is None or name is None:  # no value, or a name holding an excluded word
             if k in req:
