@@ -45,27 +45,29 @@ def _make_hex_class(lo: int, hi: int) -> Expr:
     return _cc(*[r for v in range(lo, hi + 1) for r in _HEX_CHAR_RANGES[v]])
 
 
-def _fixed_width(lo: int, hi: int, width: int, base: int) -> List[List[Tuple[int, int]]]:
+def _fixed_width(lo: int, hi: int, width: int, base: int) -> List[Tuple[Tuple[int, int], ...]]:
     """Strings of exactly ``width`` base-``base`` digits (leading zeros allowed) with value in
     ``[lo, hi]``, as disjoint products of per-position digit ranges."""
-    if width == 0:
-        return [[]]
+    if width <= 1:
+        return [((lo, hi),)] if width else [()]
     p = base ** (width - 1)
     dlo, rlo = divmod(lo, p)
     dhi, rhi = divmod(hi, p)
+    if rlo == 0 and rhi == p - 1:  # whole blocks: what the recursion below comes to
+        return [((dlo, dhi),) + ((0, base - 1),) * (width - 1)]
     if dlo == dhi:
-        return [[(dlo, dlo)] + t for t in _fixed_width(rlo, rhi, width - 1, base)]
-    out: List[List[Tuple[int, int]]] = []
+        return [((dlo, dlo),) + t for t in _fixed_width(rlo, rhi, width - 1, base)]
+    out: List[Tuple[Tuple[int, int], ...]] = []
     start, end = dlo, dhi
     if rlo != 0:
-        out += [[(dlo, dlo)] + t for t in _fixed_width(rlo, p - 1, width - 1, base)]
+        out += [((dlo, dlo),) + t for t in _fixed_width(rlo, p - 1, width - 1, base)]
         start = dlo + 1
-    tail: List[List[Tuple[int, int]]] = []
+    tail: List[Tuple[Tuple[int, int], ...]] = []
     if rhi != p - 1:
-        tail = [[(dhi, dhi)] + t for t in _fixed_width(0, rhi, width - 1, base)]
+        tail = [((dhi, dhi),) + t for t in _fixed_width(0, rhi, width - 1, base)]
         end = dhi - 1
     if start <= end:
-        out.append([(start, end)] + [(0, base - 1)] * (width - 1))
+        out.append(((start, end),) + ((0, base - 1),) * (width - 1))
     return out + tail
 
 
@@ -82,38 +84,12 @@ def _positions(pos: Sequence[Tuple[int, int]], cls) -> Expr:  # type: ignore[no-
     return seq(items)
 
 
-def _hex_width(lo: int, hi: int, width: int) -> List[Tuple[Tuple[int, int], ...]]:
-    """``_fixed_width(lo, hi, width, 16)`` as tuples, digits taken by shifts."""
-    if width == 1:
-        return [((lo, hi),)]
-    shift = 4 * (width - 1)
-    low = (1 << shift) - 1
-    dlo, rlo = lo >> shift, lo & low
-    dhi, rhi = hi >> shift, hi & low
-    if rlo == 0 and rhi == low:  # whole blocks: what the recursion below comes to
-        return [((dlo, dhi),) + ((0, 15),) * (width - 1)]
-    if dlo == dhi:
-        return [((dlo, dlo),) + t for t in _hex_width(rlo, rhi, width - 1)]
-    out: List[Tuple[Tuple[int, int], ...]] = []
-    start, end = dlo, dhi
-    if rlo != 0:
-        out += [((dlo, dlo),) + t for t in _hex_width(rlo, low, width - 1)]
-        start = dlo + 1
-    tail: List[Tuple[Tuple[int, int], ...]] = []
-    if rhi != low:
-        tail = [((dhi, dhi),) + t for t in _hex_width(0, rhi, width - 1)]
-        end = dhi - 1
-    if start <= end:
-        out.append(((start, end),) + ((0, 15),) * (width - 1))
-    return out + tail
-
-
 @_cache
 def _hex4(lo: int, hi: int) -> Expr:
     """Four hex digits (either case) with value in [lo, hi]. Remembered: the escapes of every
     class that reaches past U+FFFF (a key or pattern class left open, its complement) spell
     the same surrogate ranges, and those of U+E000..U+FFFF."""
-    products = _hex_width(lo, hi, 4)
+    products = _fixed_width(lo, hi, 4, 16)
     if len(products) == 1:
         return _hex_product(products[0])
     # what ``choice`` makes of them: no product is a choice, and none equals another (their
