@@ -163,6 +163,15 @@ static bool ag_plain_sim_grow(ag_plain_sim *x, int32_t cap) {
   return true;
 }
 
+/* An empty simulation with room for AG_PLAIN_FIRST_PAIRS pairs; false (nothing
+ * left to free) when out of memory. */
+static bool ag_plain_sim_init(ag_plain_sim *x) {
+  *x = (ag_plain_sim){NULL, NULL, 0, 0, NULL};
+  if (ag_plain_sim_grow(x, AG_PLAIN_FIRST_PAIRS)) return true;
+  ag_plain_sim_free(x);
+  return false;
+}
+
 /* Queues (s, u) at depth d unless seen (breadth first: seen at a depth no
  * larger, whose check covers this one). False when the bound is passed (or
  * memory runs out, which ends the simulation as the bound does). */
@@ -219,11 +228,8 @@ static bool ag_plain_refuses_control(const ag_grammar *g, int32_t s) {
 uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses) {
   if (refuses) *refuses = false;
   if (depth > 0 && !ag_plain_first_bytes(g, state)) return 0;
-  ag_plain_sim sim = {NULL, NULL, 0, 0, NULL}, *x = &sim;
-  if (!ag_plain_sim_grow(x, AG_PLAIN_FIRST_PAIRS)) {
-    ag_plain_sim_free(x);
-    return 0; /* out of memory: the ordinary walk is always right */
-  }
+  ag_plain_sim sim, *x = &sim;
+  if (!ag_plain_sim_init(x)) return 0; /* out of memory: the ordinary walk is always right */
   /* Breadth first: when the pair at the head fails (or the bound is passed),
    * every pair of a smaller depth has passed, so every plain string of the
    * head's depth is consumed. */
@@ -260,11 +266,8 @@ uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len) {
 }
 
 bool ag_plain_chars_are_copies(const ag_grammar *g, int32_t state) {
-  ag_plain_sim sim = {NULL, NULL, 0, 0, NULL}, *x = &sim;
-  if (!ag_plain_sim_grow(x, AG_PLAIN_FIRST_PAIRS)) {
-    ag_plain_sim_free(x);
-    return false; /* out of memory: the walk of every token is always right */
-  }
+  ag_plain_sim sim, *x = &sim;
+  if (!ag_plain_sim_init(x)) return false; /* out of memory: the walk of every token is always right */
   bool ok = ag_plain_push(x, state, 0, 0);
   for (int32_t head = 0; ok && head < x->n; head++) {
     ag_plain_pair p = x->queue[head];
