@@ -15,6 +15,12 @@
  * first mask (the start's and the rules it predicts) are left to the caller,
  * who needs them at once.
  *
+ * When the work begins: at once, or (AG_BACKGROUND_AT_FIRST_TOKEN) at a
+ * matcher's first accepted step, the task parked until then: waking a sleeping
+ * worker costs the poster a system call and, on a virtual machine, an
+ * interrupt to another CPU (tens of microseconds), which a request's compile
+ * and first mask, on its critical path, should not pay.
+ *
  * Ownership, without locks: the compiled grammar owns its task, but does not
  * reference-count it, nor does the task hold the grammar, so freeing the last
  * matcher or handle frees the grammar at once. Who frees what is settled by
@@ -47,6 +53,8 @@ struct ag_background {
   int32_t hint_budget;   /* the same for the parts matchers entered */
   double hint_seconds_left;
   atomic_int classified;
+  atomic_bool abandoned; /* the grammar was freed during a slice: its walk gives up */
+  atomic_bool begun;     /* posted once: a task made to begin at the first token waits parked */
   /* The plan, made in the first slice (on the worker, not in the compile). */
   int32_t *queue; /* [n_states] */
   int32_t head, tail;
@@ -220,7 +228,8 @@ static bool ag_background_slice(ag_background *b) {
     const ag_state_masks *masks;
     ag_error err;
     double start = ag_now();
-    if (ag_compiled_state_masks_lock_free(c, s, &masks, &err) != AG_OK) return false; /* out of memory */
+    if (ag_compiled_state_masks_lock_free(c, s, &b->abandoned, &masks, &err) != AG_OK)
+      return false; /* out of memory, or the grammar was freed */
     double spent = ag_now() - start;
     *(hinted ? &b->hint_seconds_left : &b->seconds_left) -= spent;
     *(hinted ? &b->hint_budget : &b->budget) -= 1;
@@ -275,8 +284,21 @@ bool ag_background_release(ag_background *b) {
       return true;
     }
     int next = phase == AG_BG_QUEUED ? AG_BG_CANCELLED : AG_BG_ORPHANED;
+    /* b lives on: it is freed here (idle, parked), by the pool (cancelled) or by the worker (orphaned) */
+    if (next == AG_BG_ORPHANED) atomic_store(&b->abandoned, true);
     if (atomic_compare_exchange_strong(&b->phase, &phase, next)) return next == AG_BG_CANCELLED;
   }
+}
+
+/* Posts a parked task again: false when the pool's lock was taken (the caller's next
+ * call tries again). */
+static bool ag_background_unpark(ag_background *b) {
+  int phase = AG_BG_PARKED;
+  if (atomic_load(&b->phase) != AG_BG_PARKED || !atomic_compare_exchange_strong(&b->phase, &phase, AG_BG_QUEUED))
+    return true;
+  if (ag_pool_try_post(b->pool, &b->task)) return true;
+  atomic_store(&b->phase, AG_BG_PARKED);
+  return false;
 }
 
 void ag_background_note_visit(ag_compiled *c, int32_t state) {
@@ -288,11 +310,16 @@ void ag_background_note_visit(ag_compiled *c, int32_t state) {
   if (atomic_load_explicit(&b->walked[k / 32], memory_order_relaxed) & bit) return;
   if (!(atomic_load_explicit(&b->wanted[k / 32], memory_order_relaxed) & bit))
     atomic_fetch_or(&b->wanted[k / 32], bit);
-  int phase = AG_BG_PARKED;
-  if (atomic_load(&b->phase) == AG_BG_PARKED &&
-      atomic_compare_exchange_strong(&b->phase, &phase, AG_BG_QUEUED) &&
-      !ag_pool_try_post(b->pool, &b->task))
-    atomic_store(&b->phase, AG_BG_PARKED); /* the lock was taken: the next mask tries again */
+  /* (work to begin at the first token waits for it: the part is walked first then) */
+  if (atomic_load_explicit(&b->begun, memory_order_relaxed)) ag_background_unpark(b); /* a failed try: the next mask's */
+}
+
+void ag_background_note_step(ag_compiled *c) {
+  ag_background *b = atomic_load_explicit(&c->background, memory_order_acquire);
+  if (!b || atomic_load_explicit(&b->begun, memory_order_relaxed)) return;
+  bool no = false;
+  if (atomic_compare_exchange_strong(&b->begun, &no, true) && !ag_background_unpark(b))
+    atomic_store(&b->begun, false); /* the lock was taken: the next step tries again */
 }
 
 int ag_background_phase(const ag_background *b) {
@@ -306,8 +333,10 @@ int32_t ag_background_classified(const ag_background *b) {
 }
 
 ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t max_states,
-                                          double max_seconds, ag_error *err) {
+                                          double max_seconds, int begin, ag_error *err) {
   if (!c || !pool) return ag_fail(err, AG_ERR_INVALID, -1, "null compiled grammar or pool");
+  if (begin != AG_BACKGROUND_NOW && begin != AG_BACKGROUND_AT_FIRST_TOKEN)
+    return ag_fail(err, AG_ERR_INVALID, -1, "begin must be AG_BACKGROUND_NOW or AG_BACKGROUND_AT_FIRST_TOKEN, got %d", begin);
   if (max_states <= 0 || !(max_seconds > 0)) return AG_OK;
   if (ag_pool_num_threads(pool) < 2)
     return ag_fail(err, AG_ERR_INVALID, -1,
@@ -336,14 +365,17 @@ ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t
   b->seconds_left = b->hint_seconds_left = max_seconds;
   b->n_parts = n_parts;
   b->part = -1;
-  atomic_init(&b->phase, AG_BG_QUEUED);
+  bool now = begin == AG_BACKGROUND_NOW;
+  atomic_init(&b->phase, now ? AG_BG_QUEUED : AG_BG_PARKED);
+  atomic_init(&b->begun, now);
   atomic_init(&b->classified, 0);
+  atomic_init(&b->abandoned, false);
   ag_background *none = NULL;
   if (!atomic_compare_exchange_strong(&c->background, &none, b)) {
     ag_background_free(b);
     return ag_fail(err, AG_ERR_STATE, -1, "the grammar's background classification was started already");
   }
-  if (!ag_pool_post(pool, &b->task)) atomic_store(&b->phase, AG_BG_IDLE); /* the pool is stopping */
+  if (now && !ag_pool_post(pool, &b->task)) atomic_store(&b->phase, AG_BG_IDLE); /* the pool is stopping */
   return AG_OK;
 }
 

@@ -145,6 +145,13 @@ static bool ag_walk_scan(ag_classify *w, uint32_t d, uint8_t c) {
   return true;
 }
 
+/* Past the walk's deadline, or the job's stop set (a background worker's grammar freed). */
+static ag_status ag_walk_check(const ag_classify *w, ag_error *err) {
+  if (w->stop && atomic_load_explicit(w->stop, memory_order_relaxed))
+    return ag_fail(err, AG_ERR_STATE, -1, "the compiled grammar was freed");
+  return ag_check_deadline(w->deadline, err);
+}
+
 /* HYBRID: starts the Earley parser on the item, the first time it is needed. */
 static ag_status ag_parser_ready(ag_classify *w, ag_error *err) {
   if (w->parser_ready) return AG_OK;
@@ -324,8 +331,8 @@ ag_status ag_classify_all(ag_classify *w, const ag_vocab *v, const uint32_t *saf
   int32_t resume = 0, checked = 0, b = 0;
   for (int32_t i = ag_next_unsafe(safe, 0, v->n_sorted); i < v->n_sorted && !w->oom;
        i = ag_next_unsafe(safe, resume, v->n_sorted)) {
-    if (w->deadline > 0 && i >= checked) { /* the clock, every 4096 tokens */
-      ag_status st = ag_check_deadline(w->deadline, err);
+    if (w->checks && i >= checked) { /* the clock and the stop, every 4096 tokens */
+      ag_status st = ag_walk_check(w, err);
       if (st) return st;
       checked = i + 4096;
     }
@@ -408,7 +415,7 @@ static ag_status ag_trie_node(ag_classify *w, const ag_vocab *v, ag_trie_walk *t
       uint32_t c = ag_vocab_sorted_token(v, pos, &len)[d];
       if (c > be->hi) break;
       int32_t end = ag_trie_byte_from(v, pos + 1, hi, d, c + 1);
-      if (w->deadline > 0 && d == 0) st = ag_check_deadline(w->deadline, err);
+      if (w->checks && d == 0) st = ag_walk_check(w, err);
       if (t->cur.depth > d) t->cur.depth = d; /* the path past d is about to change */
       if (!st && ag_walk_scan(w, d, (uint8_t)c)) st = ag_trie_node(w, v, t, pos, end, d + 1, err);
       else if (!st) st = ag_trie_each(w, v, t, pos, end, d, err); /* not taken after all */
@@ -494,6 +501,8 @@ ag_status ag_classify_begin(ag_classify *w, const ag_masks_job *job, double dead
   w->follow = job->follow;
   w->state = state;
   w->deadline = deadline;
+  w->stop = job->stop;
+  w->checks = deadline > 0 || job->stop;
   w->entry = calloc(1, sizeof *w->entry);
   w->path = malloc(sizeof *w->path * depths);
   w->ecan_end = calloc(depths, sizeof *w->ecan_end);

@@ -71,6 +71,8 @@ typedef struct ag_classify {
   size_t n_any_extra; /* tokens in those runs */
   int32_t state;
   double deadline; /* 0: none */
+  const atomic_bool *stop; /* the job's `stop` */
+  bool checks;             /* a deadline or a stop to look at as the walk goes */
   AG_VEC(int32_t) uncertain;
   /* The accepted positions while there are at most AG_ACCEPTED_LIST_MAX and the
    * entry has no bitsets yet (ag_state_masks). */
@@ -103,6 +105,7 @@ typedef struct ag_masks_job {
   int walk;               /* how the rule's states classify tokens (AG_WALK_*) */
   const uint32_t *follow; /* the FOLLOW set a walk uses; NULL: any byte */
   double deadline;        /* of a walk; 0: none */
+  const atomic_bool *stop; /* set when a background worker's grammar is freed: the walk gives up; NULL: none */
   int8_t narrow;          /* ag_walk_is_narrow's answer, -1 until asked */
   ag_loop_memo loop;
   uint32_t plain;         /* the state's plain depth (ag_plain_depth), AG_PLAIN_UNKNOWN until known */

@@ -116,13 +116,13 @@ static ag_compiled *ag_compiled_holder(ag_compiled *c, int32_t *state) {
 ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
                                   const ag_state_masks **out, ag_error *err) {
   ag_compiled *h = ag_compiled_holder(c, &state);
-  return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, deadline, false, out, err);
+  return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, deadline, false, NULL, out, err);
 }
 
-ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const ag_state_masks **out,
-                                            ag_error *err) {
+ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const atomic_bool *stop,
+                                            const ag_state_masks **out, ag_error *err) {
   ag_compiled *h = ag_compiled_holder(c, &state);
-  return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, 0, true, out, err);
+  return ag_mask_cache_get(h->cache, h->grammar, h->vocab, state, 0, true, stop, out, err);
 }
 
 ag_status ag_compiled_state_copies(ag_compiled *c, int32_t state, const struct ag_copies **out,

@@ -32,8 +32,9 @@ void ag_compiled_destroy(ag_compiled *c);
  * (ag_grammar_link), else from the grammar's own cache. Thread-safe. */
 ag_status ag_compiled_state_masks(ag_compiled *c, int32_t state, double deadline,
                                   const ag_state_masks **out, ag_error *err);
-/* The same for a background worker: lock-free (ag_mask_cache_get). */
-ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const ag_state_masks **out,
+/* The same for a background worker: lock-free, and given up once `stop` is set (ag_mask_cache_get). */
+ag_status ag_compiled_state_masks_lock_free(ag_compiled *c, int32_t state, const atomic_bool *stop,
+                                            const ag_state_masks **out,
                                             ag_error *err);
 
 /* The copies each token begins from a counted rule's state (ag_copies.h),

@@ -596,7 +596,7 @@ static void ag_note_classified(ag_masks_job *job) {
 }
 
 ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, double deadline, bool lock_free,
+                            int32_t state, double deadline, bool lock_free, const atomic_bool *stop,
                             const ag_state_masks **out, ag_error *err) {
   _Atomic(ag_state_masks *) *slot = ag_slot(c, state);
   if (!slot)
@@ -611,7 +611,7 @@ ag_status ag_mask_cache_get(ag_mask_cache *c, const ag_grammar *g, const ag_voca
   int32_t rule = g->state_rule[state];
   const ag_dispatch *d = g->rule_dispatch ? g->rule_dispatch[rule] : NULL;
   ag_masks_job job = {.cache = c, .g = g, .v = v, .state = state, .rule = rule,
-                      .walk = c->rule_walk[rule], .deadline = deadline, .narrow = -1,
+                      .walk = c->rule_walk[rule], .deadline = deadline, .stop = stop, .narrow = -1,
                       .plain = AG_PLAIN_UNKNOWN, .lock_free = lock_free};
   ag_status fst = ag_state_follow(c, g, v, rule, &job.follow, err); /* also part of a BYTES state's key */
   if (fst) return fst;

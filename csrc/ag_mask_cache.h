@@ -54,9 +54,10 @@ void ag_mask_cache_free(ag_mask_cache *cache);
  * nothing kept, past `deadline`; 0: none). Thread-safe. With lock_free (a
  * background worker, which may be descheduled anywhere), takes no lock that a
  * mask may wait on: no derivation from an equivalent state and no note for
- * later ones (ag_depth_equiv.h locks), a walk instead; the classes are the same. */
+ * later ones (ag_depth_equiv.h locks), a walk instead; the classes are the same.
+ * A walk gives up (AG_ERR_STATE, nothing kept) once `stop` (NULL: none) is set. */
 ag_status ag_mask_cache_get(ag_mask_cache *cache, const ag_grammar *g, const ag_vocab *v,
-                            int32_t state, double deadline, bool lock_free,
+                            int32_t state, double deadline, bool lock_free, const atomic_bool *stop,
                             const ag_state_masks **out, ag_error *err);
 /* The published classes of `state`, NULL when not computed yet or not held
  * here (a part's state). Thread-safe. */

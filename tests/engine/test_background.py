@@ -140,7 +140,7 @@ def test_masks_with_background_classification_equal_masks_without(
     prefix = prefixes[start % len(prefixes)]
     if wait:  # on a pool of our own: the default one runs at idle priority, slow on a busy machine
         compiled = Compiler(VOCAB, background=False).compile(make())
-        classify_in_background(compiled._handle, pool=_POOL)
+        classify_in_background(compiled._handle, pool=_POOL, begin_now=True)
     else:
         compiled = Compiler(VOCAB).compile(make())
     assert _phase(compiled)[0] in (1, 2, 3)
@@ -159,6 +159,44 @@ def test_background_false_starts_nothing() -> None:
     assert compiled.cache_stats.walked == 1  # the tool names' branch, at compile (as before)
 
 
+def test_the_work_of_a_compile_begins_at_the_first_accepted_token() -> None:
+    """Waking the worker is left out of the compile and the first mask: the work waits, parked,
+    for a matcher's first token; the masks are the same."""
+    make, prefixes = GRAMMARS[0]
+    compiled = Compiler(VOCAB, background=False).compile(make())
+    classify_in_background(compiled._handle, pool=_POOL)
+    matcher = Matcher(compiled)
+    first = matcher.allowed_token_ids()
+    time.sleep(0.02)
+    assert _phase(compiled) == (3, 0)  # parked: nothing classified, nothing queued
+    assert matcher.accept_token(first[0])
+    _until(lambda: _phase(compiled)[0] == 3 and _phase(compiled)[1] > 0, "the background work")
+    want = Matcher(Compiler(VOCAB, background=False).compile(make()))
+    assert want.allowed_token_ids() == first and want.accept_token(first[0])
+    assert matcher.allowed_token_ids() == want.allowed_token_ids()
+
+
+def test_accepted_bytes_begin_the_work_too_and_a_compiler_starts_it_so() -> None:
+    make, prefixes = GRAMMARS[0]
+    compiled = Compiler(VOCAB).compile(make())
+    time.sleep(0.02)
+    assert _phase(compiled) == (3, 0)
+    assert Matcher(compiled).accept_string(prefixes[0])
+    _until(lambda: _phase(compiled)[1] > 0, "the background work")
+
+
+def test_a_grammar_freed_before_its_work_began_is_freed_at_once() -> None:
+    compiler = Compiler(VOCAB, reuse_grammars=False, background=False)
+    compiled = compiler.compile(GRAMMARS[1][0]())
+    compiler.clear_cache()
+    classify_in_background(compiled._handle, pool=_POOL)
+    assert Matcher(compiled).allowed_token_ids()  # a mask, no token accepted
+    assert _phase(compiled) == (3, 0) and _own_bytes(compiler) > 0
+    del compiled
+    gc.collect()
+    assert _own_bytes(compiler) == 0
+
+
 def test_masks_never_wait_for_the_worker() -> None:
     """The worker is held in a slice of the grammar's work (the task taken, nothing classified):
     masks still come, each state classified by the mask that needs it."""
@@ -167,7 +205,7 @@ def test_masks_never_wait_for_the_worker() -> None:
     lib.ag_pool_testing_hold(pool, 1)
     try:
         compiled = Compiler(VOCAB, background=False).compile(make())
-        classify_in_background(compiled._handle, pool=pool)
+        classify_in_background(compiled._handle, pool=pool, begin_now=True)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         assert _phase(compiled) == (2, 0)
         got: List[List[bytes]] = []
@@ -197,7 +235,7 @@ def test_a_grammar_freed_while_its_worker_runs_is_freed_by_the_worker() -> None:
         compiled = compiler.compile(GRAMMARS[1][0]())
         compiler.clear_cache()  # its part (any JSON value) goes with it
         assert _walk(compiled, "", 3, steps=5)
-        classify_in_background(compiled._handle, pool=pool)
+        classify_in_background(compiled._handle, pool=pool, begin_now=True)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         del compiled
         gc.collect()
@@ -214,12 +252,12 @@ def test_a_grammar_freed_with_its_work_queued_is_freed_at_once() -> None:
     lib.ag_pool_testing_hold(pool, 1)
     try:
         running = compiler.compile(GRAMMARS[2][0]())
-        classify_in_background(running._handle, pool=pool)
+        classify_in_background(running._handle, pool=pool, begin_now=True)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         held = _own_bytes(compiler)
         queued = compiler.compile(GRAMMARS[1][0]())
         compiler.clear_cache()
-        classify_in_background(queued._handle, pool=pool)
+        classify_in_background(queued._handle, pool=pool, begin_now=True)
         assert _phase(queued) == (1, 0) and _own_bytes(compiler) > held
         del queued
         gc.collect()
@@ -236,7 +274,7 @@ def test_a_pool_freed_with_work_queued_drops_it_and_the_grammars_live_on() -> No
     lib.ag_pool_testing_hold(pool, 1)
     grammars = [compiler.compile(GRAMMARS[k][0]()) for k in (1, 2, 3)]
     for compiled in grammars:
-        classify_in_background(compiled._handle, pool=pool)
+        classify_in_background(compiled._handle, pool=pool, begin_now=True)
     _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
     ffi.release(pool)  # lets the held worker go, joins it, drops the queued work
     assert [_phase(c)[0] for c in grammars].count(3) == len(grammars)
@@ -257,11 +295,11 @@ def test_a_second_start_and_a_pool_without_a_worker_are_refused() -> None:
     assert lib.ag_pool_new(1, out, new_error()) == lib.AG_OK
     alone = ffi.gc(out[0], lib.ag_pool_free)
     with pytest.raises(GrammarError, match="worker thread"):
-        classify_in_background(compiled._handle, pool=alone)
+        classify_in_background(compiled._handle, pool=alone, begin_now=True)
     pool = _pool()
-    classify_in_background(compiled._handle, pool=pool)
+    classify_in_background(compiled._handle, pool=pool, begin_now=True)
     with pytest.raises(AgentGrammarError, match="started already"):
-        classify_in_background(compiled._handle, pool=pool)
+        classify_in_background(compiled._handle, pool=pool, begin_now=True)
 
 
 def _stats_sum(compiled: Any) -> int:
@@ -284,7 +322,9 @@ def _enter_then_walk_arguments(enter_first: bool) -> int:
     matcher = Matcher(compiled)
     lib.ag_pool_testing_hold(pool, 1)
     try:
-        classify_in_background(compiled._handle, max_states=largest + 8, max_seconds=60.0, pool=pool)
+        classify_in_background(
+            compiled._handle, max_states=largest + 8, max_seconds=60.0, pool=pool, begin_now=True
+        )
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         assert matcher.accept_string(CALL % "get_weather_7")
         if enter_first:
