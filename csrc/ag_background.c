@@ -15,12 +15,6 @@
  * first mask (the start's and the rules it predicts) are left to the caller,
  * who needs them at once.
  *
- * When the work begins: at once, or (AG_BACKGROUND_AT_FIRST_TOKEN) at a
- * matcher's first accepted step, the task parked until then: waking a sleeping
- * worker costs the poster a system call and, on a virtual machine, an
- * interrupt to another CPU (tens of microseconds), which a request's compile
- * and first mask, on its critical path, should not pay.
- *
  * Ownership, without locks: the compiled grammar owns its task, but does not
  * reference-count it, nor does the task hold the grammar, so freeing the last
  * matcher or handle frees the grammar at once. Who frees what is settled by
@@ -54,7 +48,6 @@ struct ag_background {
   double hint_seconds_left;
   atomic_int classified;
   atomic_bool abandoned; /* the grammar was freed during a slice: its walk gives up */
-  atomic_bool begun;     /* posted once: a task made to begin at the first token waits parked */
   /* The plan, made in the first slice (on the worker, not in the compile). */
   int32_t *queue; /* [n_states] */
   int32_t head, tail;
@@ -290,17 +283,6 @@ bool ag_background_release(ag_background *b) {
   }
 }
 
-/* Posts a parked task again: false when the pool's lock was taken (the caller's next
- * call tries again). */
-static bool ag_background_unpark(ag_background *b) {
-  int phase = AG_BG_PARKED;
-  if (atomic_load(&b->phase) != AG_BG_PARKED || !atomic_compare_exchange_strong(&b->phase, &phase, AG_BG_QUEUED))
-    return true;
-  if (ag_pool_try_post(b->pool, &b->task)) return true;
-  atomic_store(&b->phase, AG_BG_PARKED);
-  return false;
-}
-
 void ag_background_note_visit(ag_compiled *c, int32_t state) {
   ag_background *b = atomic_load_explicit(&c->background, memory_order_acquire);
   const ag_grammar *g = c->grammar;
@@ -310,16 +292,11 @@ void ag_background_note_visit(ag_compiled *c, int32_t state) {
   if (atomic_load_explicit(&b->walked[k / 32], memory_order_relaxed) & bit) return;
   if (!(atomic_load_explicit(&b->wanted[k / 32], memory_order_relaxed) & bit))
     atomic_fetch_or(&b->wanted[k / 32], bit);
-  /* (work to begin at the first token waits for it: the part is walked first then) */
-  if (atomic_load_explicit(&b->begun, memory_order_relaxed)) ag_background_unpark(b); /* a failed try: the next mask's */
-}
-
-void ag_background_note_step(ag_compiled *c) {
-  ag_background *b = atomic_load_explicit(&c->background, memory_order_acquire);
-  if (!b || atomic_load_explicit(&b->begun, memory_order_relaxed)) return;
-  bool no = false;
-  if (atomic_compare_exchange_strong(&b->begun, &no, true) && !ag_background_unpark(b))
-    atomic_store(&b->begun, false); /* the lock was taken: the next step tries again */
+  int phase = AG_BG_PARKED;
+  if (atomic_load(&b->phase) == AG_BG_PARKED &&
+      atomic_compare_exchange_strong(&b->phase, &phase, AG_BG_QUEUED) &&
+      !ag_pool_try_post(b->pool, &b->task))
+    atomic_store(&b->phase, AG_BG_PARKED); /* the lock was taken: the next mask tries again */
 }
 
 int ag_background_phase(const ag_background *b) {
@@ -333,10 +310,8 @@ int32_t ag_background_classified(const ag_background *b) {
 }
 
 ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t max_states,
-                                          double max_seconds, int begin, ag_error *err) {
+                                          double max_seconds, ag_error *err) {
   if (!c || !pool) return ag_fail(err, AG_ERR_INVALID, -1, "null compiled grammar or pool");
-  if (begin != AG_BACKGROUND_NOW && begin != AG_BACKGROUND_AT_FIRST_TOKEN)
-    return ag_fail(err, AG_ERR_INVALID, -1, "begin must be AG_BACKGROUND_NOW or AG_BACKGROUND_AT_FIRST_TOKEN, got %d", begin);
   if (max_states <= 0 || !(max_seconds > 0)) return AG_OK;
   if (ag_pool_num_threads(pool) < 2)
     return ag_fail(err, AG_ERR_INVALID, -1,
@@ -365,9 +340,7 @@ ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t
   b->seconds_left = b->hint_seconds_left = max_seconds;
   b->n_parts = n_parts;
   b->part = -1;
-  bool now = begin == AG_BACKGROUND_NOW;
-  atomic_init(&b->phase, now ? AG_BG_QUEUED : AG_BG_PARKED);
-  atomic_init(&b->begun, now);
+  atomic_init(&b->phase, AG_BG_QUEUED);
   atomic_init(&b->classified, 0);
   atomic_init(&b->abandoned, false);
   ag_background *none = NULL;
@@ -375,7 +348,7 @@ ag_status ag_compiled_classify_background(ag_compiled *c, ag_pool *pool, int32_t
     ag_background_free(b);
     return ag_fail(err, AG_ERR_STATE, -1, "the grammar's background classification was started already");
   }
-  if (now && !ag_pool_post(pool, &b->task)) atomic_store(&b->phase, AG_BG_IDLE); /* the pool is stopping */
+  if (!ag_pool_post(pool, &b->task)) atomic_store(&b->phase, AG_BG_IDLE); /* the pool is stopping */
   return AG_OK;
 }
 

@@ -30,13 +30,6 @@ bool ag_background_release(ag_background *b);
  * mask there tries again). Called by every mask for each of its states.
  */
 void ag_background_note_visit(ag_compiled *c, int32_t state);
-/*
- * A matcher of c accepted a step (a token, or bytes): the model has begun to
- * write, so work made to begin at the first token (AG_BACKGROUND_AT_FIRST_TOKEN)
- * is posted. Never waits: atomics, and a try-lock that may fail (the next step
- * tries again).
- */
-void ag_background_note_step(ag_compiled *c);
 /* 0: none started, 1: queued, 2: in a slice, 3: idle (finished, or parked). */
 int ag_background_phase(const ag_background *b);
 /* States the worker classified so far. */

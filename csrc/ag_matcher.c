@@ -212,7 +212,6 @@ ag_status ag_matcher_accept_token(ag_matcher *m, int32_t id, int *accepted, ag_e
                    v->mask_size);
   ag_status st = ag_check_live(m, err);
   if (st) return st;
-  ag_background_note_step(m->compiled); /* the model has begun to write: background work may begin */
   uint32_t before = ag_parser_num_sets(&m->parser);
   if (ag_is_stop(m, id)) {
     if (!ag_parser_can_end(&m->parser)) return AG_OK;
@@ -241,7 +240,6 @@ ag_status ag_matcher_accept_bytes(ag_matcher *m, const uint8_t *bytes, size_t le
   if (len && !bytes) return ag_fail(err, AG_ERR_INVALID, -1, "null bytes");
   ag_status st = ag_check_live(m, err);
   if (st) return st;
-  if (len) ag_background_note_step(m->compiled); /* the model has begun to write: background work may begin */
   uint32_t before = ag_parser_num_sets(&m->parser);
   bool ok;
   if ((st = ag_scan_all(m, bytes, len, &ok, err)) || !ok) return st;

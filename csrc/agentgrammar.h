@@ -260,20 +260,12 @@ ag_status ag_batch_fill_masks(ag_pool *pool, ag_matcher *const *matchers, const 
  * most max_states of them in at most max_seconds of classifying (either 0:
  * none), one state per slice between the pool's batches. Returns at once. Masks never wait for the worker: a state it has not
  * reached is classified by the mask that needs it, as without it, so masks are
- * the same either way. The work begins at once (AG_BACKGROUND_NOW) or when a
- * matcher of the grammar first accepts a token or bytes, or enters a linked
- * part (AG_BACKGROUND_AT_FIRST_TOKEN): waking the worker costs the caller a
- * system call, tens of microseconds on a virtual machine, which the compile and
- * the first mask, on a request's critical path, then do not pay. Once per
- * compiled grammar (AG_ERR_STATE after). Freeing the compiled grammar stops the
- * work, a walk under way included; freeing the pool drops what is queued.
+ * the same either way. Once per compiled grammar (AG_ERR_STATE after). Freeing
+ * the compiled grammar stops the work, a walk under way included; freeing the
+ * pool drops what is queued.
  */
-enum {
-  AG_BACKGROUND_AT_FIRST_TOKEN = 0,
-  AG_BACKGROUND_NOW = 1
-};
 ag_status ag_compiled_classify_background(ag_compiled *compiled, ag_pool *pool, int32_t max_states,
-                                          double max_seconds, int begin, ag_error *err);
+                                          double max_seconds, ag_error *err);
 
 /* ---- applying masks --------------------------------------------------- */
 

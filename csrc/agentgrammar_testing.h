@@ -28,6 +28,9 @@ ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_wo
  */
 void ag_pool_testing_hold(ag_pool *pool, int hold);
 int32_t ag_pool_testing_at_gate(ag_pool *pool);
+/* The workers waiting a tick at a time after background work (ag_pool.c: why
+ * workers doze), whom a post does not wake. */
+int32_t ag_pool_testing_dozing(ag_pool *pool);
 /* The grammar's background work: 0 none, 1 queued, 2 in a slice, 3 finished;
  * *classified: the states its worker classified so far. */
 int ag_compiled_testing_background(ag_compiled *compiled, int32_t *classified);

@@ -4,12 +4,9 @@ Token classes are computed the first time a matcher reaches a state, so a reques
 pay for theirs on generated tokens. After :meth:`Compiler.compile <agentgrammar.Compiler.compile>`,
 one worker thread of a process-wide C pool classifies the states a matcher is likely to reach
 (the tools' arguments first, then breadth-first from the start, at most :data:`BACKGROUND_STATES`
-in :data:`BACKGROUND_SECONDS` of classifying) while the model writes its first tokens: it begins
-when a matcher of the grammar accepts its first token (waking the worker costs tens of
-microseconds on a virtual machine, which the compile and the first mask, on the request's
-critical path, do not pay). Masks never wait for it: a state it has not reached is classified
-by the mask that needs it, as without it, so masks are the same either way. Freeing the
-compiled grammar stops its work.
+in :data:`BACKGROUND_SECONDS` of classifying) while the model writes its first tokens. Masks never wait for it: a state it has not reached is
+classified by the mask that needs it, as without it, so masks are the same either way. Freeing
+the compiled grammar stops its work.
 
 Example:
     >>> from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
@@ -27,12 +24,7 @@ from typing import Any, Optional, Tuple
 from ..errors import GrammarError
 from ._native import ffi, lib, new_error, raise_error
 
-__all__ = [
-    "BACKGROUND_SECONDS",
-    "BACKGROUND_STATES",
-    "background_pool",
-    "classify_in_background",
-]
+__all__ = ["BACKGROUND_SECONDS", "BACKGROUND_STATES", "background_pool", "classify_in_background"]
 
 #: The most states one compile's background work classifies: a 100-tool request has some 14k,
 #: of which the worker classifies about 4k in 10-40 ms on a 128k vocabulary (docs/benchmarks.md).
@@ -69,15 +61,12 @@ def classify_in_background(
     max_states: int = BACKGROUND_STATES,
     max_seconds: float = BACKGROUND_SECONDS,
     pool: Any = None,
-    begin_now: bool = False,
 ) -> None:
     """Queue the background classification of a compiled grammar's C ``handle`` on ``pool``
-    (default: :func:`background_pool`); returns at once. The work begins when a matcher of the
-    grammar first accepts a token or bytes, or at once with ``begin_now``."""
+    (default: :func:`background_pool`); returns at once."""
     err = new_error()
-    begin = lib.AG_BACKGROUND_NOW if begin_now else lib.AG_BACKGROUND_AT_FIRST_TOKEN
     status = lib.ag_compiled_classify_background(
-        handle, background_pool() if pool is None else pool, max_states, max_seconds, begin, err
+        handle, background_pool() if pool is None else pool, max_states, max_seconds, err
     )
     if status != lib.AG_OK:
         raise_error(status, err, GrammarError)

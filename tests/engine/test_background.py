@@ -140,7 +140,7 @@ def test_masks_with_background_classification_equal_masks_without(
     prefix = prefixes[start % len(prefixes)]
     if wait:  # on a pool of our own: the default one runs at idle priority, slow on a busy machine
         compiled = Compiler(VOCAB, background=False).compile(make())
-        classify_in_background(compiled._handle, pool=_POOL, begin_now=True)
+        classify_in_background(compiled._handle, pool=_POOL)
     else:
         compiled = Compiler(VOCAB).compile(make())
     assert _phase(compiled)[0] in (1, 2, 3)
@@ -159,42 +159,26 @@ def test_background_false_starts_nothing() -> None:
     assert compiled.cache_stats.walked == 1  # the tool names' branch, at compile (as before)
 
 
-def test_the_work_of_a_compile_begins_at_the_first_accepted_token() -> None:
-    """Waking the worker is left out of the compile and the first mask: the work waits, parked,
-    for a matcher's first token; the masks are the same."""
-    make, prefixes = GRAMMARS[0]
-    compiled = Compiler(VOCAB, background=False).compile(make())
-    classify_in_background(compiled._handle, pool=_POOL)
-    matcher = Matcher(compiled)
-    first = matcher.allowed_token_ids()
-    time.sleep(0.02)
-    assert _phase(compiled) == (3, 0)  # parked: nothing classified, nothing queued
-    assert matcher.accept_token(first[0])
-    _until(lambda: _phase(compiled)[0] == 3 and _phase(compiled)[1] > 0, "the background work")
-    want = Matcher(Compiler(VOCAB, background=False).compile(make()))
-    assert want.allowed_token_ids() == first and want.accept_token(first[0])
-    assert matcher.allowed_token_ids() == want.allowed_token_ids()
-
-
-def test_accepted_bytes_begin_the_work_too_and_a_compiler_starts_it_so() -> None:
-    make, prefixes = GRAMMARS[0]
-    compiled = Compiler(VOCAB).compile(make())
-    time.sleep(0.02)
-    assert _phase(compiled) == (3, 0)
-    assert Matcher(compiled).accept_string(prefixes[0])
-    _until(lambda: _phase(compiled)[1] > 0, "the background work")
-
-
-def test_a_grammar_freed_before_its_work_began_is_freed_at_once() -> None:
-    compiler = Compiler(VOCAB, reuse_grammars=False, background=False)
-    compiled = compiler.compile(GRAMMARS[1][0]())
-    compiler.clear_cache()
-    classify_in_background(compiled._handle, pool=_POOL)
-    assert Matcher(compiled).allowed_token_ids()  # a mask, no token accepted
-    assert _phase(compiled) == (3, 0) and _own_bytes(compiler) > 0
-    del compiled
-    gc.collect()
-    assert _own_bytes(compiler) == 0
+def test_after_background_work_the_worker_dozes_then_sleeps_and_posts_reach_it_either_way() -> None:
+    """A post to a dozing worker links the task without waking it (the worker looks every
+    tick); past the doze (1 s), the worker sleeps and a post wakes it."""
+    pool = _pool()
+    make, prefixes = GRAMMARS[2]
+    compiler = Compiler(VOCAB, background=False)
+    first = compiler.compile(make())
+    classify_in_background(first._handle, pool=pool)
+    _until(lambda: _phase(first)[0] == 3, "the background work")
+    _until(lambda: lib.ag_pool_testing_dozing(pool) == 1, "the worker to doze")
+    dozed = Compiler(VOCAB, background=False).compile(make())
+    classify_in_background(dozed._handle, pool=pool)
+    _until(lambda: _phase(dozed)[0] == 3 and _phase(dozed)[1] > 0, "the work posted to a dozing worker")
+    _until(lambda: lib.ag_pool_testing_dozing(pool) == 0, "the doze to end", timeout=10.0)
+    slept = Compiler(VOCAB, background=False).compile(make())
+    classify_in_background(slept._handle, pool=pool)
+    _until(lambda: _phase(slept)[0] == 3 and _phase(slept)[1] > 0, "the work posted to a sleeping worker")
+    assert _walk(slept, prefixes[0], 2) == _walk(
+        Compiler(VOCAB, background=False).compile(make()), prefixes[0], 2
+    )
 
 
 def test_masks_never_wait_for_the_worker() -> None:
@@ -205,7 +189,7 @@ def test_masks_never_wait_for_the_worker() -> None:
     lib.ag_pool_testing_hold(pool, 1)
     try:
         compiled = Compiler(VOCAB, background=False).compile(make())
-        classify_in_background(compiled._handle, pool=pool, begin_now=True)
+        classify_in_background(compiled._handle, pool=pool)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         assert _phase(compiled) == (2, 0)
         got: List[List[bytes]] = []
@@ -235,7 +219,7 @@ def test_a_grammar_freed_while_its_worker_runs_is_freed_by_the_worker() -> None:
         compiled = compiler.compile(GRAMMARS[1][0]())
         compiler.clear_cache()  # its part (any JSON value) goes with it
         assert _walk(compiled, "", 3, steps=5)
-        classify_in_background(compiled._handle, pool=pool, begin_now=True)
+        classify_in_background(compiled._handle, pool=pool)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         del compiled
         gc.collect()
@@ -252,12 +236,12 @@ def test_a_grammar_freed_with_its_work_queued_is_freed_at_once() -> None:
     lib.ag_pool_testing_hold(pool, 1)
     try:
         running = compiler.compile(GRAMMARS[2][0]())
-        classify_in_background(running._handle, pool=pool, begin_now=True)
+        classify_in_background(running._handle, pool=pool)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         held = _own_bytes(compiler)
         queued = compiler.compile(GRAMMARS[1][0]())
         compiler.clear_cache()
-        classify_in_background(queued._handle, pool=pool, begin_now=True)
+        classify_in_background(queued._handle, pool=pool)
         assert _phase(queued) == (1, 0) and _own_bytes(compiler) > held
         del queued
         gc.collect()
@@ -274,7 +258,7 @@ def test_a_pool_freed_with_work_queued_drops_it_and_the_grammars_live_on() -> No
     lib.ag_pool_testing_hold(pool, 1)
     grammars = [compiler.compile(GRAMMARS[k][0]()) for k in (1, 2, 3)]
     for compiled in grammars:
-        classify_in_background(compiled._handle, pool=pool, begin_now=True)
+        classify_in_background(compiled._handle, pool=pool)
     _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
     ffi.release(pool)  # lets the held worker go, joins it, drops the queued work
     assert [_phase(c)[0] for c in grammars].count(3) == len(grammars)
@@ -295,11 +279,11 @@ def test_a_second_start_and_a_pool_without_a_worker_are_refused() -> None:
     assert lib.ag_pool_new(1, out, new_error()) == lib.AG_OK
     alone = ffi.gc(out[0], lib.ag_pool_free)
     with pytest.raises(GrammarError, match="worker thread"):
-        classify_in_background(compiled._handle, pool=alone, begin_now=True)
+        classify_in_background(compiled._handle, pool=alone)
     pool = _pool()
-    classify_in_background(compiled._handle, pool=pool, begin_now=True)
+    classify_in_background(compiled._handle, pool=pool)
     with pytest.raises(AgentGrammarError, match="started already"):
-        classify_in_background(compiled._handle, pool=pool, begin_now=True)
+        classify_in_background(compiled._handle, pool=pool)
 
 
 def _stats_sum(compiled: Any) -> int:
@@ -322,9 +306,7 @@ def _enter_then_walk_arguments(enter_first: bool) -> int:
     matcher = Matcher(compiled)
     lib.ag_pool_testing_hold(pool, 1)
     try:
-        classify_in_background(
-            compiled._handle, max_states=largest + 8, max_seconds=60.0, pool=pool, begin_now=True
-        )
+        classify_in_background(compiled._handle, max_states=largest + 8, max_seconds=60.0, pool=pool)
         _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
         assert matcher.accept_string(CALL % "get_weather_7")
         if enter_first:

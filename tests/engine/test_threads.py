@@ -381,11 +381,8 @@ int main(int argc, char **argv) {
   compile_all(shared);
   compile_all(dropped);
   for (int g = 0; g < n_grammars; g++) {
-    /* the dropped grammars' work begins at once; the shared ones' at the threads' first tokens */
-    check(ag_compiled_classify_background(dropped[g], bg, 1 << 20, 60.0, AG_BACKGROUND_NOW, &err), &err,
-          "background");
-    check(ag_compiled_classify_background(shared[g], bg, 1 << 20, 60.0, AG_BACKGROUND_AT_FIRST_TOKEN, &err),
-          &err, "background");
+    check(ag_compiled_classify_background(dropped[g], bg, 1 << 20, 60.0, &err), &err, "background");
+    check(ag_compiled_classify_background(shared[g], bg, 1 << 20, 60.0, &err), &err, "background");
   }
   for (int g = 0; g < n_grammars; g++) ag_compiled_free(dropped[g]);
   pthread_t th[64]; job jobs[64];
