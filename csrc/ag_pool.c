@@ -98,12 +98,12 @@ static double ag_monotonic(void) {
 
 /* Waits for work (under the lock): a tick at a time until doze_until, then for a wake. */
 static void ag_pool_wait(ag_pool *pool, double doze_until) {
-  struct timespec tick;
-  clock_gettime(CLOCK_MONOTONIC, &tick);
-  if ((double)tick.tv_sec + (double)tick.tv_nsec * 1e-9 >= doze_until) {
+  if (ag_monotonic() >= doze_until) {
     pthread_cond_wait(&pool->wake, &pool->lock);
     return;
   }
+  struct timespec tick;
+  clock_gettime(CLOCK_MONOTONIC, &tick);
   tick.tv_nsec += AG_POOL_DOZE_TICK_NS;
   if (tick.tv_nsec >= 1000000000L) {
     tick.tv_sec++;
