@@ -89,12 +89,17 @@ def _hex4(lo: int, hi: int) -> Expr:
     """Four hex digits (either case) with value in [lo, hi]. Remembered: the escapes of every
     class that reaches past U+FFFF (a key or pattern class left open, its complement) spell
     the same surrogate ranges, and those of U+E000..U+FFFF."""
-    products = _fixed_width(lo, hi, 4, 16)
-    if len(products) == 1:
-        return _hex_product(products[0])
-    # what ``choice`` makes of them: no product is a choice, and none equals another (their
-    # values are disjoint)
-    return Choice(tuple([_hex_product(p) for p in products]))
+    # no product is a choice, and none equals another (their values are disjoint)
+    out = _distinct_choice([_hex_product(p) for p in _fixed_width(lo, hi, 4, 16)])
+    assert out is not None
+    return out
+
+
+def _distinct_choice(alts: List[Expr]) -> Optional[Expr]:
+    """What ``ir.choice`` makes of ``alts`` when none of them is a choice and no two are equal
+    (disjoint spellings, as the callers know): None, the one, or their ``Choice``, without its
+    checks."""
+    return None if not alts else alts[0] if len(alts) == 1 else Choice(tuple(alts))
 
 
 @_cache
@@ -183,9 +188,9 @@ def _unicode_escapes(ranges: Ranges) -> Optional[Expr]:
     alts: List[Expr] = [_bmp_escape(lo, hi) for lo, hi in _intersect(ranges, _BMP_RANGES)]
     for lo, hi in _intersect(ranges, _ASTRAL_RANGES):
         alts.extend(_astral_escapes(lo, hi))
-    # what ``choice`` makes of them: each is a sequence that starts with ``\\u`` (no choice),
-    # and none equals another (their code points are disjoint)
-    return None if not alts else alts[0] if len(alts) == 1 else Choice(tuple(alts))
+    # each is a sequence that starts with ``\\u`` (no choice), and none equals another (their
+    # code points are disjoint)
+    return _distinct_choice(alts)
 
 
 _ASTRAL_RANGES: Ranges = [(0x10000, MAX_CODE_POINT)]
@@ -244,7 +249,7 @@ def _ascii_spellings() -> List[Optional[Expr]]:
 @functools.lru_cache(maxsize=1024)
 def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr]:
     ranges = list(ranges_t)
-    alts: List[Optional[Expr]] = []
+    alts: List[Expr] = []
     raw = _intersect(ranges, _RAW_RANGES)
     if raw:
         alts.append(CharClass(tuple(raw)))
@@ -254,13 +259,13 @@ def _json_char_of_cached(ranges_t: Tuple[Tuple[int, int], ...]) -> Optional[Expr
     elif short:
         alts.append(_short_escape_class(tuple(short)))
     escapes = _unicode_escapes(ranges)
-    # what ``choice`` makes of them: the escapes' alternatives flattened in; no two are equal
-    # (raw, short and ``\\u`` spellings differ in their first byte or two)
+    # the escapes' alternatives flattened in; no two are equal (raw, short and ``\\u``
+    # spellings differ in their first byte or two)
     if type(escapes) is Choice:
         alts.extend(escapes.items)
     elif escapes is not None:
         alts.append(escapes)
-    return None if not alts else alts[0] if len(alts) == 1 else Choice(tuple(alts))
+    return _distinct_choice(alts)
 
 
 #: One *code point* of a JSON string: a raw UTF-8 character other than ``"``, ``\\`` and
