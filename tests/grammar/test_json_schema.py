@@ -644,7 +644,6 @@ def test_unsupported_keywords(schema: Dict[str, Any], keyword: str, pointer: str
     "schema,keyword,lenient_accepts",
     [
         ({"type": "string", "pattern": "(?=a)b"}, "pattern", '"zzz"'),
-        ({"type": "string", "pattern": "^a", "maxLength": 30000}, "pattern", '"zzz"'),
     ],
 )
 def test_unsupported_string_constraints(schema: Dict[str, Any], keyword: str, lenient_accepts: str) -> None:
@@ -654,6 +653,54 @@ def test_unsupported_string_constraints(schema: Dict[str, Any], keyword: str, le
     with pytest.warns(UserWarning, match=keyword):
         c = Checker(schema, lenient=True)
     assert c.accepts(lenient_accepts) and not c.accepts("1")
+
+
+@pytest.mark.skipif(not HAVE_JSON_VALUES, reason="needs agentgrammar.grammar.json_values")
+@pytest.mark.parametrize(
+    "schema,keyword,valid,invalid,over_max",
+    [
+        # pydantic's HttpUrl: minLength kept, maxLength dropped
+        (
+            {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083},
+            "format",
+            ["https://example.com/a?b=c", "urn:isbn:0451450523"],
+            ["", "not a uri", "https://exa mple.com"],
+            "https://example.com/" + "a" * 2100,
+        ),
+        (
+            {"type": "string", "format": "email", "minLength": 6, "maxLength": 64},
+            "format",
+            ["ab@c.io", "john.doe@example.com"],
+            ["a@b.c", "nope", "a b@c.io"],
+            "a" * 60 + "@example.com",
+        ),
+        (
+            {"type": "string", "pattern": "^a", "maxLength": 30000},
+            "pattern",
+            ["a", "abc"],
+            ["", "zzz"],
+            "a" * 30001,
+        ),
+    ],
+)
+def test_constraints_past_the_product_limit_under_length_bounds(
+    schema: Dict[str, Any], keyword: str, valid: List[str], invalid: List[str], over_max: str
+) -> None:
+    """A pattern or format whose product with a large ``maxLength`` is past the automata's
+    limit: strict, a SchemaError naming the keyword, the bounds and what lenient keeps;
+    lenient, the pattern or format and ``minLength`` stay exact and only ``maxLength`` goes."""
+    with pytest.raises(SchemaError, match="length bounds") as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.keyword == keyword and info.value.pointer == "#/" + keyword
+    assert f"maxLength {schema['maxLength']}" in str(info.value) and "lenient=True keeps" in str(info.value)
+    with pytest.warns(UserWarning, match="length bounds"):
+        c = Checker(schema, lenient=True)
+    for text in valid:
+        assert jsonschema.Draft202012Validator(schema, format_checker=None).is_valid(text)
+        assert c.accepts(json.dumps(text)), text
+    for text in invalid:
+        assert not c.accepts(json.dumps(text)), text
+    assert c.accepts(json.dumps(over_max))  # the over-approximation: maxLength is not enforced
 
 
 def test_lenient_over_approximates() -> None:

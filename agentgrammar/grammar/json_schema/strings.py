@@ -120,10 +120,28 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
     keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
     try:
         dfa = string_dfa(conv, schema)
-        return automaton_string(conv, dfa, lo, hi, hint)
     except GrammarError as e:
         conv.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
         return base(conv, "json_string")
+    try:
+        return automaton_string(conv, dfa, lo, hi, hint)
+    except GrammarError as e:
+        # Only the length bounds are too many: a pattern or format under a large maxLength
+        # (pydantic's HttpUrl is a URI of at most 2,083 characters).
+        bounds = f"minLength {lo}" + ("" if hi is None else f", maxLength {hi}")
+        conv.unsupported(
+            keyword,
+            path,
+            f"cannot be combined with the length bounds ({bounds}): {e}; "
+            f"lenient=True keeps the {keyword} and drops the bounds it cannot combine",
+        )
+    # lenient: the constraints with minLength alone (a small product), else without lengths
+    for keep in (lo, 0) if lo and hi is not None else (0,):
+        try:
+            return automaton_string(conv, dfa, keep, None, hint)
+        except GrammarError:
+            continue
+    return base(conv, "json_string")
 
 
 def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> Tuple[bool, Optional[Expr]]:
