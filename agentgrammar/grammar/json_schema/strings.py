@@ -133,7 +133,7 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
             keyword,
             path,
             f"cannot be combined with the length bounds ({bounds}): {e}; "
-            f"lenient=True keeps the {keyword} and drops the bounds it cannot combine",
+            f"converted with lenient=True, the {keyword} stays and the bounds it cannot combine go",
         )
     # lenient: the constraints with minLength alone (a small product), else without lengths
     for keep in (lo, 0) if lo and hi is not None else (0,):
