@@ -371,6 +371,43 @@ class CharDFA:
 
     # ---- operations ---------------------------------------------------------------------
 
+    def with_length(self, lo: int, hi: Optional[int]) -> "CharDFA":
+        """``intersect(CharDFA.length(lo, hi))``, refused at once (the product's GrammarError)
+        when the states that loop on themselves already make the product larger than
+        ``PRODUCT_LIMIT``: each pairs with every count from its distance to the start up to
+        the bound. A URI under pydantic's ``maxLength: 2083`` took 30 ms of building to fail."""
+        top = lo if hi is None else hi
+        if self._self_loop_pairs(top) > PRODUCT_LIMIT:
+            raise GrammarError(
+                f"combining the constraints needs an automaton of more than {PRODUCT_LIMIT} states"
+            )
+        return self.intersect(CharDFA.length(lo, hi))
+
+    def _self_loop_pairs(self, top: int) -> int:
+        """A lower bound on the reachable states of the product with a count of characters
+        up to ``top``: a state at distance d from the start with an edge to itself is paired
+        with every count from d to ``top``. Stops once past ``PRODUCT_LIMIT``. 0 for another
+        alphabet than the count's, whose characters the count may not take."""
+        if self.alphabet != ALPHABET:
+            return 0
+        dist = {0: 0}
+        frontier = [0]
+        total = 0
+        while frontier and total <= PRODUCT_LIMIT:
+            nxt: List[int] = []
+            for s in frontier:
+                d = dist[s]
+                for _, _, t in self.edges[s]:
+                    if t == s and d <= top:
+                        total += top - d + 1
+                        break
+                for _, _, t in self.edges[s]:
+                    if t not in dist:
+                        dist[t] = d + 1
+                        nxt.append(t)
+            frontier = nxt
+        return total
+
     def intersect(self, other: "CharDFA") -> "CharDFA":
         """The strings both accept (product construction over reachable pairs)."""
         mine, theirs = _sorted_rows(self), _sorted_rows(other)

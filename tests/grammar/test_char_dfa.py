@@ -254,6 +254,46 @@ def test_pattern_with_length_bounds(p: str, lo: int, extra: int, s: str) -> None
 
 
 @SETTINGS
+@given(
+    p=st.sampled_from(PATTERNS),
+    lo=st.integers(0, 3),
+    extra=st.one_of(st.none(), st.integers(0, 3)),
+    s=strings,
+)
+def test_with_length_is_the_product_with_the_length_bounds(
+    p: str, lo: int, extra: Optional[int], s: str
+) -> None:
+    hi = None if extra is None else lo + extra
+    d = dfa(p).with_length(lo, hi)
+    assert d.matches(s) == (full(p, s) and lo <= len(s) and (hi is None or len(s) <= hi))
+
+
+@pytest.mark.parametrize(
+    "pattern,hi,refused",
+    [
+        ("[a-z]+(-[a-z]+)*", 5000, True),  # two states loop on themselves, each paired with 5,000 counts
+        ("[a-z]+", 2998, False),  # one, at distance 1: 2,998 pairs, and the start's (0, 0)
+        ("[a-z]+", 3001, True),
+        ("x{0,3}y", 15000, False),  # no loop: the product stays small whatever the bound
+    ],
+)
+def test_with_length_refuses_a_doomed_product_before_building_it(
+    pattern: str, hi: int, refused: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """States that loop on themselves give a lower bound on the product's states; past the
+    limit the product is refused with its own error, without being built."""
+    d = dfa(pattern)
+    if refused:
+        monkeypatch.setattr(CharDFA, "intersect", lambda *_: pytest.fail("the product was built"))
+        with pytest.raises(
+            GrammarError, match="combining the constraints needs an automaton of more than 3000"
+        ):
+            d.with_length(0, hi)
+    else:
+        assert d.with_length(1, hi).matches("xy" if "y" in pattern else "a" * hi)
+
+
+@SETTINGS
 @given(words=st.lists(st.text(alphabet="abc", max_size=4), max_size=6), data=st.data())
 def test_literal_set(words: List[str], data: st.DataObject) -> None:
     d = CharDFA.literal_set(words)

@@ -165,7 +165,7 @@ def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> 
             (lo, hi), dfas = bounds.pop(), [string_dfa(conv, s) for s in leaves]
         else:
             lo, hi = 0, None
-            dfas = [string_dfa(conv, s).intersect(CharDFA.length(*_bounds(s))) for s in leaves]
+            dfas = [string_dfa(conv, s).with_length(*_bounds(s)) for s in leaves]
         apart = sum(d.num_states for d in dfas)
         united = dfas[0]
         for d in dfas[1:]:
@@ -271,6 +271,6 @@ def automaton_string(conv: Converter, dfa: CharDFA, lo: int, hi: Optional[int], 
             return None if lo else seq([_DQ, _DQ])
         return seq([_DQ, json_values.repeat_chars(ch, lo, hi), _DQ])
     if lo or hi is not None:
-        dfa = dfa.intersect(CharDFA.length(lo, hi))
+        dfa = dfa.with_length(lo, hi)
     content = dfa.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
     return None if content is None else seq([_DQ, content, _DQ])
