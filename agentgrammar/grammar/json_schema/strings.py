@@ -126,8 +126,11 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
     try:
         return automaton_string(conv, dfa, lo, hi, hint)
     except GrammarError as e:
-        # Only the length bounds are too many: a pattern or format under a large maxLength
-        # (pydantic's HttpUrl is a URI of at most 2,083 characters).
+        if not lo and hi is None:
+            conv.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
+            return base(conv, "json_string")
+        # The constraints fit, their product with the length bounds does not: a pattern or
+        # format under a large maxLength (pydantic's HttpUrl is a URI of at most 2,083 characters).
         bounds = f"minLength {lo}" + ("" if hi is None else f", maxLength {hi}")
         conv.unsupported(
             keyword,
