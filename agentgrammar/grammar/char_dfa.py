@@ -23,7 +23,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 from ..errors import GrammarError
 from .char_dfa_ir import dfa_to_ir
@@ -385,27 +385,38 @@ class CharDFA:
 
     def _self_loop_pairs(self, top: int) -> int:
         """A lower bound on the reachable states of the product with a count of characters
-        up to ``top``: a state at distance d from the start with an edge to itself is paired
-        with every count from d to ``top``. Stops once past ``PRODUCT_LIMIT``. 0 for another
-        alphabet than the count's, whose characters the count may not take."""
+        up to ``top``: a state reached by a path of length e through a state that loops on
+        itself is paired with every count from e to ``top`` (the loop takes the difference).
+        Stops once past ``PRODUCT_LIMIT``. 0 for another alphabet than the count's, whose
+        characters the count may not take."""
         if self.alphabet != ALPHABET:
             return 0
-        dist = {0: 0}
+        dist = {0: 0}  # shortest paths from the start
         frontier = [0]
-        total = 0
-        while frontier and total <= PRODUCT_LIMIT:
+        while frontier:
             nxt: List[int] = []
             for s in frontier:
-                d = dist[s]
-                for _, _, t in self.edges[s]:
-                    if t == s and d <= top:
-                        total += top - d + 1
-                        break
                 for _, _, t in self.edges[s]:
                     if t not in dist:
-                        dist[t] = d + 1
+                        dist[t] = dist[s] + 1
                         nxt.append(t)
             frontier = nxt
+        # shortest paths through a looping state: the loops are the sources, at their distance
+        levels: Dict[int, List[int]] = {}
+        for s, d in dist.items():
+            if d <= top and any(t == s for _, _, t in self.edges[s]):
+                levels.setdefault(d, []).append(s)
+        done: Set[int] = set()
+        total = 0
+        for e in range(min(levels, default=top + 1), top + 1):
+            for s in levels.pop(e, ()):
+                if s in done:
+                    continue
+                done.add(s)
+                total += top - e + 1
+                if total > PRODUCT_LIMIT:
+                    return total
+                levels.setdefault(e + 1, []).extend(t for _, _, t in self.edges[s] if t not in done)
         return total
 
     def intersect(self, other: "CharDFA") -> "CharDFA":

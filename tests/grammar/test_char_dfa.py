@@ -275,6 +275,9 @@ def test_with_length_is_the_product_with_the_length_bounds(
         ("[a-z]+", 2998, False),  # one, at distance 1: 2,998 pairs, and the start's (0, 0)
         ("[a-z]+", 3001, True),
         ("x{0,3}y", 15000, False),  # no loop: the product stays small whatever the bound
+        # the 41 states after the loop each pair with every count from their distance through it
+        ("[a-z]+@[a-z]{40}", 100, True),
+        ("[a-z]+@[a-z]{40}", 60, False),
     ],
 )
 def test_with_length_refuses_a_doomed_product_before_building_it(
@@ -290,7 +293,8 @@ def test_with_length_refuses_a_doomed_product_before_building_it(
         ):
             d.with_length(0, hi)
     else:
-        assert d.with_length(1, hi).matches("xy" if "y" in pattern else "a" * hi)
+        sample = "xy" if "y" in pattern else "a@" + "b" * 40 if "@" in pattern else "a" * hi
+        assert d.with_length(1, hi).matches(sample)
 
 
 @SETTINGS
