@@ -373,17 +373,17 @@ class CharDFA:
 
     def with_length(self, lo: int, hi: Optional[int]) -> "CharDFA":
         """``intersect(CharDFA.length(lo, hi))``, refused at once (the product's GrammarError)
-        when the states that loop on themselves already make the product larger than
-        ``PRODUCT_LIMIT``: each pairs with every count from its distance to the start up to
-        the bound. A URI under pydantic's ``maxLength: 2083`` took 30 ms of building to fail."""
+        when the states reached through a state that loops on itself already make the product
+        larger than ``PRODUCT_LIMIT`` (``_pairs_through_loops``). A URI under pydantic's
+        ``maxLength: 2083`` took 30 ms of building to fail."""
         top = lo if hi is None else hi
-        if self._self_loop_pairs(top) > PRODUCT_LIMIT:
+        if self._pairs_through_loops(top) > PRODUCT_LIMIT:
             raise GrammarError(
                 f"combining the constraints needs an automaton of more than {PRODUCT_LIMIT} states"
             )
         return self.intersect(CharDFA.length(lo, hi))
 
-    def _self_loop_pairs(self, top: int) -> int:
+    def _pairs_through_loops(self, top: int) -> int:
         """A lower bound on the reachable states of the product with a count of characters
         up to ``top``: a state reached by a path of length e through a state that loops on
         itself is paired with every count from e to ``top`` (the loop takes the difference).

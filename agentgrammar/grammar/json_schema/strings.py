@@ -118,15 +118,12 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
     length, excluded patterns and values): the intersection of their automata."""
     lo, hi = schema.get("minLength", 0), schema.get("maxLength")
     keyword = "pattern" if "pattern" in schema else "format" if "format" in schema else "not"
+    dfa: Optional[CharDFA] = None
     try:
         dfa = string_dfa(conv, schema)
-    except GrammarError as e:
-        conv.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
-        return base(conv, "json_string")
-    try:
         return automaton_string(conv, dfa, lo, hi, hint)
     except GrammarError as e:
-        if not lo and hi is None:
+        if dfa is None or (not lo and hi is None):
             conv.unsupported(keyword, path, f"cannot be combined with the other string keywords: {e}")
             return base(conv, "json_string")
         # The constraints fit, their product with the length bounds does not: a pattern or
