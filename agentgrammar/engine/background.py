@@ -4,9 +4,9 @@ Token classes are computed the first time a matcher reaches a state, so a reques
 pay for theirs on generated tokens. After :meth:`Compiler.compile <agentgrammar.Compiler.compile>`,
 one worker thread of a process-wide C pool classifies the states a matcher is likely to reach
 (the tools' arguments first, then breadth-first from the start, at most :data:`BACKGROUND_STATES`
-in :data:`BACKGROUND_SECONDS` of classifying) while the model writes its first tokens. Masks never wait for it: a state it has not reached is
-classified by the mask that needs it, as without it, so masks are the same either way. Freeing
-the compiled grammar stops its work.
+in :data:`BACKGROUND_SECONDS` of classifying) while the model writes its first tokens. Masks
+never wait for it: a state it has not reached is classified by the mask that needs it, as
+without it, so masks are the same either way. Freeing the compiled grammar stops its work.
 
 Example:
     >>> from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
