@@ -133,7 +133,12 @@ def _flexible_grammar(schema: Any, max_whitespace: Optional[int], any_order: boo
     return _FLEXIBLE.get_or_make(
         key,
         lambda: Grammar.from_json_schema(
-            schema, strict=True, any_order=any_order, max_whitespace=max_whitespace, xgrammar_types=True
+            schema,
+            strict=True,
+            any_order=any_order,
+            max_whitespace=max_whitespace,
+            xgrammar_types=True,
+            loose_lengths=True,
         ),
     )
 
@@ -153,7 +158,12 @@ def json_format(fmt: "AgentFormat", tool: Tool, schema: Any, any_order: bool = F
     try:
         if any_order:  # the compact layout's options, in any order (cached with the tool)
             g = Grammar.from_json_schema(
-                schema, whitespace="compact", separators=fmt.separators, strict=True, any_order=True
+                schema,
+                whitespace="compact",
+                separators=fmt.separators,
+                strict=True,
+                any_order=True,
+                loose_lengths=True,
             )
         else:
             g = compact_schema_grammar(schema, fmt.separators)

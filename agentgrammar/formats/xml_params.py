@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..errors import GrammarError, SchemaError, ToolError
@@ -133,9 +134,10 @@ def _unsafe_suffixes(end: str) -> List[str]:
     return [end[:k] for k in range(1, len(end)) if (end[:k] + end).find(end) < k]
 
 
-def _constraint_dfa(schema: Mapping[str, Any]) -> Optional[CharDFA]:
-    """The automaton of a string schema's character constraints, or None when it has none
-    the raw layout can enforce. A malformed pattern raises ``GrammarError``."""
+def _constraint_dfa(schema: Mapping[str, Any], lengths: bool = True) -> Optional[CharDFA]:
+    """The automaton of a string schema's character constraints (without ``lengths``, its
+    ``pattern`` and ``format`` alone), or None when it has none the raw layout can enforce. A
+    malformed pattern raises ``GrammarError``."""
     parts: List[CharDFA] = []
     pattern, fmt = schema.get("pattern"), schema.get("format")
     if isinstance(pattern, str):
@@ -149,7 +151,7 @@ def _constraint_dfa(schema: Mapping[str, Any]) -> Optional[CharDFA]:
     hi = hi if isinstance(hi, int) and not isinstance(hi, bool) and 0 <= hi <= _MAX_LENGTH_BOUND else None
     if lo > _MAX_LENGTH_BOUND:
         lo = 0
-    if lo or hi is not None:
+    if lengths and (lo or hi is not None):
         parts.append(CharDFA.length(lo, hi))
     if not parts:
         return None
@@ -191,26 +193,46 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
     if isinstance(schema.get("pattern"), str):
         json_values.pattern_chars(schema["pattern"])  # a malformed pattern is the caller's error
     try:
-        dfa = _constraint_dfa(schema)
-        if dfa is None:
-            return st.AnyText()  # up to the first end marker (the tag's end)
-        dfa = dfa.minus(CharDFA.containing([end]))
-        unsafe = _unsafe_suffixes(end)
-        if unsafe:
-            dfa = dfa.minus(CharDFA.ending_with(unsafe))
-        if dfa.is_empty():
-            return None
-        rules: Dict[str, Any] = {}
-        taken: Set[str] = {"root"}
-        counters: Dict[str, int] = {}
-        expr = dfa.to_ir(
-            lambda ranges: CharClass(tuple(ranges)), rules, lambda b: fresh_name(b, taken, counters), "raw"
-        )
-        if expr is None:
-            return None
-        grammar = Grammar.from_rules([Rule("root", expr), *(Rule(n, b) for n, b in rules.items())])
-    except GrammarError:  # past the automata's limits: any text without the end marker
+        return _raw_grammar(_constraint_dfa(schema), end)
+    except GrammarError as e:
+        if not lo and hi is None:  # past the automata's limits: any text without the end marker
+            return st.AnyText()
+        why = e
+    # A pattern or format under a length bound it cannot be combined with (pydantic's HttpUrl: a
+    # URI of at most 2,083 characters): the pattern or format alone, as the JSON layouts keep it.
+    try:
+        found = _raw_grammar(_constraint_dfa(schema, lengths=False), end)
+    except GrammarError:
         return st.AnyText()
+    warnings.warn(
+        f"a raw string's pattern or format cannot be combined with its length bounds ({why}): "
+        "the bounds are dropped (over-approximated)",
+        UserWarning,
+        stacklevel=2,
+    )
+    return found
+
+
+def _raw_grammar(dfa: Optional[CharDFA], end: str) -> Optional[st.Format]:
+    """The content of a raw string of the characters ``dfa`` accepts (None: any), before the end
+    marker ``end``; None when none fits. ``GrammarError`` past the automata's limits."""
+    if dfa is None:
+        return st.AnyText()  # up to the first end marker (the tag's end)
+    dfa = dfa.minus(CharDFA.containing([end]))
+    unsafe = _unsafe_suffixes(end)
+    if unsafe:
+        dfa = dfa.minus(CharDFA.ending_with(unsafe))
+    if dfa.is_empty():
+        return None
+    rules: Dict[str, Any] = {}
+    taken: Set[str] = {"root"}
+    counters: Dict[str, int] = {}
+    expr = dfa.to_ir(
+        lambda ranges: CharClass(tuple(ranges)), rules, lambda b: fresh_name(b, taken, counters), "raw"
+    )
+    if expr is None:
+        return None
+    grammar = Grammar.from_rules([Rule("root", expr), *(Rule(n, b) for n, b in rules.items())])
     return st.GrammarText(grammar=grammar)
 
 

@@ -688,19 +688,28 @@ def test_constraints_past_the_product_limit_under_length_bounds(
 ) -> None:
     """A pattern or format whose product with a large ``maxLength`` is past the automata's
     limit: strict, a SchemaError naming the keyword, the bounds and what lenient keeps;
-    lenient, the pattern or format and ``minLength`` stay exact and only ``maxLength`` goes."""
+    lenient, or with ``loose_lengths`` (which loosens nothing else), the pattern or format and
+    ``minLength`` stay exact and only ``maxLength`` goes."""
     with pytest.raises(SchemaError, match="length bounds") as info:
         Grammar.from_json_schema(schema)
     assert info.value.keyword == keyword and info.value.pointer == "#/" + keyword
     assert f"maxLength {schema['maxLength']}" in str(info.value) and "with lenient=True" in str(info.value)
-    with pytest.warns(UserWarning, match="length bounds"):
-        c = Checker(schema, lenient=True)
-    for text in valid:
-        assert jsonschema.Draft202012Validator(schema, format_checker=None).is_valid(text)
-        assert c.accepts(json.dumps(text)), text
-    for text in invalid:
-        assert not c.accepts(json.dumps(text)), text
-    assert c.accepts(json.dumps(over_max))  # the over-approximation: maxLength is not enforced
+    for option, said in (("lenient", "lenient: over-approximated"), ("loose_lengths", "loose_lengths")):
+        with pytest.warns(UserWarning, match="length bounds") as caught:
+            c = Checker(schema, **{option: True})
+        assert any(said in str(w.message) for w in caught)
+        for text in valid:
+            assert jsonschema.Draft202012Validator(schema, format_checker=None).is_valid(text)
+            assert c.accepts(json.dumps(text)), text
+        for text in invalid:
+            assert not c.accepts(json.dumps(text)), text
+        assert c.accepts(json.dumps(over_max))  # the over-approximation: maxLength is not enforced
+    for other in (
+        {"type": "array", "uniqueItems": True},
+        {"type": "string", "pattern": "(?=a)b", "maxLength": 9},
+    ):
+        with pytest.raises(SchemaError):  # what loose_lengths does not loosen
+            Grammar.from_json_schema(other, loose_lengths=True)
 
 
 def test_lenient_over_approximates() -> None:

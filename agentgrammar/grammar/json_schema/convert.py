@@ -140,6 +140,7 @@ class Converter:
         xgrammar: bool = False,
         make_part: Optional[MakePart] = None,
         excludes: Tuple[str, ...] = (),
+        loose_lengths: bool = False,
     ) -> None:
         self.root = root
         self.make_part = make_part  # any value as an Embed of the part it makes (any_value)
@@ -149,6 +150,7 @@ class Converter:
         self.indented = layout.mode == "indent"  # (only then does a sub-schema's depth key it)
         self.strict = strict
         self.lenient = lenient
+        self.loose_lengths = loose_lengths  # see schema_rules_and_parts
         self.any_order = any_order
         self.xgrammar = xgrammar
         self.excludes = excludes  # substrings no string may hold (excludes.py)
@@ -174,6 +176,13 @@ class Converter:
         if not self.lenient:
             raise SchemaError(msg, keyword=keyword, pointer=where)
         warnings.warn(msg + " (lenient: over-approximated)", UserWarning, stacklevel=4)
+
+    def loosened(self, keyword: str, path: str, why: str) -> None:
+        """Warn that a length bound is dropped under ``loose_lengths`` (the caller then
+        over-approximates, as lenient does)."""
+        where = _show(_ptr(path, keyword))
+        msg = f"JSON Schema keyword '{keyword}' at {where} {why} (loose_lengths: over-approximated)"
+        warnings.warn(msg, UserWarning, stacklevel=4)
 
     def fail(self, msg: str, path: str, keyword: Optional[str] = None) -> SchemaError:
         where = _show(_ptr(path, keyword) if keyword else path)

@@ -86,6 +86,7 @@ def schema_rules_and_parts(
     lenient: bool = False,
     xgrammar_types: bool = False,
     excludes: Sequence[str] = (),
+    loose_lengths: bool = False,
     make_part: Optional[MakePart] = None,
 ) -> Tuple[List[Rule], str, Tuple[Any, ...]]:
     """Grammar rules (root first) for the JSON texts valid against ``schema``, the root name, and
@@ -103,6 +104,12 @@ def schema_rules_and_parts(
     as an object (or array) schema, as xgrammar does inside structural tags.
     ``excludes``: substrings no string may hold as written (xgrammar's ``excludes`` of a
     ``json_schema`` item; see ``excludes.py`` for which strings and how).
+    ``loose_lengths=True``: a ``pattern`` or ``format`` whose automaton cannot be combined with
+    its string's ``maxLength`` (past ``char_dfa.PRODUCT_LIMIT``: pydantic's ``HttpUrl``, a URI of
+    at most 2,083 characters) stays exact, with ``minLength`` where that fits, and the bound is
+    dropped with a ``UserWarning`` instead of a ``SchemaError``; everything else stays exact.
+    Tools and structural tags' ``json_schema`` items convert so (a tool's call is validated
+    against its schema when it is parsed).
 
     Where any value is allowed and ``make_part`` is given (``Grammar.from_json_schema`` gives
     ``Grammar._shared_part``), the rules embed (``ir.Embed``) one grammar of any JSON value that
@@ -129,6 +136,7 @@ def schema_rules_and_parts(
         xgrammar=xgrammar_types,
         make_part=make_part,
         excludes=check_excludes(excludes),
+        loose_lengths=loose_lengths,
     )
     conv.taken.add("root")
     conv.ref_memo[("", 0)] = "root"

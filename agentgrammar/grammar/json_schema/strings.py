@@ -129,12 +129,15 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
         # The constraints fit, their product with the length bounds does not: a pattern or
         # format under a large maxLength (pydantic's HttpUrl is a URI of at most 2,083 characters).
         bounds = f"minLength {lo}" + ("" if hi is None else f", maxLength {hi}")
-        conv.unsupported(
-            keyword,
-            path,
-            f"cannot be combined with the length bounds ({bounds}): {e}; "
-            f"converted with lenient=True, the {keyword} stays and the bounds it cannot combine go",
-        )
+        why = f"cannot be combined with the length bounds ({bounds}): {e}"
+        if conv.loose_lengths and not conv.lenient:
+            conv.loosened(keyword, path, f"{why}; the {keyword} stays and the bounds it cannot combine go")
+        else:
+            conv.unsupported(
+                keyword,
+                path,
+                f"{why}; converted with lenient=True, the {keyword} stays and the bounds it cannot combine go",
+            )
     # lenient: the constraints with minLength alone (a small product), else without lengths
     for keep in (lo, 0) if lo and hi is not None else (0,):
         try:

@@ -71,6 +71,7 @@ class _Builder(TokenFormats, TagFormats):
                 ("any_order", f.any_order),
                 ("max_whitespace", f.max_whitespace_cnt),
                 ("xgrammar_types", True),
+                ("loose_lengths", True),
                 *((("excludes", tuple(dict.fromkeys(x for x in f.excludes if x))),) if f.excludes else ()),
             )
             return Embed(_schema_grammars.get(f.json_schema, key, options))

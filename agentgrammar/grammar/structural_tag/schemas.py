@@ -66,15 +66,20 @@ _schema_json = json_encoder()
 
 def compact_schema_grammar(schema: Any, separators: Tuple[str, str]) -> Grammar:
     """The grammar of JSON valid against ``schema`` in the compact layout (``separators``,
-    strict), one per distinct schema: tools with equal schemas share it, and with it their
-    parts and token masks.
+    strict, ``loose_lengths``: see ``schema_rules_and_parts``), one per distinct schema: tools
+    with equal schemas share it, and with it their parts and token masks.
 
     Example:
         >>> g = compact_schema_grammar({"type": "integer"}, (", ", ": "))
         >>> g is compact_schema_grammar({"type": "integer"}, (", ", ": ")), g.accepts("12")
         (True, True)
     """
-    options = (("whitespace", "compact"), ("separators", separators), ("strict", True))
+    options = (
+        ("whitespace", "compact"),
+        ("separators", separators),
+        ("strict", True),
+        ("loose_lengths", True),
+    )
     try:
         key = _schema_json(schema)  # json.dumps(schema): key order is property order, not sorted
     except (TypeError, ValueError, RecursionError):  # not JSON: the converter says what is wrong

@@ -309,6 +309,7 @@ def xml_style_expr(b: BuilderBase, f: st.JSONSchema, path: str) -> Optional[Expr
         ("any_order", f.any_order),
         ("max_whitespace", f.max_whitespace_cnt),
         ("xgrammar_types", True),
+        ("loose_lengths", True),
     )
     values = ValueCases(b, defs_of(f.json_schema), options, f.max_whitespace_cnt)
     values.excludes = [x for x in f.excludes if x]
