@@ -216,13 +216,32 @@ static ag_status ag_nfa_star(ag_builder *b, int32_t child, int32_t from, int32_t
   return st;
 }
 
-/* x{min,max}: min mandatory copies in a chain, then either a star or
- * (max - min) optional copies, each able to skip to `to`. Only small repeats
- * get here (ag_node_sizes): both bounds are at most AG_UNROLL_MAX. */
+/* x{min,} with min >= 1: min - 1 copies in a chain, then the last copy looping
+ * back through fresh states m and n (from m, x to n, n back to m or on to `to`).
+ * Not x{min} x*: nested x+ would double the automaton at every level. */
+static ag_status ag_nfa_plus(ag_builder *b, int32_t child, int32_t min, int32_t from, int32_t to) {
+  int32_t cur = from, next = -1, m = -1, n = -1;
+  ag_status st = AG_OK;
+  for (int32_t k = 0; !st && k < min - 1; k++, cur = next)
+    if (!(st = ag_nfa_state(b, &next))) st = ag_nfa_task_add(b, child, cur, next);
+  if (!st) st = ag_nfa_state(b, &m);
+  if (!st) st = ag_nfa_state(b, &n);
+  if (!st) st = ag_nfa_eps(b, cur, m);
+  if (!st) st = ag_nfa_task_add(b, child, m, n);
+  if (!st) st = ag_nfa_eps(b, n, m);
+  if (!st) st = ag_nfa_eps(b, n, to);
+  return st;
+}
+
+/* x{min,max}: min mandatory copies in a chain, then either a star (the last
+ * mandatory copy looping, ag_nfa_plus) or (max - min) optional copies, each
+ * able to skip to `to`. Only small repeats get here (ag_node_sizes): both
+ * bounds are at most AG_UNROLL_MAX. */
 static ag_status ag_nfa_repeat(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
   int32_t child = p[1], min = p[2], max = p[3], cur = from, next = -1;
   ag_status st = AG_OK;
   if (max == 0) return ag_nfa_eps(b, from, to);
+  if (max == -1 && min > 0) return ag_nfa_plus(b, child, min, from, to);
   /* With optional copies or a star to follow, the last mandatory copy ends
    * in a fresh state, hence the n of min + 1. */
   int64_t n_chain = max == min ? min : (int64_t)min + 1;
@@ -342,7 +361,7 @@ static void ag_node_size(ag_builder *b, int32_t i) {
       break;
     case AG_NODE_REPEAT: {
       if ((b->counted[i] = ag_repeat_is_counted(b, i, p))) break; /* one rule edge */
-      uint64_t copies = p[3] < 0 ? (uint64_t)p[2] + 1 : (uint64_t)p[3];
+      uint64_t copies = (uint64_t)p[p[3] < 0 ? 2 : 3]; /* x{min,}: min copies, the last looping */
       if (copies == 0) copies = 1;
       cost = b->inline_cost[p[1]] ? 1 + b->inline_cost[p[1]] * copies : 0;
       size = 1 + b->node_size[p[1]] * copies;

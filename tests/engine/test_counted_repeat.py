@@ -66,6 +66,39 @@ BIG = [
 ]
 
 
+def test_nested_one_or_more_is_one_copy_a_level() -> None:
+    """``x+`` is built as one looping copy of x, not ``x x*``: 30 nested levels (a structural
+    tag of nested ``plus``, found by the fuzzer) took two seconds to fail at the limit of NFA
+    states, and now build a small automaton whose language is Python's ``re``'s."""
+    ebnf, regex = '"a"', "a"
+    for level in range(30):
+        ebnf, regex = (
+            f'("<" {ebnf} ">")+' if level % 2 else f'("[" {ebnf} "]"?)+',
+            (f"(?:<{regex}>)+" if level % 2 else f"(?:\\[{regex}\\]?)+"),
+        )
+    compiled = Compiler(byte_vocab(), cache_limit_bytes=0).compile(Grammar.from_ebnf(f"root ::= {ebnf}"))
+    assert num_states(compiled) < 200
+    pattern = re.compile(regex)
+    inner = "<[" * 15 + "a"  # the outermost level is "<...>", the innermost "[a]?"
+    valid = [inner + ">" * 15, inner + "]>" * 15, inner + "][a]" + ">" * 15]
+    valid.append(valid[0] + valid[1])  # the outermost level twice
+    assert all(pattern.fullmatch(t) for t in valid)
+    rng = random.Random(5)
+    texts = (
+        valid
+        + ["a", "[a]", inner + ">" * 14, inner + "]]" + ">" * 15]
+        + ["".join(rng.choice("[]<>a") for _ in range(rng.randint(1, 40))) for _ in range(300)]
+    )
+    texts += [t[:k] + rng.choice("[]<>a") + t[k:] for t in valid for k in range(0, len(t), 3)]
+    accepted = 0
+    for text in texts:
+        m = Matcher(compiled)
+        got = m.accept_string(text) and m.is_completed()
+        assert got == bool(pattern.fullmatch(text)), text
+        accepted += got
+    assert accepted >= len(valid)
+
+
 @pytest.mark.parametrize("source", BIG)
 def test_states_do_not_grow_with_the_bound(source: str) -> None:
     compiler = Compiler(byte_vocab(), cache_limit_bytes=0)
