@@ -13,11 +13,12 @@ supported ``format`` s held exactly), numbers as JSON numbers (bounds held exact
 ``", "`` and ``": "``. It holds ``type`` (and lists of types), ``enum``, ``const``, ``anyOf`` /
 ``oneOf`` (as a choice), local ``$ref`` s (recursive ones too), ``properties`` / ``required`` (a
 dict or the call's keywords, closed and in schema order), ``items`` with ``minItems`` /
-``maxItems``. Other keywords (``allOf`` of several schemas, ``prefixItems``, ``uniqueItems``,
-``multipleOf``, a pattern together with lengths ...) leave the value looser than the schema
-(any literal of the type, or any literal): ``parse(..., tools=...)`` validates every call, so a
-value the schema refuses is a ``ToolError`` there. ``any_order`` is not offered: keywords come in
-schema order (a sound subset).
+``maxItems``, a ``pattern`` or ``format`` with lengths (the JSON converter's automaton, embedded;
+past its limit the bound is dropped, as in the JSON layouts). Other keywords (``allOf`` of
+several schemas, ``prefixItems``, ``uniqueItems``, ``multipleOf`` ...) leave the value looser
+than the schema (any literal of the type, or any literal): ``parse(..., tools=...)`` validates
+every call, so a value the schema refuses is a ``ToolError`` there. ``any_order`` is not
+offered: keywords come in schema order (a sound subset).
 
 Example:
     >>> from agentgrammar import Tool
@@ -39,7 +40,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import GrammarError, ToolError
 from ..grammar import Grammar
-from ..grammar.ir import EMPTY, CharClass, Choice, Expr, Literal, Repeat, Rule, RuleRef, choice, seq
+from ..grammar.ir import EMPTY, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, choice, seq
 from ..grammar.json_values import (
     ANY_NUMBER,
     SUPPORTED_FORMATS,
@@ -51,6 +52,7 @@ from ..grammar.json_values import (
     string_expr,
 )
 from ..grammar.memo import BoundedCache
+from ..grammar.structural_tag import compact_schema_grammar
 from ..registry import Tool
 
 __all__ = ["arguments_grammar", "is_keyword_name", "python_literal", "render_arguments"]
@@ -301,12 +303,25 @@ def _num(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+_STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
+
+
 def _count(value: Any, default: Optional[int]) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
 def _string(schema: Mapping[str, Any]) -> Expr:
     pattern, fmt = schema.get("pattern"), schema.get("format")
+    if (isinstance(pattern, str) or isinstance(fmt, str)) and (
+        "minLength" in schema or "maxLength" in schema
+    ):
+        # several character constraints at once: the JSON converter's automaton of them (the
+        # same spelling of strings), loosened only where the product is past its limit
+        keywords = {k: schema[k] for k in _STRING_KEYWORDS if k in schema}
+        try:
+            return Embed(compact_schema_grammar({**keywords, "type": "string"}, (", ", ": ")))
+        except GrammarError:
+            pass  # as before: the pattern or format alone
     if isinstance(pattern, str):
         return pattern_string(pattern)
     if isinstance(fmt, str) and fmt in SUPPORTED_FORMATS:

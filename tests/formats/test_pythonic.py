@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import random
+import warnings
 from typing import Any, Dict
 
 import pytest
@@ -63,6 +64,11 @@ def _tool(properties: Dict[str, Any], required: Any = (), **extra: Any) -> Tool:
             ['{"a": 1}', '{"b": "x", "a": 1}', '{"b": "x", "c": 1}', "{'b': 'x'}"],
         ),
         ({"type": "object"}, ["{}", '{"any": [1, {"x": None}]}'], ["{1: 2}"]),
+        (  # a pattern with lengths: one automaton of both
+            {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 4},
+            ['"ab"', '"abcd"'],
+            ['"a"', '"abcde"', '"ab1"'],
+        ),
         ({}, ['"s"', "1", "None", '{"k": [True]}'], ["x", "true"]),
     ],
 )
@@ -74,6 +80,16 @@ def test_each_schema_value_is_a_python_literal_of_it(schema: Any, good: list, ba
         assert args["v"] == ast.literal_eval(value)  # the reader agrees with Python here
     for value in bad:
         assert not g.accepts(f"v={value}"), value
+
+
+def test_a_format_under_a_bound_past_the_automata_limit_keeps_the_format() -> None:
+    with warnings.catch_warnings():  # the dropped bound's (converted once per process)
+        warnings.simplefilter("ignore")
+        g = arguments_grammar(
+            _tool({"url": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2083}}, ["url"])
+        )
+    assert g.accepts('url="https://example.com/a?b=c"')
+    assert not g.accepts('url="not a uri"') and not g.accepts('url=""')
 
 
 def test_keyword_arguments_follow_the_schema_order_with_optional_ones_left_out() -> None:
