@@ -11,7 +11,7 @@
 #include "ag_earley.h"
 #include "agentgrammar_testing.h"
 
-#define AG_JUMP_FORWARD_WORK (1 << 22) /* Earley items scanned by one jump-forward */
+#define AG_JUMP_FORWARD_WORK (1 << 22) /* the parser's work (ag_parser.work) in one jump-forward */
 
 typedef struct ag_step {
   uint32_t n_sets; /* Earley sets before this step */
@@ -833,14 +833,14 @@ ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_
   ag_status st = AG_OK;
   *len = 0;
   if (ag_matcher_is_terminated(m)) return AG_OK;
-  /* Each forced byte costs a scan of the whole Earley set, which a counted repeat
-   * of an ambiguous child can make as large as the count: past a budget of items
-   * scanned, or past the mask time budget, the prefix found so far is returned
-   * (still forced, only shorter). */
-  size_t work = 0;
+  /* Each forced byte costs a scan of the whole Earley set and its closure, which
+   * a counted repeat of an ambiguous child can make as large as the count: past a
+   * budget of the parser's work (items scanned, closed and advanced), or past the
+   * mask time budget, the prefix found so far is returned (still forced, only
+   * shorter). */
+  uint64_t start = p->work;
   ag_parser_set_deadline(p, m->budget > 0 ? ag_now() + m->budget : 0);
-  while (*len < cap && !ag_parser_can_end(p) && work < AG_JUMP_FORWARD_WORK) {
-    work += p->items.len - p->set_start.data[p->set_start.len - 1];
+  while (*len < cap && !ag_parser_can_end(p) && p->work - start < AG_JUMP_FORWARD_WORK) {
     uint32_t bits[8];
     if (ag_parser_next_bytes(p, bits) != 1) break;
     int b = 0;

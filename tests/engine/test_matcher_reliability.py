@@ -240,6 +240,22 @@ def test_jump_forward_under_a_mask_budget_returns_in_time() -> None:
     assert time.perf_counter() - start < 2.0
 
 
+def test_jump_forward_of_an_ambiguous_counted_repeat_is_bounded_without_a_budget() -> None:
+    """Every byte is forced ("a", up to the count), and each one's Earley set grows with the
+    ways to split the a's into copies: the budget on the parser's work (its closures and the
+    waiting index rebuilt for each origin included) ends the search; counting the items
+    scanned alone, it took 15 seconds (a fuzz input)."""
+    compiled = Compiler(Vocabulary(["a", "</s>"], stop_token_ids=[1])).compile(
+        Grammar.from_ebnf('root ::= ("a"+){65536,65537}')
+    )
+    m = Matcher(compiled)
+    start = time.perf_counter()
+    forced = m.find_jump_forward_string()
+    assert time.perf_counter() - start < 2.0
+    assert forced and set(forced) == {"a"}  # shorter than the 65,536 a's, still forced
+    assert m.accept_string(forced) and not m.is_completed()
+
+
 @pytest.mark.parametrize("budget", [0, -1.0, float("nan")])
 def test_accept_time_budget_must_be_positive(budget: float) -> None:
     with pytest.raises(ValueError, match="accept_time_budget_s must be positive"):
