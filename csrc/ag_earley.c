@@ -148,7 +148,7 @@ static bool ag_wait_index(ag_parser *p, int32_t origin) {
       if (!ag_vec_push(&p->wait, ((uint64_t)(uint32_t)g->rule_edges[e].rule << 32) | i)) return false;
   }
   qsort(p->wait.data, p->wait.len, sizeof *p->wait.data, ag_cmp_u64);
-  p->work += end - begin; /* completions into ever other origins rebuild it: counted */
+  p->work += end - begin; /* rebuilt whenever completions move to another origin: counted */
   p->wait_origin = origin;
   p->wait_valid = true;
   return true;
