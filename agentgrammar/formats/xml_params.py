@@ -8,7 +8,8 @@ chat template writes ``args_value | string``) and any other value as JSON.
   text is held to the schema where an automaton can do it (``pattern`` as a regex over the raw
   text, the ``format`` s the JSON converter supports such as ``date``, ``date-time``, ``email``,
   ``uuid``, and ``minLength`` / ``maxLength``), and never holds the end marker (the first
-  ``end`` ends the value, as ``parse`` reads it); beyond the automata's limits, any text without
+  ``end`` ends the value, as ``parse`` reads it); a pattern or format under length bounds past
+  the automata's limits without the bounds (with a warning), and beyond them any text without
   the end marker.
 * ``params_content(...)``: the content of a whole call: the elements in schema order (or, with
   ``any_order``, in any order for up to ``ANY_ORDER_XML_LIMIT`` parameters), optional ones

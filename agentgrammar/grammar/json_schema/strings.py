@@ -130,14 +130,11 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
         # format under a large maxLength (pydantic's HttpUrl is a URI of at most 2,083 characters).
         bounds = f"minLength {lo}" + ("" if hi is None else f", maxLength {hi}")
         why = f"cannot be combined with the length bounds ({bounds}): {e}"
+        kept = f"the {keyword} stays and the bounds it cannot combine go"
         if conv.loose_lengths and not conv.lenient:
-            conv.loosened(keyword, path, f"{why}; the {keyword} stays and the bounds it cannot combine go")
+            conv.loosened(keyword, path, f"{why}; {kept}")
         else:
-            conv.unsupported(
-                keyword,
-                path,
-                f"{why}; converted with lenient=True, the {keyword} stays and the bounds it cannot combine go",
-            )
+            conv.unsupported(keyword, path, f"{why}; converted with lenient=True, {kept}")
     # lenient: the constraints with minLength alone (a small product), else without lengths
     for keep in (lo, 0) if lo and hi is not None else (0,):
         try:
