@@ -29,12 +29,16 @@ _LOADED: Dict[int, Tuple["weakref.ref[Any]", Any]] = {}
 
 
 def _forget(key: int) -> Callable[["weakref.ref[Any]"], None]:
+    # The table itself, not the module's name for it: at interpreter exit the module's globals
+    # are cleared (to None) before the last grammars go, and their callbacks still run.
+    loaded = _LOADED
+
     def gone(ref: "weakref.ref[Any]") -> None:
         # Runs while the grammar is collected, before its id can be reused; no lock (the
         # collector may run inside a locked section of this thread): one dict operation each.
-        found = _LOADED.get(key)
+        found = loaded.get(key)
         if found is not None and found[0] is ref:
-            _LOADED.pop(key, None)
+            loaded.pop(key, None)
 
     return gone
 

@@ -4,7 +4,10 @@ the engine (not on the grammar) while the grammar lives, and bound by every comp
 from __future__ import annotations
 
 import gc
-from typing import List
+import sys
+from typing import Any, List
+
+import pytest
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
 from agentgrammar.engine import shared_parts
@@ -51,6 +54,22 @@ def test_the_loaded_grammar_goes_with_its_grammar() -> None:
     del part
     gc.collect()
     assert key not in shared_parts._LOADED
+
+
+def test_a_grammar_collected_at_interpreter_exit_is_forgotten_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At exit the module's globals are cleared before the last grammars are collected: the
+    callback printed "Exception ignored in: ... 'NoneType' object has no attribute 'get'"."""
+    part = Grammar._shared_part([Rule("value", Literal(b"y"))], "value")
+    shared_parts.loaded_shared_part(part, lambda: "handle")
+    table, key = shared_parts._LOADED, id(part)
+    monkeypatch.setattr(shared_parts, "_LOADED", None)  # as the interpreter's exit leaves it
+    unraisable: List[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    del part
+    gc.collect()
+    assert unraisable == [] and key not in table
 
 
 def test_a_grammar_holds_no_engine_state() -> None:
