@@ -9,6 +9,8 @@ accepted to completion.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from typing import Any, Dict, List, Optional
 
@@ -735,6 +737,28 @@ def test_the_words_do_not_depend_on_what_was_converted_before(
     again = Grammar.from_json_schema(schema)  # the helper rules from the cache
     assert [r.name for r in first.rules] == [r.name for r in again.rules]
     assert first.digest == again.digest
+
+
+def test_the_any_value_part_does_not_depend_on_what_was_converted_before() -> None:
+    """The grammar of any JSON value, which schema grammars embed, is made once per process from
+    the helper rules it finds: in a process that converted other schemas first, some came from
+    the module cache, and its words (its digest) differed from a fresh process's."""
+    first = "g = Grammar.from_json_schema({'type': 'array'})"
+    others = (
+        "[Grammar.from_json_schema(s) for s in ({'type': 'object', 'properties': {'a': {'type': "
+        "'string'}}, 'additionalProperties': True}, {'type': 'number'})]"
+    )
+    show = "print([p.digest.hex() for p in g.parts])"
+    digests = [
+        subprocess.run(
+            [sys.executable, "-c", "; ".join(["from agentgrammar import Grammar", *before, first, show])],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for before in ([], [others])
+    ]
+    assert digests[0] == digests[1] and len(digests[0]) > 10
 
 
 def test_lenient_over_approximates() -> None:

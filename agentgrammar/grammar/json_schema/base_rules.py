@@ -3,7 +3,7 @@ format rules, ...), made once per layout and kept across conversions."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
 
 from .. import json_values, pieces
 from ..ir import (
@@ -13,6 +13,7 @@ from ..ir import (
     Expr,
     Literal,
     Repeat,
+    Rule,
     RuleRef,
     referenced_rules,
     seq,
@@ -58,6 +59,13 @@ def _to_cache(conv: Converter, name: str, body: Expr) -> None:
         # so its checks, normalization and serialized nodes are derived once
         body = pieces.mark(body)
         _BASE_CACHE[(conv.layout.sig, name)] = (body, tuple(deps), pieces.info(body))
+
+
+def base_rule_list(conv: Converter) -> List[Rule]:
+    """The conversion's base rules as rules, by name: one installed from the module cache comes
+    before the rules it references, one built here after them, and a grammar's words (its
+    digest) must not depend on which (on what the process converted before)."""
+    return [Rule(n, conv.base_rules[n]) for n in sorted(conv.base_rules)]
 
 
 #: A reference to each base rule, made once (IR is immutable): every string member asks for one.

@@ -30,7 +30,7 @@ from ..ir import (
     referenced_rules,
 )
 from .arrays import array_schema
-from .base_rules import base, value_rule
+from .base_rules import base, base_rule_list, value_rule
 from .combinators import any_of, rewrite
 from .enums import enum_schema
 from .formats import _FORMAT_RULES, _format_rule_body
@@ -78,7 +78,7 @@ def _value_embed(layout: _Layout, make_part: MakePart, excludes: Tuple[str, ...]
         value_rule(conv, 0)
         if layout.mode != "compact":
             base(conv, "ws")
-        rules = [Rule(n, b) for n, b in conv.base_rules.items()]
+        rules = base_rule_list(conv)
         rules += [Rule(n, b) for n, b in conv.rules.items()]  # a filtered string's automaton
         found = _VALUE_GRAMMARS.setdefault(key, Embed(make_part(rules, "json_value")))
     return found

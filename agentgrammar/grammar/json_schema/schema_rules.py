@@ -17,7 +17,7 @@ from ..ir import (
     EMPTY,
     Rule,
 )
-from .base_rules import base
+from .base_rules import base, base_rule_list
 from .convert import Converter, MakePart
 from .excludes import check_excludes
 from .layout import _layout
@@ -159,8 +159,6 @@ def schema_rules_and_parts(
     if layout.mode != "compact":
         base(conv, "ws")  # referenced by the layout's separators (unused ones are dropped by Grammar)
     rules = [Rule(n, b) for n, b in conv.rules.items()]
-    # by name: a base rule installed from the module cache comes before its references, one
-    # built here after them, and the grammar's words (its digest) must not depend on which
-    rules += [Rule(n, conv.base_rules[n]) for n in sorted(conv.base_rules)]
+    rules += base_rule_list(conv)
     embeds = ([] if conv.value_embed is None else [conv.value_embed]) + list(conv.format_embeds.values())
     return rules, "root", tuple(e.grammar for e in embeds)
