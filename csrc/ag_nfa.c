@@ -233,17 +233,17 @@ static ag_status ag_nfa_plus(ag_builder *b, int32_t child, int32_t min, int32_t 
   return st;
 }
 
-/* x{min,max}: min mandatory copies in a chain, then either a star (the last
- * mandatory copy looping, ag_nfa_plus) or (max - min) optional copies, each
- * able to skip to `to`. Only small repeats get here (ag_node_sizes): both
- * bounds are at most AG_UNROLL_MAX. */
+/* x{min,max}: min mandatory copies in a chain, then (max - min) optional
+ * copies, each able to skip to `to`; x* is a star, and x{min,} with min >= 1
+ * ag_nfa_plus. Only small repeats get here (ag_node_sizes): both bounds are at
+ * most AG_UNROLL_MAX. */
 static ag_status ag_nfa_repeat(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
   int32_t child = p[1], min = p[2], max = p[3], cur = from, next = -1;
   ag_status st = AG_OK;
   if (max == 0) return ag_nfa_eps(b, from, to);
   if (max == -1 && min > 0) return ag_nfa_plus(b, child, min, from, to);
-  /* With optional copies or a star to follow, the last mandatory copy ends
-   * in a fresh state, hence the n of min + 1. */
+  /* With optional copies to follow, the last mandatory copy ends in a fresh
+   * state, hence the n of min + 1. */
   int64_t n_chain = max == min ? min : (int64_t)min + 1;
   for (int32_t k = 0; k < min; k++, cur = next) {
     if ((st = ag_nfa_next(b, k, n_chain, to, &next))) return st;

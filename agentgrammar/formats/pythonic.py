@@ -43,6 +43,7 @@ from ..grammar import Grammar
 from ..grammar.ir import EMPTY, CharClass, Choice, Embed, Expr, Literal, Repeat, Rule, RuleRef, choice, seq
 from ..grammar.json_values import (
     ANY_NUMBER,
+    STRING_CONSTRAINTS,
     SUPPORTED_FORMATS,
     format_string,
     integer_expr,
@@ -303,9 +304,6 @@ def _num(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-_STRING_KEYWORDS = ("minLength", "maxLength", "pattern", "format")
-
-
 def _count(value: Any, default: Optional[int]) -> Optional[int]:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
@@ -317,7 +315,7 @@ def _string(schema: Mapping[str, Any]) -> Expr:
     ):
         # several character constraints at once: the JSON converter's automaton of them (the
         # same spelling of strings), loosened only where the product is past its limit
-        keywords = {k: schema[k] for k in _STRING_KEYWORDS if k in schema}
+        keywords = {k: schema[k] for k in STRING_CONSTRAINTS if k in schema}
         try:
             return Embed(compact_schema_grammar({**keywords, "type": "string"}, (", ", ": ")))
         except GrammarError:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from ..errors import ToolError
 from ..grammar import structural_tag as st
+from ..grammar.json_values import STRING_CONSTRAINTS
 from ..registry import Tool, ToolCall, check_tool_name
 from .call_ids import CallIndexForm
 from .errors import FormatParseError, RenderError
@@ -72,9 +73,6 @@ def _form(fmt: "AgentFormat") -> Optional[CallIndexForm]:
     return CallIndexForm.parse(fmt.call_index) if fmt.call_index is not None else None
 
 
-_STRING_BOUNDS = ("pattern", "format", "minLength", "maxLength")
-
-
 def _plain_strings(schema: Any) -> Any:
     """``schema`` with its strings' pattern, format and length bounds dropped: the
     ``minimax_m3_xml`` style writes no constrained string (as in xgrammar), so its grammar is
@@ -85,7 +83,7 @@ def _plain_strings(schema: Any) -> Any:
         return schema
     kinds = schema.get("type")
     stringy = kinds == "string" or (isinstance(kinds, list) and "string" in kinds)
-    return {k: _plain_strings(v) for k, v in schema.items() if not (stringy and k in _STRING_BOUNDS)}
+    return {k: _plain_strings(v) for k, v in schema.items() if not (stringy and k in STRING_CONSTRAINTS)}
 
 
 def styled_call_tags(fmt: "AgentFormat", tool: Tool, any_order: bool = False) -> Tuple[st.Tag, ...]:

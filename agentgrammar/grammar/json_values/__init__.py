@@ -43,7 +43,13 @@ from .escapes import _hex4 as _hex4
 from .escapes import _hex_product as _hex_product
 from .escapes import _json_char_of_cached as _json_char_of_cached
 from .escapes import _short_escape_class as _short_escape_class
-from .formats import SUPPORTED_FORMATS, UNSUPPORTED_SPEC_FORMATS, format_chars, format_string
+from .formats import (
+    STRING_CONSTRAINTS,
+    SUPPORTED_FORMATS,
+    UNSUPPORTED_SPEC_FORMATS,
+    format_chars,
+    format_string,
+)
 from .integers import integer_expr
 from .numbers import ANY_NUMBER, number_expr
 from .patterns import json_content, pattern_chars, pattern_string
@@ -53,6 +59,7 @@ __all__ = [
     "ANY_NUMBER",
     "JSON_STRING_CHAR",
     "JSON_STRING_CODE_POINT",
+    "STRING_CONSTRAINTS",
     "SUPPORTED_FORMATS",
     "UNSUPPORTED_SPEC_FORMATS",
     "format_chars",

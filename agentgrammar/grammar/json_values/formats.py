@@ -194,6 +194,9 @@ _format_cache: Dict[str, Expr] = {}
 #: The formats :func:`format_string` supports.
 SUPPORTED_FORMATS = tuple(sorted(_FORMAT_REGEX))
 
+#: The JSON Schema keywords that constrain a string's characters, which one automaton enforces.
+STRING_CONSTRAINTS = ("pattern", "format", "minLength", "maxLength")
+
 
 def format_chars(name: str) -> Optional[Expr]:
     """Regex IR over decoded characters for format ``name``; None when it is not supported."""

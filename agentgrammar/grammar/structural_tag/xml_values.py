@@ -29,7 +29,7 @@ from ...errors import GrammarError, StructuralTagError
 from ..char_dfa import CharDFA
 from ..ir import CharClass, Embed, Expr, Literal, Repeat, RuleRef, TagDispatch, choice, seq
 from ..json_schema.excludes import excluded, warn_lengths_dropped
-from ..json_values import format_chars
+from ..json_values import STRING_CONSTRAINTS, format_chars
 from ..regex import parse_regex
 from ..token_markers import encode_text
 from .base import BuilderBase
@@ -61,7 +61,6 @@ Case = Tuple[str, Any]
 #: The whitespace xgrammar's styles allow around values and elements.
 WHITESPACE = CharClass(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
 _ANY_CHAR = CharClass(((0, 0x10FFFF),))
-_STRING_CONSTRAINTS = ("pattern", "format", "minLength", "maxLength")
 # Keywords that say nothing about the value (a schema with only these is any value).
 _ANNOTATIONS = {
     "title",
@@ -121,7 +120,7 @@ class ValueCases:
         if isinstance(kind, list):
             return [c for t in kind for c in ValueCases.cases_of({**schema, "type": t}, defs)]
         if kind == "string":
-            return [("raw", schema)] if any(k in schema for k in _STRING_CONSTRAINTS) else [("text", None)]
+            return [("raw", schema)] if any(k in schema for k in STRING_CONSTRAINTS) else [("text", None)]
         return [("json", schema)]
 
     def cases(self, schema: Any, path: str) -> List[Case]:
