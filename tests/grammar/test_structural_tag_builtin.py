@@ -345,3 +345,24 @@ def test_every_builtin_tag_gives_xgrammars_masks(
     folder: str, model: str, choice: Any, reasoning: bool, markers: bool
 ) -> None:
     _check(folder, model, choice, reasoning, markers, seeds=2)
+
+
+def test_kimi_k3_text_with_angle_brackets_and_near_ends_gives_xgrammars_masks() -> None:
+    # Kimi-K3's text ends begin with an exclude ("<|close|>"): masks along text holding "<",
+    # "<|", a "<|close" that stops short, then the real ends, compared with xgrammar's.
+    env = kit_env("qwen3")
+    tag = _tag("kimi_k3", "auto", True, False)
+    ours = env.compiler.compile(Grammar.from_structural_tag(tag))
+    theirs = env.xcompiler.compile_structural_tag(json.dumps(tag))
+    text = (
+        "a < b, <b>x</b> and <| or <|clos|> <|close <|close|>think<|sep|>"
+        "<|open|>response<|sep|>Sure: x<y <|close|>response<|sep|>"
+    )
+    ids = _token_ids(env, text, [])
+    xm = xgr.GrammarMatcher(theirs, override_stop_tokens=env.stops)
+    accepted, complete = _accepted_prefix(env, theirs, ids)
+    assert complete, "xgrammar accepts the whole text"
+    compare_walk(env, Matcher(ours), xm, accepted, "kimi_k3 text")
+    wrong = _token_ids(env, "a <|close|>thought<|sep|>", [])
+    m = Matcher(ours)
+    assert not m.accept_tokens(wrong)

@@ -19,7 +19,7 @@ from ..token_markers import MARKER_OPEN, encode_text
 from . import models as st
 from .base import BuilderBase
 from .calls import _TAG_IR, _call_shape, _first_start, _group, _in_begin_order, _share_tails, _Split
-from .end_clash import clashes, content_then_end, holds_end
+from .end_clash import clashes, content_then_end, holds_end, stop_at_prefix
 from .schemas import _text_tag
 from .text import _check_any_text, _cut_at_marker, _cut_ends, _tag_text, _words
 
@@ -91,8 +91,18 @@ class TagFormats(BuilderBase):
             )
             rest = [Literal(encode_text(after))] if after else []
             if any(clashes(x, e) for x in text.excludes for e in text.stop_str):
-                body = content_then_end(text.stop_str, text.excludes, self.rules, self.fresh)
-                return None if body is None else seq([begin, body, *rest])
+                cut = stop_at_prefix(text.stop_str, text.excludes)
+                if cut is None:
+                    body = content_then_end(text.stop_str, text.excludes, self.rules, self.fresh)
+                    return None if body is None else seq([begin, body, *rest])
+                prefix, tail = cut
+                text = TagDispatch(
+                    stop_eos=False,
+                    stop_str=(prefix,),
+                    loop_after_dispatch=False,
+                    excludes=tuple(x for x in text.excludes if prefix not in x),
+                )
+                rest.insert(0, Literal(tail))
             if not opened:  # a think block, say: the same in every request (_text_tag)
                 return seq([Embed(_text_tag(begin.value, text)), *rest])
             return seq([begin, self.dispatch("tag_text", text), *rest])
