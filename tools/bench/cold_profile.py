@@ -5,8 +5,13 @@ then a Qwen-3 request for random BFCL tools built and compiled, as ``agentic.py`
     PYTHONPATH=. python -m tools.bench.cold_profile BFCL_WHEEL --size 100 time
     PYTHONPATH=. python -m tools.bench.cold_profile BFCL_WHEEL --size 100 profile
     PYTHONPATH=. python -m tools.bench.cold_profile BFCL_WHEEL digest > digests.txt
+    PYTHONPATH=. python -m tools.bench.cold_profile BFCL_WHEEL --size 10 --registry 1500 --requests 600 warm
 
 (run from the root of the checkout to measure: ``-m`` imports its package).
+
+``warm`` times requests in a process that knows every tool of the registry (each converted
+once, by requests of 100): ``--requests`` random requests of ``--size`` tools on one compiler,
+their build + compile's p50, p90, p99, max and mean (the tail of a serving process's requests).
 
 ``digest`` prints a digest of each serialized request grammar (10 / 100 / 500 tools, three
 seeds): equal files from two checkouts mean equal grammars.
@@ -47,13 +52,37 @@ def _registry(bfcl: Path, size: int) -> Any:
     return ToolRegistry.from_openai(tools)
 
 
+def _warm(fmt: Any, registry: Any, compiler: Any, size: int, requests: int) -> None:
+    """Every tool converted once (requests of 100), then ``requests`` random requests of
+    ``size`` tools timed on the same compiler."""
+    names = registry.names
+    for i in range(0, len(names), 100):
+        compiler.compile(fmt.grammar(registry.select(names[i : i + 100])))
+    rng = random.Random(1)
+    times = []
+    for _ in range(requests):
+        chosen = rng.sample(names, min(size, len(names)))
+        start = time.perf_counter()
+        compiler.compile(fmt.grammar(registry.select(chosen)))
+        times.append(time.perf_counter() - start)
+    times.sort()
+
+    def at(q: float) -> float:
+        return 1e3 * times[min(len(times) - 1, int(q * len(times)))]
+
+    print(
+        f"{len(names)} known tools, {requests} warm requests of {size}: build + compile p50 {at(0.5):.2f} ms, "
+        f"p90 {at(0.9):.2f}, p99 {at(0.99):.2f}, max {1e3 * times[-1]:.2f}, mean {1e3 * sum(times) / len(times):.2f}"
+    )
+
+
 def main() -> None:
     from agentgrammar import Compiler, Vocabulary, formats
     from agentgrammar.engine.tokenizers import load_llama32_tokenizer
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("bfcl", type=Path)
-    p.add_argument("mode", choices=("time", "profile", "digest"))
+    p.add_argument("mode", choices=("time", "profile", "digest", "warm"))
     p.add_argument("--size", type=int, default=100, help="tools per request")
     p.add_argument("--requests", type=int, default=9)
     p.add_argument("--registry", type=int, default=500)
@@ -74,6 +103,9 @@ def main() -> None:
                 clear_ours()
                 g = fmt.grammar(registry.select(rng.sample(names, min(size, len(names)))))
                 print(seed, size, hashlib.sha256(g.to_bytes()).hexdigest())
+        return
+    if args.mode == "warm":
+        _warm(fmt, registry, Compiler(vocab), args.size, args.requests)
         return
     rng = random.Random(7)
     profile = cProfile.Profile() if args.mode == "profile" else None
