@@ -714,6 +714,87 @@ def test_constraints_past_the_product_limit_under_length_bounds(
             Grammar.from_json_schema(other, loose_lengths=True)
 
 
+def _exact_lengths(dfa: Any) -> Any:
+    """The fewest and most characters of the strings ``dfa`` accepts (None: no bound), by a
+    breadth-first search and a longest path (None past a reachable cycle)."""
+    d = dfa.trimmed()
+    dist, frontier = {0: 0}, [0]
+    while frontier:
+        nxt = []
+        for s in frontier:
+            for _, _, t in d.edges[s]:
+                if t not in dist:
+                    dist[t] = dist[s] + 1
+                    nxt.append(t)
+        frontier = nxt
+    shortest = min(dist[s] for s in dist if d.accepting[s])
+    longest: Dict[int, Optional[int]] = {}
+
+    def most(s: int, open_: frozenset) -> Optional[int]:
+        if s in open_:
+            return None
+        if s not in longest:
+            tails = [most(t, open_ | {s}) for _, _, t in d.edges[s]]
+            longest[s] = None if None in tails else max([1 + t for t in tails], default=0)  # type: ignore[operator]
+        return longest[s]
+
+    return shortest, most(0, frozenset())
+
+
+@pytest.mark.skipif(not HAVE_JSON_VALUES, reason="needs agentgrammar.grammar.json_values")
+def test_each_formats_lengths_hold_every_string_of_the_format() -> None:
+    """``format_lengths`` (from the format's regex) never says more than the fewest characters
+    nor less than the most that the format's automaton accepts; where these are finite, bounds
+    around them are dropped as constraining nothing."""
+    import sys as _sys
+
+    from agentgrammar.grammar import json_values
+    from agentgrammar.grammar.json_schema.formats import _format_dfa, format_lengths
+
+    _sys.setrecursionlimit(max(_sys.getrecursionlimit(), 10000))
+    finite = []
+    for name in sorted(json_values.SUPPORTED_FORMATS):
+        shortest, longest = format_lengths(name)
+        exact_shortest, exact_longest = _exact_lengths(_format_dfa(name))
+        assert shortest <= exact_shortest, name
+        assert longest is None or (exact_longest is not None and longest >= exact_longest), name
+        if longest is not None:
+            finite.append(name)
+    assert {"uuid", "ipv4", "ipv6", "date", "hostname"} <= set(finite)
+
+
+@pytest.mark.skipif(not HAVE_JSON_VALUES, reason="needs agentgrammar.grammar.json_values")
+def test_length_bounds_around_a_formats_lengths_leave_its_own_string() -> None:
+    """A format under bounds that all its strings meet is the format's string (no product of
+    its automaton with a count: 15-30 ms for a hostname or an email); bounds inside its range
+    stay exact; past the product limit with ``loose_lengths``, the format's string too."""
+    from agentgrammar.grammar.json_schema.formats import format_lengths
+
+    def digest(schema: Dict[str, Any], **options: Any) -> bytes:
+        return Grammar.from_json_schema({"type": "string", **schema}, **options).digest
+
+    for name, extra in [
+        ("hostname", {"maxLength": 253}),
+        ("ipv6", {"maxLength": 45, "minLength": 2}),
+        ("uuid", {"minLength": 36, "maxLength": 36}),
+        ("date", {"maxLength": 10}),
+        ("email", {"minLength": 3}),
+    ]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # exact: nothing said
+            assert digest({"format": name, **extra}) == digest({"format": name}), name
+    shortest, longest = format_lengths("ipv6")
+    widest = "1111:2222:3333:4444:5555:6666:255.255.255.255"
+    assert len(widest) == longest == 45
+    inside = Checker({"type": "string", "format": "ipv6", "maxLength": 44})
+    assert not inside.accepts(json.dumps(widest)) and inside.accepts(json.dumps(widest[:-2]))
+    assert Checker({"type": "string", "format": "ipv6", "maxLength": 45}).accepts(json.dumps(widest))
+    assert not Checker({"type": "string", "format": "ipv6", "minLength": 3}).accepts('"::"')
+    with pytest.warns(UserWarning, match="loose_lengths"):
+        loose = digest({"format": "email", "maxLength": 254}, loose_lengths=True)
+    assert loose == digest({"format": "email"})
+
+
 @pytest.mark.parametrize(
     "schema",
     [
