@@ -35,7 +35,8 @@ from ..errors import GrammarError, SchemaError, ToolError
 from ..grammar import Grammar, json_values
 from ..grammar import structural_tag as st
 from ..grammar.char_dfa import CharDFA
-from ..grammar.ir import CharClass, Rule, fresh_name
+from ..grammar.ir import CharClass, Choice, Literal, Repeat, Rule, Seq, fresh_name
+from ..grammar.json_schema.formats import format_dfa, format_lengths
 from ..grammar.memo import BoundedCache
 from ..registry import Tool
 
@@ -144,21 +145,19 @@ def _constraint_dfa(schema: Mapping[str, Any], lengths: bool = True) -> Optional
     if isinstance(pattern, str):
         parts.append(CharDFA.from_expr(json_values.pattern_chars(pattern)))
     if isinstance(fmt, str) and fmt in json_values.SUPPORTED_FORMATS:
-        chars = json_values.format_chars(fmt)
-        if chars is not None:
-            parts.append(CharDFA.from_expr(chars))
+        parts.append(format_dfa(fmt))
     lo, hi = schema.get("minLength", 0), schema.get("maxLength")
     lo = lo if isinstance(lo, int) and not isinstance(lo, bool) and lo > 0 else 0
     hi = hi if isinstance(hi, int) and not isinstance(hi, bool) and 0 <= hi <= _MAX_LENGTH_BOUND else None
     if lo > _MAX_LENGTH_BOUND:
         lo = 0
-    if lengths and (lo or hi is not None):
-        parts.append(CharDFA.length(lo, hi))
     if not parts:
-        return None
+        return CharDFA.length(lo, hi) if lengths and (lo or hi is not None) else None
     dfa = parts[0]
     for part in parts[1:]:
         dfa = dfa.intersect(part)
+    if lengths and (lo or hi is not None):
+        dfa = dfa.with_length(lo, hi)  # refused at once where the product would be too large
     return dfa
 
 
@@ -193,6 +192,15 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
         return None
     if isinstance(schema.get("pattern"), str):
         json_values.pattern_chars(schema["pattern"])  # a malformed pattern is the caller's error
+    fmt = _format_alone(schema)
+    bounded = schema.keys() & {"minLength", "maxLength"}
+    if fmt is not None and (not bounded or _bounds_hold(fmt, lo, hi)):  # bounds its strings all meet
+        chars = json_values.format_chars(fmt)
+        if chars is not None and end and not _may_hold(chars, ord(end[0])):
+            # no value can hold the end or a beginning of it: the format's regex as it is
+            return st.GrammarText(grammar=Grammar.from_rules([Rule("root", chars)]))
+        if bounded:
+            return _raw_content(json.dumps({"format": fmt}), end)
     try:
         return _raw_grammar(_constraint_dfa(schema), end)
     except GrammarError as e:
@@ -202,7 +210,10 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
     # A pattern or format under a length bound it cannot be combined with (pydantic's HttpUrl: a
     # URI of at most 2,083 characters): the pattern or format alone, as the JSON layouts keep it.
     try:
-        found = _raw_grammar(_constraint_dfa(schema, lengths=False), end)
+        if fmt is not None and bounded:  # the format's own content, made once per format and end
+            found = _raw_content(json.dumps({"format": fmt}), end)
+        else:
+            found = _raw_grammar(_constraint_dfa(schema, lengths=False), end)
     except GrammarError:
         return st.AnyText()
     warnings.warn(
@@ -212,6 +223,45 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
         stacklevel=2,
     )
     return found
+
+
+def _format_alone(schema: Mapping[str, Any]) -> Optional[str]:
+    """The format of a raw string schema that has no pattern, else None."""
+    fmt = schema.get("format")
+    if isinstance(fmt, str) and fmt in json_values.SUPPORTED_FORMATS and "pattern" not in schema:
+        return fmt
+    return None
+
+
+def _may_hold(e: Any, code: int) -> bool:
+    """Whether a string of regex IR ``e`` may hold the character ``code`` (an over-estimate:
+    any node it does not know may)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Literal):
+            if chr(code) in x.value.decode("utf-8", "replace"):
+                return True
+        elif isinstance(x, CharClass):
+            if any(lo <= code <= hi for lo, hi in x.ranges) != x.negated:
+                return True
+        elif isinstance(x, (Seq, Choice)):
+            stack.extend(x.items)
+        elif isinstance(x, Repeat):
+            stack.append(x.item)
+        else:
+            return True
+    return False
+
+
+def _bounds_hold(fmt: str, lo: Any, hi: Any) -> bool:
+    """Whether every string of format ``fmt`` has ``lo`` to ``hi`` characters (bounds that are
+    not counts are ignored here, as ``_constraint_dfa`` ignores them)."""
+    shortest, longest = format_lengths(fmt)
+    lo = lo if isinstance(lo, int) and not isinstance(lo, bool) else 0
+    if not isinstance(hi, int) or isinstance(hi, bool):
+        hi = None
+    return lo <= shortest and (hi is None or (longest is not None and hi >= longest))
 
 
 def _raw_grammar(dfa: Optional[CharDFA], end: str) -> Optional[st.Format]:

@@ -749,13 +749,13 @@ def test_each_formats_lengths_hold_every_string_of_the_format() -> None:
     import sys as _sys
 
     from agentgrammar.grammar import json_values
-    from agentgrammar.grammar.json_schema.formats import _format_dfa, format_lengths
+    from agentgrammar.grammar.json_schema.formats import format_dfa, format_lengths
 
     _sys.setrecursionlimit(max(_sys.getrecursionlimit(), 10000))
     finite = []
     for name in sorted(json_values.SUPPORTED_FORMATS):
         shortest, longest = format_lengths(name)
-        exact_shortest, exact_longest = _exact_lengths(_format_dfa(name))
+        exact_shortest, exact_longest = _exact_lengths(format_dfa(name))
         assert shortest <= exact_shortest, name
         assert longest is None or (exact_longest is not None and longest >= exact_longest), name
         if longest is not None:

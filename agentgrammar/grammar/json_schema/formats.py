@@ -51,7 +51,8 @@ def _format_rule_body(name: str) -> Expr:
 
 
 @lru_cache(maxsize=None)
-def _format_dfa(name: str) -> CharDFA:
+def format_dfa(name: str) -> CharDFA:
+    """The automaton of the characters of format ``name`` (a supported one), built once."""
     expr = json_values.format_chars(name)
     assert expr is not None
     return CharDFA.from_expr(expr)

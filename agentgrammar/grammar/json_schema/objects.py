@@ -26,7 +26,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .excludes import filtered_key, filtered_literal
-from .formats import _format_dfa
+from .formats import format_dfa
 from .key_trie import PLAIN_NAME, _key_not_in
 from .keywords import _count, _is_annotation, _ptr, _sanitize, _segment
 from .lexical import _DQ, _RAW_RANGES, _opt, _string_literal, choice
@@ -471,7 +471,7 @@ def property_names_dfa(conv: Converter, schema: Any, path: str) -> Optional[Char
         if "pattern" in schema:
             dfa = dfa.intersect(key_pattern_dfa(conv, schema["pattern"], path))
         if schema.get("format") in json_values.SUPPORTED_FORMATS:
-            dfa = dfa.intersect(_format_dfa(schema["format"]))
+            dfa = dfa.intersect(format_dfa(schema["format"]))
         values = schema["enum"] if "enum" in schema else [schema["const"]] if "const" in schema else None
         if values is not None:
             dfa = dfa.intersect(CharDFA.literal_set([v for v in values if isinstance(v, str)]))

@@ -22,7 +22,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .excludes import warn_lengths_dropped
-from .formats import _format_dfa, format_lengths
+from .formats import format_dfa, format_lengths
 from .keywords import (
     _AND_PATTERNS,
     _INTERNAL_KW,
@@ -265,7 +265,7 @@ def string_dfa(conv: Converter, schema: Dict[str, Any]) -> CharDFA:
         ]
     ]
     if schema.get("format") in json_values.SUPPORTED_FORMATS:
-        parts.append(_format_dfa(schema["format"]))
+        parts.append(format_dfa(schema["format"]))
     dfa = parts[0] if parts else CharDFA.length(0, None)  # (no product with "any string")
     for part in parts[1:]:
         dfa = dfa.intersect(part)
