@@ -478,6 +478,58 @@ COMPOSITION = [
         [{"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {}],
     ),
     ({"oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}, [1, "a", None, 1.5, True]),
+    # oneOf of constants with distinct values: disjoint (each branch with its description)
+    (
+        {
+            "type": "number",
+            "oneOf": [{"const": 1, "title": "one"}, {"const": 2.5}, {"enum": [3, [1], {"a": True}]}],
+        },
+        [1, 2.5, 3, 4, "1", True, [1], {"a": True}],  # (a constant is written as it is spelled)
+    ),
+    ({"oneOf": [{"enum": [1, 2]}, {"enum": [2.0, 3]}]}, [1, 2, 3, 4]),  # 2 is in both: refused
+    ({"oneOf": [{"const": True}, {"const": 1}, {"enum": [False, 0]}]}, [True, 1, False, 0, None]),
+    # a tagged union without "type": "object": a non-object matches every branch
+    (
+        {
+            "oneOf": [
+                {"required": ["kind"], "properties": {"kind": {"enum": ["a"]}, "x": {"type": "integer"}}},
+                {"required": ["kind"], "properties": {"kind": {"const": "b"}}},
+                {"required": ["kind", "y"], "properties": {"kind": {"enum": ["c", "d"]}}},
+            ]
+        },
+        [
+            {"kind": "a", "x": 1},
+            {"kind": "a", "x": "s"},
+            {"kind": "b", "x": "s"},
+            {"kind": "c", "y": 0},
+            {"kind": "d"},
+            {"kind": "e"},
+            {},
+            "a",
+            1,
+            None,
+            [],
+        ],
+    ),
+    (  # only one branch a non-object matches: those are valid
+        {
+            "oneOf": [
+                {"required": ["kind"], "properties": {"kind": {"const": "a"}}},
+                {"type": "object", "required": ["kind"], "properties": {"kind": {"const": "b"}}},
+            ]
+        },
+        [{"kind": "a"}, {"kind": "b"}, {"kind": "c"}, "a", 1, None],
+    ),
+    (  # siblings that allow non-objects: they match both branches, so they are refused
+        {
+            "type": ["object", "string"],
+            "oneOf": [
+                {"required": ["k"], "properties": {"k": {"const": 1}}},
+                {"required": ["k"], "properties": {"k": {"const": 2}}},
+            ],
+        },
+        [{"k": 1}, {"k": 2}, {"k": 3}, "s", 1],
+    ),
     (  # enum values filtered by the sibling keywords (with a $ref among them)
         {
             "$defs": {"S": {"type": "integer"}},
