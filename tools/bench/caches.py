@@ -10,8 +10,10 @@ from typing import Any, Tuple
 def _process_tables() -> Tuple[Any, ...]:
     """The converters' caches that no schema is an argument of, kept by ``clear_ours`` as by a
     process after its first schema: the Unicode ranges of Python's ``\\d``, ``\\w`` and ``\\s``
-    (found once per process by running ``re`` over every code point, about 25 ms a letter)
-    and the automata of canonical numbers and fractions."""
+    (found once per process by running ``re`` over every code point, about 25 ms a letter),
+    the automata of canonical numbers and fractions, and each ``format``'s automaton (one per
+    format name: an ``email``'s takes about 50 ms to build)."""
+    import agentgrammar.grammar.json_schema.formats as js_formats
     import agentgrammar.grammar.json_schema.numbers as js_numbers
     import agentgrammar.grammar.json_values.patterns as jv_patterns
 
@@ -21,6 +23,7 @@ def _process_tables() -> Tuple[Any, ...]:
         jv_patterns._not_wide_ranges,
         js_numbers._canonical_number_dfa,
         js_numbers._fraction_dfa,
+        js_formats.format_dfa,
     )
 
 
