@@ -520,6 +520,22 @@ COMPOSITION = [
         },
         [{"kind": "a"}, {"kind": "b"}, {"kind": "c"}, "a", 1, None],
     ),
+    (  # keys of one pattern and no other key: the pattern's string, counted
+        {
+            "type": "object",
+            "patternProperties": {"^[a-z_]{1,3}$": {"type": "integer"}},
+            "additionalProperties": False,
+        },
+        [{"ab": 1}, {"ab": "x"}, {"abcd": 1}, {}, {"A": 1}, {"ab": 1, "c_": 2}, {"": 1}],
+    ),
+    (  # patterns whose values are anything, and any additional property: any member
+        {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "patternProperties": {"^x": {}, "y$": True},
+        },
+        [{"xa": 1, "b": [1]}, {"n": 1, "zy": None}, {"n": "s"}, "s"],
+    ),
     (  # siblings that allow non-objects: they match both branches, so they are refused
         {
             "type": ["object", "string"],

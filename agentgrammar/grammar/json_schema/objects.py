@@ -401,7 +401,15 @@ def extra_members(
         )
         patterns = {}
         addl = True
+    if (
+        names_dfa is None
+        and (addl is True or addl == {})
+        and all(v is True or v == {} for v in patterns.values())
+    ):
+        return additional_members(conv, props, True, path, depth, hint)  # every key: any value
     try:
+        if names_dfa is None and addl is False and not props and len(patterns) == 1:
+            return _pattern_members(conv, *next(iter(patterns.items())), path, depth, hint)
         keys = CharDFA.literal_set(list(props)).complement()
         if names_dfa is not None:
             keys = keys.intersect(names_dfa)
@@ -435,6 +443,24 @@ def extra_members(
         return None
     name = conv.fresh(f"{hint}_extra_member")
     conv.rules[name] = body
+    return RuleRef(name)
+
+
+def _pattern_members(
+    conv: Converter, pattern: Any, schema: Any, path: str, depth: int, hint: str
+) -> Optional[Expr]:
+    """Members whose keys match ``pattern`` (and no other key: no declared property, no other
+    pattern, no additional property), their values valid against ``schema``: the key is the
+    pattern's string, as a string value's (a counted class stays counted), not its automaton
+    split from the keys it does not match (``^[0-9a-zA-Z_-]{1,255}$``: 256 states, 15 ms)."""
+    if not isinstance(pattern, str):
+        raise conv.fail("a pattern must be a string", path, "patternProperties")
+    key = json_values.pattern_string(pattern)  # (GrammarError: as the automaton's would be)
+    v = conv.sub(schema, _ptr(path, "patternProperties", pattern), depth + 1, f"{hint}_pp1")
+    if v is None:
+        return None
+    name = conv.fresh(f"{hint}_extra_member")
+    conv.rules[name] = seq([key, conv.layout.colon(depth), v])
     return RuleRef(name)
 
 
