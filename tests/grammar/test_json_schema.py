@@ -785,17 +785,12 @@ def test_constraints_past_the_product_limit_under_length_bounds(
 def _exact_lengths(dfa: Any) -> Any:
     """The fewest and most characters of the strings ``dfa`` accepts (None: no bound), by a
     breadth-first search and a longest path (None past a reachable cycle)."""
-    d = dfa.trimmed()
-    dist, frontier = {0: 0}, [0]
-    while frontier:
-        nxt = []
-        for s in frontier:
-            for _, _, t in d.edges[s]:
-                if t not in dist:
-                    dist[t] = dist[s] + 1
-                    nxt.append(t)
-        frontier = nxt
-    shortest = min(dist[s] for s in dist if d.accepting[s])
+    d = dfa.trimmed()  # (its start reaches acceptance)
+    level, seen, shortest = {0}, {0}, 0
+    while not any(d.accepting[s] for s in level):
+        level = {t for s in level for _, _, t in d.edges[s]} - seen
+        seen |= level
+        shortest += 1
     longest: Dict[int, Optional[int]] = {}
 
     def most(s: int, open_: frozenset) -> Optional[int]:
