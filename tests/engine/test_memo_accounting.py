@@ -240,7 +240,9 @@ def test_a_bounded_lru_cache_is_counted_entry_by_entry_through_adds_and_clears()
     assert account.own_bytes() == 0
 
 
-def test_a_new_schema_grammar_is_counted_without_a_scan_of_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_schema_grammar_is_counted_without_a_scan_of_the_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Tools' argument grammars, one per schema: scanning every kept grammar each time new
     # entries were measured took 2 ms every few requests in a process that knew 1,500 tools.
     from agentgrammar.grammar.memo import caches, registered
