@@ -784,24 +784,30 @@ def test_constraints_past_the_product_limit_under_length_bounds(
 
 def _exact_lengths(dfa: Any) -> Any:
     """The fewest and most characters of the strings ``dfa`` accepts (None: no bound), by a
-    breadth-first search and a longest path (None past a reachable cycle)."""
+    breadth-first search and a longest path (None where a cycle is reachable)."""
     d = dfa.trimmed()  # (its start reaches acceptance)
     level, seen, shortest = {0}, {0}, 0
     while not any(d.accepting[s] for s in level):
         level = {t for s in level for _, _, t in d.edges[s]} - seen
         seen |= level
         shortest += 1
-    longest: Dict[int, Optional[int]] = {}
-
-    def most(s: int, open_: frozenset) -> Optional[int]:
-        if s in open_:
-            return None
-        if s not in longest:
-            tails = [most(t, open_ | {s}) for _, _, t in d.edges[s]]
-            longest[s] = None if None in tails else max([1 + t for t in tails], default=0)  # type: ignore[operator]
-        return longest[s]
-
-    return shortest, most(0, frozenset())
+    # the longest path by Kahn's order (every state is reachable): a state left out is on a cycle
+    into = [0] * len(d.edges)
+    for row in d.edges:
+        for _, _, t in row:
+            into[t] += 1
+    order = [q for q in range(len(d.edges)) if not into[q]]
+    for q in order:
+        for _, _, t in d.edges[q]:
+            into[t] -= 1
+            if not into[t]:
+                order.append(t)
+    if len(order) < len(d.edges):
+        return shortest, None
+    most = [0] * len(d.edges)
+    for q in reversed(order):
+        most[q] = max((1 + most[t] for _, _, t in d.edges[q]), default=0)
+    return shortest, most[0]
 
 
 @pytest.mark.skipif(not HAVE_JSON_VALUES, reason="needs agentgrammar.grammar.json_values")
@@ -809,12 +815,9 @@ def test_each_formats_lengths_hold_every_string_of_the_format() -> None:
     """``format_lengths`` (from the format's regex) never says more than the fewest characters
     nor less than the most that the format's automaton accepts; where these are finite, bounds
     around them are dropped as constraining nothing."""
-    import sys as _sys
-
     from agentgrammar.grammar import json_values
     from agentgrammar.grammar.json_schema.formats import format_dfa, format_lengths
 
-    _sys.setrecursionlimit(max(_sys.getrecursionlimit(), 10000))
     finite = []
     for name in sorted(json_values.SUPPORTED_FORMATS):
         shortest, longest = format_lengths(name)
