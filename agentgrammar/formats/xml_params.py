@@ -36,7 +36,7 @@ from ..grammar import Grammar, json_values
 from ..grammar import structural_tag as st
 from ..grammar.char_dfa import CharDFA
 from ..grammar.ir import CharClass, Choice, Literal, Repeat, Rule, Seq, fresh_name
-from ..grammar.json_schema.formats import format_dfa, format_lengths
+from ..grammar.json_schema.formats import format_dfa, lengths_hold, sole_format
 from ..grammar.memo import BoundedCache
 from ..registry import Tool
 
@@ -192,7 +192,7 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
         return None
     if isinstance(schema.get("pattern"), str):
         json_values.pattern_chars(schema["pattern"])  # a malformed pattern is the caller's error
-    fmt = _format_alone(schema)
+    fmt = sole_format(schema)
     bounded = schema.keys() & {"minLength", "maxLength"}
     if fmt is not None and (not bounded or _bounds_hold(fmt, lo, hi)):  # bounds its strings all meet
         chars = json_values.format_chars(fmt)
@@ -225,14 +225,6 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
     return found
 
 
-def _format_alone(schema: Mapping[str, Any]) -> Optional[str]:
-    """The format of a raw string schema that has no pattern, else None."""
-    fmt = schema.get("format")
-    if isinstance(fmt, str) and fmt in json_values.SUPPORTED_FORMATS and "pattern" not in schema:
-        return fmt
-    return None
-
-
 def _may_hold(e: Any, code: int) -> bool:
     """Whether a string of regex IR ``e`` may hold the character ``code`` (an over-estimate:
     any node it does not know may)."""
@@ -255,13 +247,12 @@ def _may_hold(e: Any, code: int) -> bool:
 
 
 def _bounds_hold(fmt: str, lo: Any, hi: Any) -> bool:
-    """Whether every string of format ``fmt`` has ``lo`` to ``hi`` characters (bounds that are
-    not counts are ignored here, as ``_constraint_dfa`` ignores them)."""
-    shortest, longest = format_lengths(fmt)
+    """``lengths_hold`` of bounds as a raw string's schema gives them (bounds that are not counts
+    are ignored here, as ``_constraint_dfa`` ignores them)."""
     lo = lo if isinstance(lo, int) and not isinstance(lo, bool) else 0
     if not isinstance(hi, int) or isinstance(hi, bool):
         hi = None
-    return lo <= shortest and (hi is None or (longest is not None and hi >= longest))
+    return lengths_hold(fmt, lo, hi)
 
 
 def _raw_grammar(dfa: Optional[CharDFA], end: str) -> Optional[st.Format]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 from typing import (
+    Any,
     Dict,
+    Mapping,
     Optional,
     Tuple,
 )
@@ -21,6 +23,7 @@ from ..ir import (
     Seq,
 )
 from ..normalize import normalize_rules
+from .keywords import _INTERNAL_KW
 
 #: The base rule of each supported format's JSON string (``json_format_date_time``, ...).
 _FORMAT_RULES = {f: "json_format_" + f.replace("-", "_") for f in json_values.SUPPORTED_FORMATS}
@@ -79,6 +82,27 @@ def format_lengths(name: str) -> Tuple[int, Optional[int]]:
         assert chars is not None
         found = _FORMAT_LENGTHS[name] = _lengths(chars)
     return found
+
+
+def lengths_hold(name: str, lo: int, hi: Optional[int]) -> bool:
+    """Whether every string of format ``name`` has ``lo`` to ``hi`` characters (``format_lengths``
+    within the bounds): the bounds then constrain nothing.
+
+    Example:
+        >>> lengths_hold("uuid", 0, 36), lengths_hold("uuid", 0, 35), lengths_hold("uri", 1, None)
+        (True, False, True)
+    """
+    shortest, longest = format_lengths(name)
+    return lo <= shortest and (hi is None or (longest is not None and hi >= longest))
+
+
+def sole_format(schema: Mapping[str, Any]) -> Optional[str]:
+    """The format of a string schema when it is its only character constraint (a supported
+    format, no pattern, no internal keyword), else None."""
+    fmt = schema.get("format")
+    if fmt not in json_values.SUPPORTED_FORMATS or "pattern" in schema:
+        return None
+    return None if any(schema.get(k) for k in _INTERNAL_KW) else fmt
 
 
 def _lengths(e: Expr) -> Tuple[int, Optional[int]]:

@@ -22,7 +22,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .excludes import warn_lengths_dropped
-from .formats import format_dfa, format_lengths
+from .formats import format_dfa, lengths_hold, sole_format
 from .keywords import (
     _AND_PATTERNS,
     _INTERNAL_KW,
@@ -86,10 +86,14 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         # A format the specification does not define is an annotation: it constrains nothing.
         fmt = None
     internal = not _INTERNAL_SET.isdisjoint(schema) and any(schema.get(k) for k in _INTERNAL_KW)
-    if fmt is not None and pattern is None and not internal and (lo or hi is not None):
-        shortest, longest = format_lengths(fmt)
-        if lo <= shortest and (hi is None or (longest is not None and hi >= longest)):
-            lo, hi = 0, None  # every string of the format has that many characters
+    if (
+        fmt is not None
+        and pattern is None
+        and not internal
+        and (lo or hi is not None)
+        and lengths_hold(fmt, lo, hi)
+    ):
+        lo, hi = 0, None  # every string of the format has that many characters
     constraints = [c for c in (pattern, fmt) if c is not None]
     if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
         if internal:
@@ -139,8 +143,8 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
             conv.loosened(keyword, path, f"{why}; {kept}")
         else:
             conv.unsupported(keyword, path, f"{why}; converted with lenient=True, {kept}")
-        fmt = _format_alone(schema)
-        if fmt is not None and lo <= format_lengths(fmt)[0]:  # the format's own string, unbounded
+        fmt = sole_format(schema)
+        if fmt is not None and lengths_hold(fmt, lo, None):  # the format's own string, unbounded
             return conv.format_string(fmt)
     # lenient: the constraints with minLength alone (a small product), else without lengths
     for keep in (lo, 0) if lo and hi is not None else (0,):
@@ -149,15 +153,6 @@ def string_by_automaton(conv: Converter, schema: Dict[str, Any], path: str, hint
         except GrammarError:
             continue
     return base(conv, "json_string")
-
-
-def _format_alone(schema: Dict[str, Any]) -> Optional[str]:
-    """The format of a string schema whose only character constraint it is (no pattern, no
-    internal keyword), else None."""
-    fmt = schema.get("format")
-    if fmt not in json_values.SUPPORTED_FORMATS or "pattern" in schema:
-        return None
-    return None if any(schema.get(k) for k in _INTERNAL_KW) else fmt
 
 
 def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> Tuple[bool, Optional[Expr]]:
