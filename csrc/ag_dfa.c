@@ -133,8 +133,12 @@ uint32_t ag_mark_next(ag_builder *b) {
   return b->mark_gen;
 }
 
-/* The epsilon closure of seeds (duplicates allowed) into b->closure, in the
- * order found, each state marked (see ag_closure_hash). */
+/* The epsilon closure of seeds (duplicates allowed) into b->closure, each
+ * state visited marked (see ag_closure_hash). Only the states that act are
+ * kept: those with a byte or rule edge, and the accepting one (1). A state
+ * whose edges are all epsilon adds nothing its successors do not, and keeping
+ * it would tell apart equal sets: the state before a `ws*` and the state that
+ * loops in it, one DFA state for minimization to merge at every `ws`. */
 ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
   uint32_t gen = ag_mark_next(b), *mark = b->mark.data;
   uint64_t scanned = 0; /* edges looked at */
@@ -142,19 +146,23 @@ ag_status ag_dfa_closure(ag_builder *b, const int32_t *seeds, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (mark[seeds[i]] == gen) continue;
     mark[seeds[i]] = gen;
-    if (!ag_vec_push(&b->closure, seeds[i]) || !ag_vec_push(&b->stack, seeds[i]))
-      return ag_builder_nomem(b);
+    if (!ag_vec_push(&b->stack, seeds[i])) return ag_builder_nomem(b);
   }
   while (b->stack.len > 0) {
     int32_t u = b->stack.data[--b->stack.len];
+    bool acts = u == 1;
     scanned += b->csr_begin.data[u + 1] - b->csr_begin.data[u];
     for (uint32_t e = b->csr_begin.data[u]; e < b->csr_begin.data[u + 1]; e++) {
       const ag_nfa_edge *ed = &b->csr.data[e];
-      if (ed->kind != AG_NFA_EPS || mark[ed->to] == gen) continue;
+      if (ed->kind != AG_NFA_EPS) {
+        acts = true;
+        continue;
+      }
+      if (mark[ed->to] == gen) continue;
       mark[ed->to] = gen;
-      if (!ag_vec_push(&b->closure, ed->to) || !ag_vec_push(&b->stack, ed->to))
-        return ag_builder_nomem(b);
+      if (!ag_vec_push(&b->stack, ed->to)) return ag_builder_nomem(b);
     }
+    if (acts && !ag_vec_push(&b->closure, u)) return ag_builder_nomem(b);
   }
   /* the seeds, the states and edges visited, and hashing and comparing the
    * set when it is interned */

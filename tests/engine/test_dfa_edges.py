@@ -5,7 +5,11 @@ literal, a string's characters beside its closing quote) takes its edges directl
 goes through the sweep over range ends. Both must give the minimal automaton: these grammars
 mix the two kinds (disjoint ranges to different targets, overlapping ranges, a rule edge
 beside bytes, two rule edges, an accepting state inside a set), and each is checked for its
-exact state count and for the strings it accepts and rejects. The random grammars of
+exact state count and for the strings it accepts and rejects. A closure keeps only the NFA
+states that act (a byte or rule edge, or acceptance): the last cases reach those through
+chains of epsilon edges (inlined whitespace loops, nested nullable repeats, a rule edge and
+acceptance behind them), where keeping too few would lose edges and keeping the
+epsilon-only states too would only add states for minimization to merge. The random grammars of
 ``test_matcher_properties.py`` check the masks of both kinds against the reference matcher.
 """
 
@@ -50,6 +54,27 @@ CASES = [
         ["ns?", "nu!", "nrt", "n"],
     ),
     ('root ::= "a" "b"?', 3, ["a", "ab"], ["b", "abb", ""]),
+    (  # whitespace loops inlined between literals (ws keeps a bare start of its own)
+        'root ::= "{" ws "a" ws ":" ws [0-9]+ ws "}"\nws ::= [ \\t]*',
+        8,
+        ["{a:1}", "{ a :\t12 }", "{\t\ta:0  }"],
+        ["{a:}", "{ a : 1 2 }", "{a:1", "{b:1}"],
+    ),
+    ('root ::= "a" "b"* "c"?', 3, ["a", "abbb", "ac", "abc"], ["", "acb", "acc", "b"]),
+    (  # a rule edge and acceptance behind epsilon chains
+        'root ::= "x" ws r ws "y"\nr ::= "(" r ")" | "z"\nws ::= " "*',
+        9,
+        ["xzy", "x (z) y", "x((z))  y"],
+        ["xy", "x(z y", "xz", "x (z)) y"],
+    ),
+    ('root ::= ("a"? "b"?)* "c"', 2, ["c", "abc", "bbac", "aac"], ["", "ab", "cc", "ca"]),
+    ('root ::= ("a" | "")* ("b" | "") "!"', 3, ["!", "aa!", "ab!", "b!"], ["ba!", "abb!", "a", "!!"]),
+    (  # an array of numbers: nullable members, loops and accepting ends in one rule
+        'root ::= "[" ws ( v ( ws "," ws v )* )? ws "]"\nv ::= "-"? [0-9]+ ( "." [0-9]+ )?\nws ::= [ ]*',
+        15,
+        ["[]", "[ ]", "[1]", "[-1.5, 2 ,3.25]", "[ 0 ]"],
+        ["[,]", "[1,]", "[1.]", "[-]", "[1 2]", "[--1]"],
+    ),
 ]
 
 
