@@ -245,6 +245,7 @@ ag_status ag_nfa_edge_add(ag_builder *b, int32_t from, int32_t to, uint8_t kind,
                           uint8_t hi, int32_t rule);
 ag_status ag_nfa_eps(ag_builder *b, int32_t from, int32_t to);
 ag_status ag_nfa_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out);
+ag_status ag_nfa_star_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out);
 
 /* ---- subset construction (ag_dfa.c) ------------------------------------- */
 

@@ -134,7 +134,7 @@ ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, int32_t 
       st = ag_nfa_edge_add(b, keys[k].state, keys[keys[c].canon].state, AG_NFA_BYTES, keys[c].byte,
                            keys[c].byte, -1);
   if (!st) st = ag_nfa_eps(b, from, keys[0].state);
-  if (!st) st = ag_nfa_entry(b, p[1], to, &tail);
+  if (!st) st = ag_nfa_star_entry(b, p[1], to, &tail);
   if (!st) st = ag_nfa_entry(b, p[2], tail, &other);
   if (!st) st = ag_nfa_entry(b, p[3], tail, &any);
   size_t way = b->key_ways.len; /* other, then any */

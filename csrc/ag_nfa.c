@@ -150,6 +150,26 @@ static ag_status ag_nfa_task_add(ag_builder *b, int32_t node, int32_t from, int3
   return ag_nfa_shareable(b, node) ? ag_nfa_shared(b, node, from, to) : ag_nfa_push(b, node, from, to);
 }
 
+/* The entry of node (leading to `to`) when node is x* y: the state that loops
+ * on x itself, not a state before it. A way into it that ends with an x
+ * (ag_nfa_keytrie: a character, then the rest of the key) then ends in the
+ * same state as the loop's own x, so ag_nfa_entry builds that x once for both
+ * instead of a copy for each that minimization would merge. Any other node:
+ * ag_nfa_entry. The state is fresh and ends no other construction, so the
+ * loop on it cannot leak into a sibling alternative (see ag_nfa_star). */
+ag_status ag_nfa_star_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out) {
+  const int32_t *p = ag_ir_node(b->ir, node);
+  const int32_t *r = p[0] == AG_NODE_SEQ && p[1] == 2 ? ag_ir_node(b->ir, p[2]) : NULL;
+  if (!r || r[0] != AG_NODE_REPEAT || b->counted[p[2]] || r[2] != 0 || r[3] != -1)
+    return ag_nfa_entry(b, node, to, out);
+  int32_t rest = -1;
+  ag_status st = ag_nfa_entry(b, p[3], to, &rest);
+  if (!st) st = ag_nfa_state(b, out);
+  if (!st) st = ag_nfa_eps(b, *out, rest);
+  if (!st) st = ag_nfa_task_add(b, r[1], *out, *out);
+  return st;
+}
+
 /* Picks the state after item k of n: fresh in between, `to` after the last. */
 static ag_status ag_nfa_next(ag_builder *b, int64_t k, int64_t n, int32_t to, int32_t *out) {
   if (k == n - 1) {
