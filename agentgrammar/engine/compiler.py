@@ -361,7 +361,8 @@ class Compiler:
         # The loader saw every byte: a grammar without 0xFF (most) writes no token marker and
         # no one-token item, and its rules need no walk for them.
         chunks = _literal_bytes(grammar.rules) if lib.ag_grammar_holds_ff(g) else []
-        _check_token_markers(chunks, self._vocab)
+        if chunks:
+            _check_token_markers(chunks, self._vocab)
         out = ffi.new("ag_compiled **")
         err = new_error()
         if parts:
