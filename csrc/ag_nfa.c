@@ -155,8 +155,9 @@ static ag_status ag_nfa_task_add(ag_builder *b, int32_t node, int32_t from, int3
  * (ag_nfa_keytrie: a character, then the rest of the key) then ends in the
  * same state as the loop's own x, so ag_nfa_entry builds that x once for both
  * instead of a copy for each that minimization would merge. Any other node:
- * ag_nfa_entry. The state is fresh and ends no other construction, so the
- * loop on it cannot leak into a sibling alternative (see ag_nfa_star). */
+ * ag_nfa_entry. The state is fresh and begins no other construction (edges
+ * only lead into it), so the loop on it cannot leak into a sibling
+ * alternative (see ag_nfa_star). */
 ag_status ag_nfa_star_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out) {
   const int32_t *p = ag_ir_node(b->ir, node);
   const int32_t *r = p[0] == AG_NODE_SEQ && p[1] == 2 ? ag_ir_node(b->ir, p[2]) : NULL;
