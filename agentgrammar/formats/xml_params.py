@@ -136,6 +136,15 @@ def _unsafe_suffixes(end: str) -> List[str]:
     return [end[:k] for k in range(1, len(end)) if (end[:k] + end).find(end) < k]
 
 
+def _enforced_lengths(schema: Mapping[str, Any]) -> Tuple[int, Optional[int]]:
+    """The length bounds a raw string enforces: ``minLength`` and ``maxLength`` when they are
+    counts up to ``_MAX_LENGTH_BOUND``; any other is dropped (0, None)."""
+    lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+    lo = lo if isinstance(lo, int) and not isinstance(lo, bool) and 0 < lo <= _MAX_LENGTH_BOUND else 0
+    hi = hi if isinstance(hi, int) and not isinstance(hi, bool) and 0 <= hi <= _MAX_LENGTH_BOUND else None
+    return lo, hi
+
+
 def _constraint_dfa(schema: Mapping[str, Any], lengths: bool = True) -> Optional[CharDFA]:
     """The automaton of a string schema's character constraints (without ``lengths``, its
     ``pattern`` and ``format`` alone), or None when it has none the raw layout can enforce. A
@@ -146,11 +155,7 @@ def _constraint_dfa(schema: Mapping[str, Any], lengths: bool = True) -> Optional
         parts.append(CharDFA.from_expr(json_values.pattern_chars(pattern)))
     if isinstance(fmt, str) and fmt in json_values.SUPPORTED_FORMATS:
         parts.append(format_dfa(fmt))
-    lo, hi = schema.get("minLength", 0), schema.get("maxLength")
-    lo = lo if isinstance(lo, int) and not isinstance(lo, bool) and lo > 0 else 0
-    hi = hi if isinstance(hi, int) and not isinstance(hi, bool) and 0 <= hi <= _MAX_LENGTH_BOUND else None
-    if lo > _MAX_LENGTH_BOUND:
-        lo = 0
+    lo, hi = _enforced_lengths(schema)
     if not parts:
         return CharDFA.length(lo, hi) if lengths and (lo or hi is not None) else None
     dfa = parts[0]
@@ -194,7 +199,7 @@ def _make_raw_content(schema_json: str, end: str) -> Optional[st.Format]:
         json_values.pattern_chars(schema["pattern"])  # a malformed pattern is the caller's error
     fmt = sole_format(schema)
     bounded = schema.keys() & {"minLength", "maxLength"}
-    if fmt is not None and (not bounded or _bounds_hold(fmt, lo, hi)):  # bounds its strings all meet
+    if fmt is not None and lengths_hold(fmt, *_enforced_lengths(schema)):  # bounds its strings all meet
         chars = json_values.format_chars(fmt)
         if chars is not None and end and not _may_hold(chars, ord(end[0])):
             # no value can hold the end or a beginning of it: the format's regex as it is
@@ -244,15 +249,6 @@ def _may_hold(e: Any, code: int) -> bool:
         else:
             return True
     return False
-
-
-def _bounds_hold(fmt: str, lo: Any, hi: Any) -> bool:
-    """``lengths_hold`` of bounds as a raw string's schema gives them (bounds that are not counts
-    are ignored here, as ``_constraint_dfa`` ignores them)."""
-    lo = lo if isinstance(lo, int) and not isinstance(lo, bool) else 0
-    if not isinstance(hi, int) or isinstance(hi, bool):
-        hi = None
-    return lengths_hold(fmt, lo, hi)
 
 
 def _raw_grammar(dfa: Optional[CharDFA], end: str) -> Optional[st.Format]:
