@@ -30,6 +30,8 @@ import warnings
 from pathlib import Path
 from typing import Any, List
 
+from tools.maskbench import percentile
+
 from .caches import clear_ours
 from .request import load_bfcl_tools
 
@@ -65,14 +67,10 @@ def _warm(fmt: Any, registry: Any, compiler: Any, size: int, requests: int) -> N
         start = time.perf_counter()
         compiler.compile(fmt.grammar(registry.select(chosen)))
         times.append(time.perf_counter() - start)
-    times.sort()
-
-    def at(q: float) -> float:
-        return 1e3 * times[min(len(times) - 1, int(q * len(times)))]
-
+    p50, p90, p99 = (1e3 * percentile(times, q) for q in (0.5, 0.9, 0.99))
     print(
-        f"{len(names)} known tools, {requests} warm requests of {size}: build + compile p50 {at(0.5):.2f} ms, "
-        f"p90 {at(0.9):.2f}, p99 {at(0.99):.2f}, max {1e3 * times[-1]:.2f}, mean {1e3 * sum(times) / len(times):.2f}"
+        f"{len(names)} known tools, {requests} warm requests of {size}: build + compile p50 {p50:.2f} ms, "
+        f"p90 {p90:.2f}, p99 {p99:.2f}, max {1e3 * max(times):.2f}, mean {1e3 * sum(times) / len(times):.2f}"
     )
 
 
