@@ -81,6 +81,7 @@ static void ag_builder_free(ag_builder *b) {
   ag_vec_free(&b->key_rows);
   ag_vec_free(&b->key_own);
   ag_vec_free(&b->key_merge);
+  ag_vec_free(&b->key_canon);
   ag_trie_free(&b->trie);
   ag_vec_free(&b->trie_rules);
   ag_vec_free(&b->states);
@@ -368,8 +369,10 @@ static ag_status ag_trie_rule(ag_builder *b) {
 
 /* Builds rule body `node` into states, its start at b->base. */
 static ag_status ag_rule_build(ag_builder *b, int32_t node) {
-  bool is_trie = false;
-  ag_status st = ag_trie_shape(b, node, &is_trie);
+  bool is_trie = false, cached = false, keep = false;
+  ag_status st = b->cache ? ag_key_rule_cached(b, node, &cached, &keep) : AG_OK;
+  if (st || cached) return st;
+  st = ag_trie_shape(b, node, &is_trie);
   if (is_trie) {
     /* One round is exact: visited in postorder, a trie state's byte edges
      * lead to states merged already, or to ends, which never merge
@@ -386,6 +389,7 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
     /* A trie node's state is the only one with its subtrie (ag_key_merge) and
      * has a way's many edges: not compared, it saves most of minimizing a key trie. */
     if (!st) st = ag_min_rule(b, AG_MIN_MAX_ROUNDS, b->key_ways.len ? b->key_merge.data : NULL);
+    if (!st && keep) st = ag_key_piece_keep(b, node);
   }
   return st;
 }
@@ -495,10 +499,11 @@ static ag_status ag_builder_reserve(ag_builder *b) {
   return ok ? AG_OK : ag_builder_nomem(b);
 }
 
-ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err) {
+ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_build_cache *cache, ag_error *err) {
   ag_builder b;
   memset(&b, 0, sizeof b);
   b.ir = ir;
+  b.cache = cache;
   b.err = err;
   b.rule = -1;
   b.table_cap = 64;

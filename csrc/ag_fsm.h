@@ -18,9 +18,10 @@
  * by ir->n_rules + ir->n_external + k; state_rule counts hidden rule k as
  * ir->n_rules + k (the same when n_external is 0). Byte edges come sorted,
  * disjoint and merged; rule edges sorted by distinct rule. Dead states are left
- * in place: trimming needs every rule built first (ag_grammar.c does it). On
+ * in place: trimming needs every rule built first (ag_grammar.c does it). A
+ * cache (may be NULL) lends the pieces other loads built (ag_build_cache.h). On
  * failure the caller frees g (ag_grammar_destroy).
  */
-ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_error *err);
+ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_build_cache *cache, ag_error *err);
 
 #endif /* AG_FSM_H */

@@ -82,6 +82,7 @@ typedef struct ag_hidden {
 
 typedef struct ag_builder {
   const ag_ir *ir;
+  ag_build_cache *cache; /* pieces kept across loads, or NULL (ag_build_cache.h) */
   ag_error *err;
   int32_t rule;    /* the IR rule named in errors: the one being built, or a hidden rule's owner */
   int32_t rule_id; /* the rule being built: an IR rule, or ir->n_rules + its hidden index */
@@ -166,6 +167,11 @@ typedef struct ag_builder {
   AG_VEC(ag_byte_edge) key_rows;
   AG_VEC(ag_byte_edge) key_own; /* scratch: a trie node's own byte edges */
   AG_VEC(uint8_t) key_merge;    /* [local DFA states] 0 for a trie node's (ag_key_state) */
+  AG_VEC(int32_t) key_canon;    /* the words that name a key trie's kept piece (ag_key_piece_key) */
+  /* The last piece found, with the ways (IR nodes) and raw ranges it was found
+   * for: a grammar's tries share their ways' nodes, so the rest find it at once. */
+  const struct ag_key_piece *key_found;
+  const int32_t *key_found_trie;
 
   ag_trie trie; /* a rule that is a choice of literals (ag_trie_rule) */
   AG_VEC(int32_t) trie_rules; /* the ids of the rules built so */
@@ -264,11 +270,40 @@ ag_status ag_dfa_bytes(ag_builder *b, uint32_t first);
 
 /* ---- key tries (ag_key_trie.c) ------------------------------------------ */
 
+/* A node of a KEYTRIE's trie: its NFA state (made only for a node that stands
+ * for itself), the bytes that continue a name from it, and whether a whole
+ * name ends there; its children as a list (first child, next sibling, each
+ * with the byte that leads to it, in descending byte order), and the node with
+ * the same subtrie that stands for it (ag_key_merge). */
+typedef struct ag_key_node {
+  int32_t state;
+  bool terminal;
+  uint64_t next[2];
+  int32_t kid, sibling, canon;
+  uint8_t byte;
+} ag_key_node;
+
+/* The trie of KEYTRIE node p (*keys, *n_keys, freed by the caller), its
+ * subtries merged (ag_key_merge), its construction spent from the rule's work. */
+ag_status ag_key_trie_of(ag_builder *b, const int32_t *p, ag_key_node **keys, int32_t *n_keys);
+/* The next of two edge lists sorted by lo, merged in byte order; NULL past both. */
+const ag_byte_edge *ag_key_next(const ag_byte_edge *a, size_t n_a, size_t *i, const ag_byte_edge *b,
+                                size_t n_b, size_t *j);
+
 /* A KEYTRIE node's NFA, from `from` to `to`. */
 ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, int32_t to);
 /* The byte edges of DFA state k when it is a trie node's; *done false leaves k
  * to the general path. */
 ag_status ag_key_state(ag_builder *b, int32_t k, uint32_t first, bool *done);
+
+/* ---- a key trie's kept piece (ag_key_piece.c) ---------------------------- */
+
+/* Rule body `node` built from the cache's piece when it is a key trie (a
+ * KEYTRIE, or a literal then one) whose ways the cache holds: *done. When it
+ * holds none for them yet, *keep: the caller builds the rule the general way,
+ * then ag_key_piece_keep takes the piece from the result for later loads. */
+ag_status ag_key_rule_cached(ag_builder *b, int32_t node, bool *done, bool *keep);
+ag_status ag_key_piece_keep(ag_builder *b, int32_t node);
 
 /* ---- minimization (ag_minimize.c) --------------------------------------- */
 

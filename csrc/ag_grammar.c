@@ -14,6 +14,7 @@
  */
 #include "ag_dispatch.h"
 #include "ag_fsm.h"
+#include "agentgrammar_testing.h"
 
 /*
  * Reverse view of the automata for the fixed points: the edges into each
@@ -261,6 +262,11 @@ void ag_grammar_destroy(ag_grammar *g) {
 }
 
 ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out, ag_error *err) {
+  return ag_grammar_load_cached(words, n_words, NULL, out, err);
+}
+
+ag_status ag_grammar_load_cached(const int32_t *words, size_t n_words, ag_build_cache *cache,
+                                 ag_grammar **out, ag_error *err) {
   if (!out) return ag_fail(err, AG_ERR_INVALID, -1, "ag_grammar_load: out is NULL");
   *out = NULL;
   ag_ir ir;
@@ -271,7 +277,7 @@ ag_status ag_grammar_load(const int32_t *words, size_t n_words, ag_grammar **out
   atomic_init(&g->refs, 1);
   g->root = ir.root;
   g->holds_ff = ir.holds_ff;
-  st = ag_fsm_build(&ir, g, err);
+  st = ag_fsm_build(&ir, g, cache, err);
   if (!st) st = ag_grammar_analyze(g, err);
   if (!st) st = ag_grammar_keep_dispatches(g, &ir, 0, err);
   if (st) {
@@ -298,3 +304,53 @@ int32_t ag_grammar_num_rules(const ag_grammar *g) { return g ? g->n_rules : 0; }
 int32_t ag_grammar_num_states(const ag_grammar *g) { return g ? g->n_states : 0; }
 
 int32_t ag_grammar_holds_ff(const ag_grammar *g) { return g && g->holds_ff; }
+
+/* ---- testing ------------------------------------------------------------ */
+
+static uint64_t ag_shape_mix(uint64_t h, int64_t x) { return (h ^ (uint64_t)x) * 1099511628211ull; }
+
+/* Numbers state s in the order it is first met, and queues it. */
+static void ag_shape_visit(int32_t *local, int32_t *queue, int32_t *m, int32_t s) {
+  if (local[s] >= 0) return;
+  local[s] = *m;
+  queue[(*m)++] = s;
+}
+
+uint64_t ag_grammar_testing_shape(const ag_grammar *g) {
+  if (!g) return 0;
+  size_t n = (size_t)g->n_states ? (size_t)g->n_states : 1;
+  int32_t *local = malloc(n * sizeof *local), *queue = malloc(n * sizeof *queue);
+  if (!local || !queue) {
+    free(local);
+    free(queue);
+    return 0;
+  }
+  for (size_t i = 0; i < (size_t)g->n_states; i++) local[i] = -1;
+  uint64_t h = ag_shape_mix(1469598103934665603ull, g->n_rules);
+  for (int32_t r = 0; r < g->n_rules; r++) {
+    int32_t m = 0;
+    queue[m++] = g->rule_start[r];
+    local[g->rule_start[r]] = 0;
+    for (int32_t q = 0; q < m; q++) { /* breadth first: the order is the edges' */
+      const ag_state *s = &g->states[queue[q]];
+      h = ag_shape_mix(h, s->accepting | s->counted << 1);
+      h = ag_shape_mix(h, (int64_t)(s->byte_end - s->byte_begin) << 32 | (s->rule_end - s->rule_begin));
+      for (uint32_t e = s->byte_begin; e < s->byte_end; e++) {
+        const ag_byte_edge *x = &g->byte_edges[e];
+        ag_shape_visit(local, queue, &m, x->target);
+        h = ag_shape_mix(h, (int64_t)x->lo << 40 | (int64_t)x->hi << 32 | local[x->target]);
+      }
+      for (uint32_t e = s->rule_begin; e < s->rule_end; e++) {
+        const ag_rule_edge *x = &g->rule_edges[e];
+        ag_shape_visit(local, queue, &m, x->target);
+        h = ag_shape_mix(h, (int64_t)x->rule << 32 | local[x->target]);
+      }
+    }
+    h = ag_shape_mix(h, g->rule_nullable[r] | (int64_t)g->rule_repeat[r].min << 8);
+    h = ag_shape_mix(h, g->rule_repeat[r].max);
+    for (int32_t q = 0; q < m; q++) local[queue[q]] = -1;
+  }
+  free(local);
+  free(queue);
+  return h;
+}

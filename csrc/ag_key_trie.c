@@ -1,24 +1,12 @@
 /*
  * ag_key_trie.c - KEYTRIE nodes (ag_ir.h): the rest of a JSON key that spells
  * none of the names, as one NFA state per distinct subtrie of the names, and
- * the DFA states of those trie nodes, built without the general sweep.
+ * the DFA states of those trie nodes, built without the general sweep (the
+ * piece of them that later loads copy: ag_key_piece.c).
  */
 #include "ag_fsm_builder.h"
 
 /* ---- key tries: the NFA ------------------------------------------------- */
-
-/* A node of a KEYTRIE's trie: its NFA state (made only for a node that stands
- * for itself), the bytes that continue a name from it, and whether a whole
- * name ends there; its children as a list (first child, next sibling, each
- * with the byte that leads to it, in descending byte order), and the node with
- * the same subtrie that stands for it (ag_key_merge). */
-typedef struct ag_key_node {
-  int32_t state;
-  bool terminal;
-  uint64_t next[2];
-  int32_t kid, sibling, canon;
-  uint8_t byte;
-} ag_key_node;
 
 /* The trie of KEYTRIE node p's names (sorted, ag_ir.c) into keys[0 ..
  * *n_keys): each name shares the path of its common prefix with the name
@@ -98,6 +86,34 @@ static ag_status ag_key_other(ag_builder *b, const int32_t *ranges, int32_t n_ra
   return st;
 }
 
+/* The trie of KEYTRIE p in fresh arrays (*keys, *n_keys: the caller frees
+ * keys), its subtries merged; its construction spent from the rule's work. */
+ag_status ag_key_trie_of(ag_builder *b, const int32_t *p, ag_key_node **keys, int32_t *n_keys) {
+  const int32_t *names = p + 5 + 2 * p[4], *w = names + 1;
+  int64_t bytes = 0, longest = 0;
+  for (int32_t k = 0; k < names[0]; w += 1 + w[0], k++) {
+    bytes += w[0];
+    if (w[0] > longest) longest = w[0];
+  }
+  *keys = NULL;
+  *n_keys = 0;
+  ag_status st = ag_nfa_spend(b, (uint64_t)(bytes + 1) * (4 + (uint64_t)p[4]));
+  if (st) return st;
+  size_t cap = 2;
+  while (cap < 2 * (size_t)(bytes + 1)) cap *= 2;
+  *keys = malloc(sizeof **keys * (size_t)(bytes + 1));
+  int32_t *path = malloc(sizeof *path * (size_t)(longest + 1));
+  int32_t *table = malloc(sizeof *table * cap);
+  st = *keys && path && table ? AG_OK : ag_builder_nomem(b);
+  if (!st) {
+    ag_key_trie(names, *keys, path, n_keys);
+    ag_key_merge(*keys, *n_keys, table, cap);
+  }
+  free(path);
+  free(table);
+  return st;
+}
+
 /* KEYTRIE: one state per prefix of the names (prefixes with the same rest of
  * the trie share one, ag_key_merge). A prefix that is no name may
  * close the key with the quote; any prefix may take a name's next byte (to
@@ -107,26 +123,9 @@ static ag_status ag_key_other(ag_builder *b, const int32_t *ranges, int32_t n_ra
  * then the tail. The tail and the two ways into it are built once, each
  * entered from every prefix, as the IR trie the node replaces shared them. */
 ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, int32_t to) {
-  const int32_t *ranges = p + 5, *names = p + 5 + 2 * p[4];
-  int64_t bytes = 0, longest = 0;
-  const int32_t *w = names + 1;
-  for (int32_t k = 0; k < names[0]; w += 1 + w[0], k++) {
-    bytes += w[0];
-    if (w[0] > longest) longest = w[0];
-  }
-  ag_status st = ag_nfa_spend(b, (uint64_t)(bytes + 1) * (4 + (uint64_t)p[4]));
-  if (st) return st;
-  size_t cap = 2;
-  while (cap < 2 * (size_t)(bytes + 1)) cap *= 2;
-  ag_key_node *keys = malloc(sizeof *keys * (size_t)(bytes + 1));
-  int32_t *path = malloc(sizeof *path * (size_t)(longest + 1));
-  int32_t *table = malloc(sizeof *table * cap);
-  int32_t n_keys = 0, tail = -1, other = -1, any = -1;
-  if (!keys || !path || !table) st = ag_builder_nomem(b);
-  if (!st) {
-    ag_key_trie(names, keys, path, &n_keys);
-    ag_key_merge(keys, n_keys, table, cap);
-  }
+  ag_key_node *keys;
+  int32_t n_keys, tail = -1, other = -1, any = -1;
+  ag_status st = ag_key_trie_of(b, p, &keys, &n_keys);
   for (int32_t k = 0; !st && k < n_keys; k++) /* one NFA state per distinct subtrie */
     if (keys[k].canon == k) st = ag_nfa_state(b, &keys[k].state);
   for (int32_t k = 0; !st && k < n_keys; k++)
@@ -150,13 +149,11 @@ ag_status ag_nfa_keytrie(ag_builder *b, const int32_t *p, int32_t from, int32_t 
     if (!st && !key->terminal) st = ag_nfa_edge_add(b, key->state, to, AG_NFA_BYTES, '"', '"', -1);
     if (!st && leaf && key->terminal) st = ag_nfa_eps(b, key->state, any);
     else if (!st) {
-      st = ag_key_other(b, ranges, p[4], key->next, key->state, tail);
+      st = ag_key_other(b, p + 5, p[4], key->next, key->state, tail);
       if (!st) st = ag_nfa_eps(b, key->state, other);
     }
   }
   free(keys);
-  free(path);
-  free(table);
   return st;
 }
 
@@ -222,9 +219,8 @@ static bool ag_key_set_is(ag_builder *b, int32_t k, int32_t u, const ag_key_way 
   return true;
 }
 
-/* The next of two edge lists sorted by lo, merged in byte order; NULL past both. */
-static const ag_byte_edge *ag_key_next(const ag_byte_edge *a, size_t n_a, size_t *i,
-                                       const ag_byte_edge *b, size_t n_b, size_t *j) {
+const ag_byte_edge *ag_key_next(const ag_byte_edge *a, size_t n_a, size_t *i, const ag_byte_edge *b,
+                                size_t n_b, size_t *j) {
   if (*i < n_a && (*j == n_b || a[*i].lo < b[*j].lo)) return &a[(*i)++];
   return *j < n_b ? &b[(*j)++] : NULL;
 }
@@ -266,4 +262,3 @@ ag_status ag_key_state(ag_builder *b, int32_t k, uint32_t first, bool *done) {
   *done = !st;
   return st;
 }
-

@@ -337,10 +337,11 @@ static ag_status ag_link_analyze_own(ag_grammar *own, const ag_ir *ir, ag_gramma
 }
 
 static ag_status ag_link_build(ag_grammar *g, const ag_ir *ir, ag_grammar *const *parts,
-                               int32_t n_parts, const ag_link_sizes *z, ag_error *err) {
+                               int32_t n_parts, const ag_link_sizes *z, ag_build_cache *cache,
+                               ag_error *err) {
   ag_grammar *own = calloc(1, sizeof *own);
   if (!own) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
-  ag_status st = ag_fsm_build(ir, own, err);
+  ag_status st = ag_fsm_build(ir, own, cache, err);
   if (!st) st = ag_link_analyze_own(own, ir, parts, n_parts, (int32_t)z->ir_rules, err);
   if (!st) st = ag_link_alloc(g, own, z, n_parts, err);
   if (!st) {
@@ -367,6 +368,12 @@ static ag_status ag_link_build(ag_grammar *g, const ag_ir *ir, ag_grammar *const
 
 ag_status ag_grammar_link(const int32_t *words, size_t n_words, ag_grammar *const *parts,
                           int32_t n_parts, ag_grammar **out, ag_error *err) {
+  return ag_grammar_link_cached(words, n_words, parts, n_parts, NULL, out, err);
+}
+
+ag_status ag_grammar_link_cached(const int32_t *words, size_t n_words, ag_grammar *const *parts,
+                                 int32_t n_parts, ag_build_cache *cache, ag_grammar **out,
+                                 ag_error *err) {
   if (!out) return ag_fail(err, AG_ERR_INVALID, -1, "ag_grammar_link: out is NULL");
   *out = NULL;
   ag_link_sizes z;
@@ -378,7 +385,7 @@ ag_status ag_grammar_link(const int32_t *words, size_t n_words, ag_grammar *cons
   if (!g) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory linking the grammar");
   atomic_init(&g->refs, 1);
   g->holds_ff = ir.holds_ff;
-  st = ag_link_build(g, &ir, parts, n_parts, &z, err); /* analysed as it is built */
+  st = ag_link_build(g, &ir, parts, n_parts, &z, cache, err); /* analysed as it is built */
   if (!st) st = ag_link_check_parts_kept(g, err);
   if (!st) st = ag_grammar_keep_dispatches(g, &ir, (int32_t)z.ir_rules, err);
   if (st) {

@@ -31,6 +31,7 @@ from ..grammar.memo import (
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
 from .background import classify_in_background
+from .build_cache import build_cache
 from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
@@ -127,11 +128,12 @@ def _load_grammar_now(grammar: Grammar, parts: Sequence["CompiledGrammar"]) -> A
     out = ffi.new("ag_grammar **")
     err = new_error()
     buffer = ffi.from_buffer("int32_t[]", words)
+    cache = build_cache()
     if parts:
         handles = ffi.new("ag_grammar *[]", [p._grammar_handle for p in parts])
-        status = lib.ag_grammar_link(buffer, len(words) // 4, handles, len(parts), out, err)
+        status = lib.ag_grammar_link_cached(buffer, len(words) // 4, handles, len(parts), cache, out, err)
     else:
-        status = lib.ag_grammar_load(buffer, len(words) // 4, out, err)
+        status = lib.ag_grammar_load_cached(buffer, len(words) // 4, cache, out, err)
     if status != lib.AG_OK:
         own = grammar.normalized_rules
         n_part_rules = sum(p.grammar._linked_rules() for p in parts)

@@ -237,6 +237,7 @@ def test_shared_compiler_threads_match_single_thread_big() -> None:
 # on fresh compiled grammars must give the same hashes.
 TSAN_DRIVER = r"""
 #include "agentgrammar.h"
+#include "agentgrammar_testing.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,54 @@ static uint64_t batch_walk(ag_compiled **compiled, int32_t pool_threads) {
   return h;
 }
 
+/* Threads loading key-trie grammars with one build cache: the first loads fill it while the
+ * others copy from it; every load has the automata of a load without the cache. */
+static int32_t *kwords[MAX_G];
+static size_t kn[MAX_G];
+static int n_keys;
+static ag_build_cache *kcache;
+
+static void *load_keys(void *arg) {
+  uint64_t *bad = arg;
+  ag_error err;
+  for (int round = 0; round < 4; round++)
+    for (int g = 0; g < n_keys; g++) {
+      ag_grammar *plain, *cached;
+      check(ag_grammar_load(kwords[g], kn[g], &plain, &err), &err, "grammar_load");
+      check(ag_grammar_load_cached(kwords[g], kn[g], kcache, &cached, &err), &err, "grammar_load_cached");
+      *bad += ag_grammar_testing_shape(plain) != ag_grammar_testing_shape(cached);
+      ag_grammar_free(plain);
+      ag_grammar_free(cached);
+    }
+  return NULL;
+}
+
+static int cached_loads(const char *dir, int threads) {
+  char path[4096];
+  ag_error err;
+  for (n_keys = 0; n_keys < MAX_G; n_keys++) {
+    snprintf(path, sizeof path, "%s/keys%d", dir, n_keys);
+    FILE *f = fopen(path, "rb");
+    if (!f) break;
+    fclose(f);
+    kwords[n_keys] = (int32_t *)slurp(path, &kn[n_keys]);
+    kn[n_keys] /= 4;
+  }
+  check(ag_build_cache_new(&kcache, &err), &err, "build_cache_new");
+  pthread_t th[64];
+  uint64_t bad[64] = {0};
+  for (int t = 0; t < threads; t++) pthread_create(&th[t], NULL, load_keys, &bad[t]);
+  int total = 0;
+  for (int t = 0; t < threads; t++) {
+    pthread_join(th[t], NULL);
+    total += (int)bad[t];
+  }
+  if (ag_build_cache_testing_size(kcache) < 1) total++;
+  ag_build_cache_free(kcache);
+  for (int g = 0; g < n_keys; g++) free(kwords[g]);
+  return total;
+}
+
 static void compile_all(ag_compiled **out) {
   ag_error err;
   for (int g = 0; g < n_grammars; g++) {
@@ -407,6 +456,7 @@ int main(int argc, char **argv) {
   for (int g = 0; g < n_grammars; g++) { ag_compiled_free(batched[g]); ag_compiled_free(serial[g]); }
   for (int g = 0; g < n_grammars; g++) { ag_compiled_free(shared[g]); ag_compiled_free(fresh[g]); free(gwords[g]); }
   ag_pool_free(bg);
+  bad += cached_loads(dir, n_threads);
   ag_vocab_free(vocab); free(blob); free(offsets); free(kinds);
   printf("requests %d, mismatches %d\n", n_threads * n_requests, bad);
   return bad ? 1 : 0;
@@ -436,6 +486,16 @@ def run_tsan_driver(tmp_path: Any, threads: int, requests: int, steps: int) -> N
     ]
     for g, spec in enumerate(specs):
         (tmp_path / f"grammar{g}").write_bytes(build(spec).to_bytes())
+    # Objects whose other keys hold integers: key tries in grammars without parts.
+    for g, names in enumerate([("id",), ("id", "idx", "name"), ("a", "b", "ab"), ("user_id", "group_id")]):
+        schema = {
+            "type": "object",
+            "properties": {n: {"type": "string"} for n in names},
+            "additionalProperties": {"type": "integer"},
+        }
+        keyed = Grammar.from_json_schema(schema)
+        assert not keyed.parts
+        (tmp_path / f"keys{g}").write_bytes(keyed.to_bytes())
     (tmp_path / "driver.c").write_text(TSAN_DRIVER)
     exe = tmp_path / "driver"
     sources = [str(p) for p in sorted((root / "csrc").glob("*.c"))]

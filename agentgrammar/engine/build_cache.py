@@ -1,0 +1,47 @@
+"""The process-wide C build cache: pieces of automata that loading reuses across grammars.
+
+Every object whose other keys are allowed has a key trie, and past the names' characters each
+trie's automaton is the same: the rest of any key (its tail, escapes and wide characters).
+The first grammar loaded builds it; later loads copy it (``ag_build_cache_new`` in
+``csrc/agentgrammar.h``). The cache depends on no vocabulary and holds a bounded number of
+small pieces; a grammar loaded with it has the same automata as without.
+
+Example:
+    >>> build_cache() is build_cache()
+    True
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Optional, Tuple
+
+from ..errors import GrammarError
+from ._native import ffi, lib, new_error, raise_error
+
+__all__ = ["build_cache"]
+
+_LOCK = threading.Lock()
+_CACHE: Optional[Tuple[int, Any]] = None  # (the process id that made it, the cache)
+
+
+def build_cache() -> Any:
+    """The process's build cache, made on first use (a forked child makes its own: the
+    parent's lock may have been held by a thread the child does not have)."""
+    global _CACHE
+    found = _CACHE
+    if found is not None and found[0] == os.getpid():
+        return found[1]
+    with _LOCK:
+        if _CACHE is not None and _CACHE[0] == os.getpid():
+            return _CACHE[1]
+        if _CACHE is not None:  # the parent's: never freed here, its lock may be taken
+            ffi.gc(_CACHE[1], None)
+        out = ffi.new("ag_build_cache **")
+        err = new_error()
+        status = lib.ag_build_cache_new(out, err)
+        if status != lib.AG_OK:
+            raise_error(status, err, GrammarError)
+        _CACHE = (os.getpid(), ffi.gc(out[0], lib.ag_build_cache_free))
+        return _CACHE[1]
