@@ -385,6 +385,8 @@ class Compiler:
     def _parts_of(self, grammars: Sequence[Grammar]) -> List[CompiledGrammar]:
         """``_part`` of each grammar; the kept ones are looked up under one lock (a request
         for 500 known tools links 500 parts)."""
+        if not grammars:  # (a part, or a grammar that embeds none)
+            return []
         keys = content_digests(grammars)
         with self._lock:
             get, touch = self._parts.get, self._lru.move_to_end

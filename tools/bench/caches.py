@@ -30,8 +30,9 @@ def _process_tables() -> Tuple[Any, ...]:
 def clear_ours() -> None:
     """Forget every per-tool / per-schema piece our converters cache: a cold start. What
     depends on no schema (the JSON converter's helper rules, kept with what was derived from
-    them, and ``_process_tables``) stays, as it does in a process that has converted any
-    schema before."""
+    them, ``_process_tables``, and the C build cache, whose only pieces are the key tries'
+    ways out that the converter writes alike for every schema) stays, as it does in a process
+    that has converted any schema before."""
     import agentgrammar.formats.tools as ftools
     import agentgrammar.grammar.json_schema.key_trie as js_key_trie
     import agentgrammar.grammar.structural_tag  # noqa: F401  (its caches are cleared below)
