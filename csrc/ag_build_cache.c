@@ -4,6 +4,7 @@
  * the cache.
  */
 #include "ag_build_cache.h"
+#include "ag_fsm_builder.h"
 #include "agentgrammar_testing.h"
 
 #include <pthread.h>
@@ -56,23 +57,17 @@ void ag_build_cache_free(ag_build_cache *c) {
   free(c);
 }
 
-static uint32_t ag_key_hash(const int32_t *key, size_t n) {
-  uint32_t h = 2166136261u;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint32_t)key[i]) * 16777619u;
-  return h;
-}
-
 /* The slot holding key, or -1; under the lock. */
 static int32_t ag_slot_of(const ag_build_cache *c, const int32_t *key, size_t n, uint32_t hash) {
   for (int32_t k = 0; k < c->n_slots; k++) {
     const ag_piece_slot *s = &c->slots[k];
-    if (s->hash == hash && s->n == n && memcmp(s->key, key, n * sizeof *key) == 0) return k;
+    if (s->hash == hash && s->n == n && ag_words_equal(s->key, key, n)) return k;
   }
   return -1;
 }
 
 const ag_key_piece *ag_build_cache_find(ag_build_cache *c, const int32_t *key, size_t n) {
-  uint32_t hash = ag_key_hash(key, n);
+  uint32_t hash = ag_set_hash(key, n);
   pthread_mutex_lock(&c->lock);
   int32_t k = ag_slot_of(c, key, n, hash);
   const ag_key_piece *piece = k < 0 ? NULL : c->slots[k].piece;
@@ -81,7 +76,7 @@ const ag_key_piece *ag_build_cache_find(ag_build_cache *c, const int32_t *key, s
 }
 
 void ag_build_cache_put(ag_build_cache *c, const int32_t *key, size_t n, ag_key_piece *piece) {
-  uint32_t hash = ag_key_hash(key, n);
+  uint32_t hash = ag_set_hash(key, n);
   int32_t *copy = malloc((n ? n : 1) * sizeof *copy);
   pthread_mutex_lock(&c->lock);
   bool kept = copy && c->n_slots < AG_BUILD_CACHE_SLOTS && ag_slot_of(c, key, n, hash) < 0;

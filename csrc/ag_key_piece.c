@@ -86,13 +86,14 @@ static bool ag_key_piece_key(ag_builder *b, const int32_t *p) {
 
 static bool ag_byte_in(const uint64_t *set, int c) { return set[c >> 6] >> (c & 63) & 1; }
 
-/* The raw bytes of KEYTRIE p as a set; false when the quote or the backslash
- * is among them (then a node's own edges could meet its way's). */
+/* The raw bytes of KEYTRIE p as a set (ASCII without the quote: ag_ir.c checks);
+ * false when the backslash is among them (then a node's own edges could meet
+ * its way's). */
 static bool ag_key_raw_set(const int32_t *p, uint64_t raw[4]) {
   memset(raw, 0, 4 * sizeof *raw);
   for (int32_t k = 0; k < p[4]; k++)
     for (int c = p[5 + 2 * k]; c <= p[6 + 2 * k]; c++) raw[c >> 6] |= (uint64_t)1 << (c & 63);
-  return !ag_byte_in(raw, '"') && !ag_byte_in(raw, '\\');
+  return !ag_byte_in(raw, '\\');
 }
 
 /* The state of a rule built so far reached from s on byte c, or -1. */
@@ -211,12 +212,13 @@ static void ag_key_local(ag_byte_edge *v, uint32_t n, const int32_t *local, int3
 }
 
 /* Takes the piece of the rule just built and minimized (body `node`, a key
- * trie whose key is in b->key_canon) into the cache. A rule not as expected
- * is left out: later loads build it the general way too. */
+ * trie whose key ag_key_rule_cached left in b->key_canon: building the rule
+ * the general way writes none) into the cache. A rule not as expected is left
+ * out: later loads build it the general way too. */
 ag_status ag_key_piece_keep(ag_builder *b, int32_t node) {
   const int32_t *lit, *p = ag_key_rule_shape(b, node, &lit);
   uint64_t raw[4];
-  if (!p || !ag_key_raw_set(p, raw) || !ag_key_piece_key(b, p)) return AG_OK;
+  if (!p || !ag_key_raw_set(p, raw)) return AG_OK;
   int32_t n_rule = (int32_t)b->states.len - b->base, root, end, leaf = -1, n = 0;
   uint8_t *trie = calloc((size_t)n_rule, 1);
   int32_t *local = malloc(sizeof *local * (size_t)n_rule), *order = malloc(sizeof *order * (size_t)n_rule);
