@@ -6,7 +6,9 @@ agentgrammar only sees the Python classes built on top.
 
 from __future__ import annotations
 
-from typing import Callable, NoReturn, Optional, Type
+import os
+import threading
+from typing import Any, Callable, NoReturn, Optional, Tuple, Type
 
 from ..errors import AgentGrammarError, MaskTimeoutError, MatcherError, TokenIdError
 
@@ -18,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         f"(import of agentgrammar._core failed: {exc})"
     ) from exc
 
-__all__ = ["ffi", "lib", "new_error", "raise_error"]
+__all__ = ["PerProcess", "ffi", "lib", "new_error", "raise_error"]
 
 
 def new_error():  # type: ignore[no-untyped-def]
@@ -51,3 +53,33 @@ def raise_error(
         raise MemoryError(f"agentgrammar: {message}")
     cls = _BY_STATUS.get(status, invalid)
     raise cls(message)
+
+
+class PerProcess:
+    """A C object made once per process by ``make`` on first use (``get``). A forked child
+    makes its own and never frees the parent's: that one may hold a thread the child does
+    not have, or a lock such a thread held.
+
+    Example:
+        >>> made = PerProcess(lambda: ffi.gc(ffi.new("int *"), lambda p: None))
+        >>> made.get() is made.get()
+        True
+    """
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._made: Optional[Tuple[int, Any]] = None  # (the process id that made it, it)
+
+    def get(self) -> Any:
+        made = self._made
+        if made is not None and made[0] == os.getpid():  # the usual call: no lock
+            return made[1]
+        with self._lock:
+            made = self._made
+            if made is not None and made[0] == os.getpid():
+                return made[1]
+            if made is not None:  # the parent's: never freed here
+                ffi.gc(made[1], None)
+            self._made = (os.getpid(), self._make())
+            return self._made[1]

@@ -17,12 +17,10 @@ Example:
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from ..errors import GrammarError
-from ._native import ffi, lib, new_error, raise_error
+from ._native import PerProcess, ffi, lib, new_error, raise_error
 
 __all__ = ["BACKGROUND_SECONDS", "BACKGROUND_STATES", "background_pool", "classify_in_background"]
 
@@ -33,27 +31,26 @@ BACKGROUND_STATES = 4096
 #: microseconds (a literal's next byte) to milliseconds (a large schema's first visits).
 BACKGROUND_SECONDS = 0.2
 
-_LOCK = threading.Lock()
-_POOL: Optional[Tuple[int, Any]] = None  # (the process id that made it, the pool)
+
+def _new_pool() -> Any:
+    out = ffi.new("ag_pool **")
+    err = new_error()
+    status = lib.ag_pool_new(2, out, err)  # the caller counts as one: one worker thread
+    if status != lib.AG_OK:
+        raise_error(status, err, GrammarError)
+    lib.ag_pool_set_idle_priority(out[0])  # spare CPU only: never the masks' or the model's
+    return ffi.gc(out[0], lib.ag_pool_free)
+
+
+# A forked child's pool is its own: the parent's worker thread is not in it, and
+# ag_pool_free would join that thread.
+_POOL = PerProcess(_new_pool)
 
 
 def background_pool() -> Any:
     """The process-wide pool whose worker thread classifies in the background (made on first
     use; a forked child makes its own)."""
-    global _POOL
-    with _LOCK:
-        if _POOL is not None and _POOL[0] == os.getpid():
-            return _POOL[1]
-        if _POOL is not None:  # made before a fork: its thread is not in this process, so
-            ffi.gc(_POOL[1], None)  # it is never freed here (ag_pool_free would join it)
-        out = ffi.new("ag_pool **")
-        err = new_error()
-        status = lib.ag_pool_new(2, out, err)  # the caller counts as one: one worker thread
-        if status != lib.AG_OK:
-            raise_error(status, err, GrammarError)
-        lib.ag_pool_set_idle_priority(out[0])  # spare CPU only: never the masks' or the model's
-        _POOL = (os.getpid(), ffi.gc(out[0], lib.ag_pool_free))
-        return _POOL[1]
+    return _POOL.get()
 
 
 def classify_in_background(

@@ -13,35 +13,28 @@ Example:
 
 from __future__ import annotations
 
-import os
-import threading
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from ..errors import GrammarError
-from ._native import ffi, lib, new_error, raise_error
+from ._native import PerProcess, ffi, lib, new_error, raise_error
 
 __all__ = ["build_cache"]
 
-_LOCK = threading.Lock()
-_CACHE: Optional[Tuple[int, Any]] = None  # (the process id that made it, the cache)
+
+def _new_cache() -> Any:
+    out = ffi.new("ag_build_cache **")
+    err = new_error()
+    status = lib.ag_build_cache_new(out, err)
+    if status != lib.AG_OK:
+        raise_error(status, err, GrammarError)
+    return ffi.gc(out[0], lib.ag_build_cache_free)
+
+
+# A forked child's cache is its own: the parent's lock may have been held by a thread the
+# child does not have.
+_CACHE = PerProcess(_new_cache)
 
 
 def build_cache() -> Any:
-    """The process's build cache, made on first use (a forked child makes its own: the
-    parent's lock may have been held by a thread the child does not have)."""
-    global _CACHE
-    found = _CACHE
-    if found is not None and found[0] == os.getpid():
-        return found[1]
-    with _LOCK:
-        if _CACHE is not None and _CACHE[0] == os.getpid():
-            return _CACHE[1]
-        if _CACHE is not None:  # the parent's: never freed here, its lock may be taken
-            ffi.gc(_CACHE[1], None)
-        out = ffi.new("ag_build_cache **")
-        err = new_error()
-        status = lib.ag_build_cache_new(out, err)
-        if status != lib.AG_OK:
-            raise_error(status, err, GrammarError)
-        _CACHE = (os.getpid(), ffi.gc(out[0], lib.ag_build_cache_free))
-        return _CACHE[1]
+    """The process's build cache, made on first use (a forked child makes its own)."""
+    return _CACHE.get()

@@ -18,8 +18,9 @@ from typing import Any, Dict, List, Sequence, Tuple
 import pytest
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
+from agentgrammar.engine import _native as native
 from agentgrammar.engine import build_cache as build_cache_module
-from agentgrammar.engine._native import ffi, lib, new_error
+from agentgrammar.engine._native import PerProcess, ffi, lib, new_error
 from agentgrammar.grammar.ir import CharClass, Choice, KeyTrie, Literal, Repeat, Rule, RuleRef, Seq
 from agentgrammar.grammar.json_schema import lexical
 
@@ -182,11 +183,13 @@ def test_threads_share_one_cache() -> None:
 def test_the_process_cache_is_made_once_and_again_after_a_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     first = build_cache_module.build_cache()
     assert build_cache_module.build_cache() is first
-    real = build_cache_module.os.getpid
-    monkeypatch.setattr(build_cache_module.os, "getpid", lambda: real() + 1)  # as in a forked child
-    monkeypatch.setattr(build_cache_module, "_CACHE", build_cache_module._CACHE)  # restored after
-    child = build_cache_module.build_cache()
-    assert child is not first and build_cache_module.build_cache() is child
+    made = PerProcess(new_cache)  # the process cache's kind, on a cache of the test's own
+    parent = made.get()
+    assert made.get() is parent
+    real = native.os.getpid
+    monkeypatch.setattr(native.os, "getpid", lambda: real() + 1)  # as in a forked child
+    child = made.get()
+    assert child is not parent and made.get() is child
 
 
 def test_compiled_grammars_use_the_process_cache() -> None:
