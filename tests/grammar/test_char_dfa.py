@@ -253,6 +253,43 @@ def test_pattern_with_length_bounds(p: str, lo: int, extra: int, s: str) -> None
     assert d.matches(s) == (full(p, s) and lo <= len(s) <= lo + extra)
 
 
+@pytest.mark.parametrize(
+    "pattern,shape",
+    [
+        ("[a-c]*", ([], "[a-c]")),
+        ("[a-c]+", (["[a-c]"], "[a-c]")),
+        ("[1-9][0-9]*", (["[1-9]"], "[0-9]")),
+        ("ab[cd]*", (["a", "b"], "[cd]")),
+        ("x|y", (["[xy]"], None)),
+        ("", ([], None)),
+        ("(ab)*", None),
+        ("a+b", None),
+        ("a?b*", None),
+        ("[^a]x*", (["[^a]"], "x")),
+        ("(xy|x)*y?", None),
+    ],
+)
+def test_chain_then_loop(pattern: str, shape: Optional[Tuple[List[str], Optional[str]]]) -> None:
+    """C1 .. Ck L* exactly: the classes, as the strings of one character they accept."""
+
+    def chars(ranges: List[Tuple[int, int]]) -> str:
+        return "".join(chr(c) for lo, hi in ranges for c in range(lo, min(hi, 0x3FF) + 1))
+
+    found = dfa(pattern).chain_then_loop()
+    if shape is None:
+        assert found is None
+        return
+    assert found is not None
+    chain, loop = found
+    assert [chars(c) for c in chain] == [chars(_ranges(c)) for c in shape[0]]
+    assert chars(loop) == ("" if shape[1] is None else chars(_ranges(shape[1])))
+
+
+def _ranges(cls: str) -> List[Tuple[int, int]]:
+    """The ranges of one-character pattern ``cls`` (its automaton's only edge class)."""
+    return [(lo, hi) for lo, hi, _ in dfa(cls).edges[0]]
+
+
 @SETTINGS
 @given(
     p=st.sampled_from(PATTERNS),

@@ -745,11 +745,11 @@ def test_unsupported_string_constraints(schema: Dict[str, Any], keyword: str, le
             "a" * 60 + "@example.com",
         ),
         (
-            {"type": "string", "pattern": "^a", "maxLength": 30000},
+            {"type": "string", "pattern": "^a.*b$", "maxLength": 30000},
             "pattern",
-            ["a", "abc"],
-            ["", "zzz"],
-            "a" * 30001,
+            ["ab", "axyb"],
+            ["", "zzz", "a", "ba"],
+            "a" * 30000 + "b",
         ),
     ],
 )
@@ -1325,6 +1325,66 @@ def test_pattern_with_length_accepts_every_spelling() -> None:
     checker = Checker({"type": "string", "pattern": "^[a-z]+$", "maxLength": 3})
     assert checker.accepts('"abc"') and checker.accepts('"\\u0061bc"')
     assert not checker.accepts('"abcd"') and not checker.accepts('"ab1"')
+
+
+@pytest.mark.parametrize(
+    "pattern,lo,hi,texts",
+    [
+        ("^[a-z0-9-]+$", 0, 255, ["", "a", "a-9", "x" * 255, "x" * 256, "A", "a b"]),
+        ("^[1-9][0-9]*$", 3, 5, ["1", "99", "100", "012", "99999", "100000", "1a0"]),
+        ("^ab[c-d]*$", 0, 4, ["ab", "abc", "abcd", "abcdc", "a", "abx", ""]),
+        ("^a", 0, 30000, ["", "a", "b", "a" + "z" * 29999, "a" + "z" * 30000]),
+        ("^(x|y)$", 1, 9, ["x", "y", "xy", ""]),  # a chain alone
+        ("^[a-z]+$", 3, None, ["ab", "abc", "é" * 3, "abcdefghijklmnopqrstuvwxyz"]),
+        ("^é[à-ÿ]*$", 1, 3, ["é", "éà", "éàÿ", "éàÿà", "e", "\u00e9"]),
+    ],
+)
+def test_pattern_of_a_chain_then_a_loop_under_length_bounds_is_counted(
+    pattern: str, lo: int, hi: Optional[int], texts: List[str]
+) -> None:
+    """A pattern whose automaton is a chain of characters, then one loop (``[a-z]+``,
+    ``[1-9][0-9]*``, ``^a``), under length bounds: C1 .. Ck L{lo - k, hi - k}, exact for any
+    bound and without a product (its rules are the same few for a maximum of 255 or 30,000)."""
+    schema: Dict[str, Any] = {"type": "string", "pattern": pattern, "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # exact: nothing loosened
+        checker = Checker(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in texts:
+        assert checker.accepts(json.dumps(text)) == validator.is_valid(text), text
+    escaped = json.dumps(texts[-1], ensure_ascii=True).replace("a", "\\u0061")
+    assert checker.accepts(escaped) == validator.is_valid(json.loads(escaped)), escaped
+    sizes = {len(Grammar.from_json_schema({**schema, "maxLength": top}).rules) for top in (255, 30000)}
+    assert len(sizes) == 1
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "^(x|y)$", "minLength": 2},  # the chain is shorter
+        {"type": "string", "pattern": "^abc[d]*$", "maxLength": 2},  # the chain is longer
+    ],
+)
+def test_pattern_of_a_chain_then_a_loop_outside_the_bounds_accepts_nothing(schema: Dict[str, Any]) -> None:
+    with pytest.raises(SchemaError, match="accepts no value"):
+        Grammar.from_json_schema(schema)
+
+
+def test_the_same_pattern_and_bounds_are_built_once_per_schema() -> None:
+    """Sub-schemas with the same pattern and bounds but other keywords (annotations a memo of
+    sub-schemas keys on, vendor keywords) share one string automaton's rules."""
+    from agentgrammar.grammar.json_schema.schema_rules import schema_rules_and_parts
+
+    leaf = {"type": "string", "pattern": "^([a-z]+):([a-z.]+)$", "maxLength": 40}
+    schema = {"type": "object", "properties": {k: {**leaf, "x-vendor": k} for k in "abc"}}
+    rules = schema_rules_and_parts(schema)[0]
+    automaton = [r.name for r in rules if "_prop_" in r.name]
+    assert automaton and all(name.startswith("root_prop_a_str") for name in automaton), automaton
+    checker = Checker({"type": "object", "properties": {k: {**leaf, "x-vendor": k} for k in "abc"}})
+    assert checker.accepts('{"a": "ab:c.d", "c": "x:y"}')
+    assert not checker.accepts('{"b": "ab:c.d' + "e" * 40 + '"}') and not checker.accepts('{"c": "ab"}')
 
 
 def test_multiple_of_large_values_and_fractional_steps() -> None:

@@ -168,6 +168,9 @@ class Converter:
         self.deref_memo: Dict[int, Tuple[Any, Any]] = {}  # id(schema) -> (schema, its deref)
         self.resolved: Dict[str, Tuple[Any, str]] = {}  # see resolve
         self.key_rules: Dict[Tuple[str, ...], RuleRef] = {}
+        # (id of a string automaton, minLength, maxLength) -> (it, its string): the same pattern
+        # under the same bounds in sub-schemas whose other keywords differ is built once
+        self.string_memo: Dict[Tuple[int, int, Optional[int]], Tuple[Any, Optional[Expr]]] = {}
 
     def unsupported(self, keyword: str, path: str, why: str = "is not supported") -> None:
         """Raise SchemaError, or warn when lenient (the caller then over-approximates)."""

@@ -273,15 +273,48 @@ def string_dfa(conv: Converter, schema: Dict[str, Any]) -> CharDFA:
 
 def automaton_string(conv: Converter, dfa: CharDFA, lo: int, hi: Optional[int], hint: str) -> Optional[Expr]:
     """A JSON string whose content ``dfa`` accepts, of ``lo..hi`` characters (GrammarError
-    past the automata's limits)."""
-    loop = dfa.single_loop()
-    if loop is not None and (lo or hi is not None):
-        # C* under a length bound is C{lo,hi}: counted, not a product automaton
-        ch = json_values.json_char_of(loop)
-        if ch is None:  # no character can be spelled: only the empty string
-            return None if lo else seq([_DQ, _DQ])
-        return seq([_DQ, json_values.repeat_chars(ch, lo, hi), _DQ])
-    if lo or hi is not None:
-        dfa = dfa.with_length(lo, hi)
-    content = dfa.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
-    return None if content is None else seq([_DQ, content, _DQ])
+    past the automata's limits); built once per automaton and bounds in a conversion."""
+    key = (id(dfa), lo, hi)
+    found = conv.string_memo.get(key)
+    if found is not None and found[0] is dfa:
+        return found[1]
+    shape = dfa.chain_then_loop() if lo or hi is not None else None
+    if shape is not None:
+        expr = _chain_then_loop(conv, *shape, lo, hi)
+    else:
+        bounded = dfa.with_length(lo, hi) if lo or hi is not None else dfa
+        content = bounded.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
+        expr = None if content is None else seq([_DQ, content, _DQ])
+    conv.string_memo[key] = (dfa, expr)
+    return expr
+
+
+def _chain_then_loop(
+    conv: Converter,
+    chain: List[List[Tuple[int, int]]],
+    loop: List[Tuple[int, int]],
+    lo: int,
+    hi: Optional[int],
+) -> Optional[Expr]:
+    """A JSON string of C1 .. Ck L* (``CharDFA.chain_then_loop``) of ``lo..hi`` characters:
+    C1 .. Ck L{lo - k, hi - k}, counted rather than a product automaton whose size grows
+    with the bound (``^[a-z0-9-]+$`` under ``maxLength: 255`` was 256 states, now the
+    same few states for any bound). None when no such string exists."""
+    k = len(chain)
+    if hi is not None and hi < k:
+        return None
+    items: List[Expr] = [_DQ]
+    for ranges in chain:
+        ch = conv.json_char(ranges)
+        if ch is None:
+            return None
+        items.append(ch)
+    rest_lo, rest_hi = max(lo - k, 0), None if hi is None else hi - k
+    ch = json_values.json_char_of(loop) if loop else None
+    if ch is None:  # no character after the chain can be spelled: the chain alone
+        if rest_lo:
+            return None
+    elif rest_hi != 0:
+        items.append(json_values.repeat_chars(ch, rest_lo, rest_hi))
+    items.append(_DQ)
+    return seq(items)
