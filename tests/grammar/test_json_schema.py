@@ -1360,6 +1360,31 @@ def test_pattern_of_a_chain_then_a_loop_under_length_bounds_is_counted(
     assert len(sizes) == 1
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    pattern=st.sampled_from(["^[ab]+$", "^a[bc]*$", "^ab?$", "b", "^[^a]c*$", "^(a|b)c+$", "^a.*b$"]),
+    lo=st.integers(0, 4),
+    extra=st.one_of(st.none(), st.integers(0, 4)),
+    texts=st.lists(st.text(alphabet="abcé\n", max_size=8), min_size=1, max_size=8),
+)
+def test_pattern_under_length_bounds_agrees_with_jsonschema(
+    pattern: str, lo: int, extra: Optional[int], texts: List[str]
+) -> None:
+    """Whether the pattern is counted (a chain then a loop) or paired with the count, the
+    string is the pattern's and its length within the bounds (a character a code point)."""
+    schema: Dict[str, Any] = {"type": "string", "pattern": pattern, "minLength": lo}
+    if extra is not None:
+        schema["maxLength"] = lo + extra
+    try:
+        checker = Checker(schema)
+    except SchemaError:  # no string fits: jsonschema agrees on every text
+        assert not any(jsonschema.Draft202012Validator(schema).is_valid(t) for t in texts)
+        return
+    validator = jsonschema.Draft202012Validator(schema)
+    for text in texts:
+        assert checker.accepts(json.dumps(text)) == validator.is_valid(text), text
+
+
 @pytest.mark.parametrize(
     "schema",
     [
