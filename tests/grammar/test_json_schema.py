@@ -1365,7 +1365,8 @@ def test_pattern_of_a_chain_then_a_loop_under_length_bounds_is_counted(
     pattern=st.sampled_from(["^[ab]+$", "^a[bc]*$", "^ab?$", "b", "^[^a]c*$", "^(a|b)c+$", "^a.*b$"]),
     lo=st.integers(0, 4),
     extra=st.one_of(st.none(), st.integers(0, 4)),
-    texts=st.lists(st.text(alphabet="abcé\n", max_size=8), min_size=1, max_size=8),
+    # no newline: Python's `$`, which jsonschema uses, also matches before a final one
+    texts=st.lists(st.text(alphabet="abcé ", max_size=8), min_size=1, max_size=8),
 )
 def test_pattern_under_length_bounds_agrees_with_jsonschema(
     pattern: str, lo: int, extra: Optional[int], texts: List[str]
