@@ -22,11 +22,6 @@ ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_wo
                                       int *all_allowed, ag_error *err);
 
 /*
- * While hold is set, the pool's workers wait at the start of each background
- * slice (a task taken, nothing done yet); ag_pool_testing_at_gate counts them.
- * Freeing the pool lets them go.
- */
-/*
  * A hash of a grammar's automata that numbering does not change: each rule's
  * states in breadth-first order from its start (byte edges in order, rule
  * edges), their acceptance and counting. Equal automata hash alike.
@@ -36,6 +31,11 @@ uint64_t ag_grammar_testing_shape(const ag_grammar *grammar);
 /* The pieces a build cache holds (ag_build_cache_new). */
 int32_t ag_build_cache_testing_size(const ag_build_cache *cache);
 
+/*
+ * While hold is set, the pool's workers wait at the start of each background
+ * slice (a task taken, nothing done yet); ag_pool_testing_at_gate counts them.
+ * Freeing the pool lets them go.
+ */
 void ag_pool_testing_hold(ag_pool *pool, int hold);
 int32_t ag_pool_testing_at_gate(ag_pool *pool);
 /* The workers waiting a tick at a time after background work (ag_pool.c: why

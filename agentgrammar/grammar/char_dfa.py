@@ -644,7 +644,7 @@ def _marked(dfa: CharDFA) -> CharDFA:
 
 def _in_alphabet(lo: int, hi: int) -> bool:
     """Whether the range ``lo..hi`` lies in one piece of ``ALPHABET`` (the surrogates apart)."""
-    return hi < 0xD800 or lo > 0xDFFF
+    return any(a <= lo and hi <= b for a, b in ALPHABET)
 
 
 def _sorted_rows(dfa: CharDFA) -> List[List[Edge]]:
