@@ -552,6 +552,61 @@ class CharDFA:
         accepting = [(p >= 0 and self.accepting[p]) or (q >= 0 and other.accepting[q]) for p, q in pairs]
         return CharDFA(edges, accepting, self.alphabet).minimized()
 
+    @staticmethod
+    def exactly_one(dfas: Sequence["CharDFA"], limit: int = PRODUCT_LIMIT) -> "CharDFA":
+        """The strings exactly one of ``dfas`` accepts (JSON Schema's ``oneOf``): one product
+        over the reachable tuples of states, a side that has no move being -1, minimized once.
+        Past ``limit`` states GrammarError.
+
+        Example:
+            >>> from agentgrammar.grammar.regex import parse_regex
+            >>> a, b = CharDFA.from_expr(parse_regex("a.*")), CharDFA.from_expr(parse_regex(".*b"))
+            >>> d = CharDFA.exactly_one([a, b])
+            >>> [d.matches(s) for s in ("ax", "xb", "ab", "xx")]
+            [True, True, False, False]
+        """
+        rows = [_sorted_rows(d) for d in dfas]
+        # a state that accepts every string from here on: two such in a tuple, and it never
+        # accepts again (no move is made to it)
+        universal = [
+            {s for s, row in enumerate(d.edges) if d.accepting[s] and _loops_on_all(row, s, d.alphabet)}
+            for d in dfas
+        ]
+        work = _Work("combining the oneOf branches")
+        start = (0,) * len(dfas)
+        ids: Dict[Tuple[int, ...], int] = {start: 0}
+        tuples: List[Tuple[int, ...]] = [start]
+        edges: List[List[Edge]] = []
+        i = 0
+        while i < len(tuples):
+            sides = [rows[k][s] if s >= 0 else [] for k, s in enumerate(tuples[i])]
+            cuts = sorted({x for side in sides for lo, hi, _ in side for x in (lo, hi + 1)})
+            work.charge(len(cuts) * len(sides) + 1)
+            where = {x: j for j, x in enumerate(cuts)}
+            columns = []  # each side's target on each segment between two cuts
+            for side in sides:
+                column = [-1] * len(cuts)
+                for lo, hi, t in side:
+                    a, b = where[lo], where[hi + 1]
+                    column[a:b] = [t] * (b - a)
+                columns.append(column)
+            row: List[Edge] = []
+            for j, key in enumerate(zip(*columns)):
+                if j + 1 == len(cuts):
+                    break
+                if sum(1 for k, t in enumerate(key) if t in universal[k]) > 1 or key.count(-1) == len(key):
+                    continue
+                target = ids.get(key)
+                if target is None:
+                    target = pair_state(ids, tuples, key, limit, "combining")
+                add_range(row, cuts[j], cuts[j + 1] - 1, target)
+            edges.append(row)
+            i += 1
+        accepting = [
+            sum(1 for k, s in enumerate(key) if s >= 0 and dfas[k].accepting[s]) == 1 for key in tuples
+        ]
+        return CharDFA(edges, accepting, dfas[0].alphabet).minimized()
+
     def complement(self) -> "CharDFA":
         """The strings this DFA rejects."""
         if self.minimal and (self.accepting[0] or self.edges[0]):
@@ -645,6 +700,11 @@ def _marked(dfa: CharDFA) -> CharDFA:
 def _in_alphabet(lo: int, hi: int) -> bool:
     """Whether the range ``lo..hi`` lies in one piece of ``ALPHABET`` (the surrogates apart)."""
     return any(a <= lo and hi <= b for a, b in ALPHABET)
+
+
+def _loops_on_all(row: List[Edge], s: int, alphabet: Alphabet) -> bool:
+    """Whether a row moves on every character of the alphabet back to its state ``s``."""
+    return [(lo, hi) for lo, hi, t in row if t == s] == list(alphabet) and all(t == s for _, _, t in row)
 
 
 def _sorted_rows(dfa: CharDFA) -> List[List[Edge]]:

@@ -92,9 +92,9 @@ def merge_edges(edges: Sequence[Edge]) -> List[Edge]:
 
 
 def pair_state(
-    ids: Dict[Tuple[int, int], int], pairs: List[Tuple[int, int]], key: Tuple[int, int], limit: int, verb: str
+    ids: Dict[Tuple[int, ...], int], pairs: List[Tuple[int, ...]], key: Tuple[int, ...], limit: int, verb: str
 ) -> int:
-    """The product state of a pair of states, numbered on first sight; past ``limit``
+    """The product state of a pair (or tuple) of states, numbered on first sight; past ``limit``
     states GrammarError ("<verb> the constraints needs ...")."""
     target = ids.get(key)
     if target is None:

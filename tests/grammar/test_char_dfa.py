@@ -176,6 +176,39 @@ def test_union_size_bound() -> None:
 
 
 @SETTINGS
+@given(
+    picked=st.lists(st.sampled_from(PATTERNS + [".*", "a.*", ".*a.*", ".*b.*"]), min_size=2, max_size=4),
+    s=strings,
+)
+def test_exactly_one_agrees_with_re(picked: List[str], s: str) -> None:
+    # ".*" and its kin end in a state that accepts everything: two of them never accept again
+    assert CharDFA.exactly_one([dfa(p) for p in picked]).matches(s) == (sum(full(p, s) for p in picked) == 1)
+
+
+@pytest.mark.parametrize("p, q", list(itertools.combinations(PATTERNS, 2)))
+def test_exactly_one_of_two_is_the_symmetric_difference(p: str, q: str) -> None:
+    a, b = dfa(p), dfa(q)
+    one = CharDFA.exactly_one([a, b])
+    assert equivalent(one, a.minus(b).union(b.minus(a)))
+    assert one.num_states == a.minus(b).union(b.minus(a)).num_states  # both minimal
+
+
+def test_exactly_one_of_three_words_anywhere() -> None:
+    words = ["ab", "ba", "bb"]
+    one = CharDFA.exactly_one([dfa(f".*{w}.*") for w in words])
+    for n in range(7):
+        for t in itertools.product("ab", repeat=n):
+            s = "".join(t)
+            assert one.matches(s) == (sum(w in s for w in words) == 1), s
+
+
+def test_exactly_one_size_bound() -> None:
+    a, b = dfa("(a|b)*a(a|b){3}"), dfa("c(a|b)*")
+    with pytest.raises(GrammarError, match="more than 8 states"):
+        CharDFA.exactly_one([a, b], limit=8)
+
+
+@SETTINGS
 @given(p=st.sampled_from(PATTERNS), s=st.text(max_size=6))
 def test_complement_over_all_of_unicode(p: str, s: str) -> None:
     assert dfa(p).complement().matches(s) == (not full(p, s))

@@ -1387,6 +1387,84 @@ def test_pattern_under_length_bounds_agrees_with_jsonschema(
 
 
 @pytest.mark.parametrize(
+    "schema, texts",
+    [
+        (  # words anywhere: a text with two of them matches two branches
+            {
+                "type": "string",
+                "oneOf": [{"pattern": "customer"}, {"pattern": "maker"}, {"pattern": "admin"}],
+            },
+            ["customer", "a maker", "customer maker", "admin", "xyz", "admin, customer", ""],
+        ),
+        (  # siblings' bounds, merged into every branch
+            {"type": "string", "maxLength": 4, "oneOf": [{"pattern": "^a"}, {"pattern": "b$"}]},
+            ["a", "ab", "b", "axb", "aaaab", "xb", "x", "abab"],
+        ),
+        (  # each branch's own bounds
+            {
+                "oneOf": [
+                    {"type": "string", "pattern": "^a", "maxLength": 3},
+                    {"type": "string", "minLength": 2},
+                ]
+            },
+            ["a", "ab", "abc", "abcd", "bc", "b", ""],
+        ),
+        (  # a branch that is an anyOf, and one that admits nothing
+            {
+                "type": "string",
+                "oneOf": [
+                    {"anyOf": [{"pattern": "^a"}, {"pattern": "^b"}]},
+                    {"pattern": "z$"},
+                    {"minLength": 3, "maxLength": 1},
+                ],
+            },
+            ["a", "az", "bz", "z", "cz", "c", "b"],
+        ),
+    ],
+)
+def test_one_of_strings_agrees_with_jsonschema(schema: Dict[str, Any], texts: List[str]) -> None:
+    """oneOf's string branches are one automaton: a string that exactly one branch accepts."""
+    checker, validator = Checker(schema), jsonschema.Draft202012Validator(schema)
+    assert {t: checker.accepts(json.dumps(t)) for t in texts} == {t: validator.is_valid(t) for t in texts}
+
+
+def test_one_of_formats_is_exact() -> None:
+    """Formats cannot be negated, so a oneOf of formats was refused; as one automaton it is
+    exact: a dotted quad is a hostname too, and matches both branches."""
+    branches = [{"format": "ipv4"}, {"format": "hostname"}]
+    one_of = Checker({"type": "string", "oneOf": branches})
+    alone = [Checker({"type": "string", **b}) for b in branches]
+    texts = ["1.2.3.4", "example.com", "::1", "a", "999.1.1.1"]
+    for text in map(json.dumps, texts):
+        assert one_of.accepts(text) == (sum(c.accepts(text) for c in alone) == 1), text
+    assert all(c.accepts('"1.2.3.4"') for c in alone) and not one_of.accepts('"1.2.3.4"')
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    patterns=st.lists(
+        st.sampled_from(["^a", "b$", "ab", "^[ab]+$", "c", "^.{2}$", "^a.*b$"]), min_size=2, max_size=4
+    ),
+    top=st.one_of(st.none(), st.integers(0, 5)),
+    texts=st.lists(st.text(alphabet="abcé ", max_size=7), min_size=1, max_size=8),
+)
+def test_one_of_patterns_agrees_with_jsonschema(
+    patterns: List[str], top: Optional[int], texts: List[str]
+) -> None:
+    schema: Dict[str, Any] = {"type": "string", "oneOf": [{"pattern": p} for p in patterns]}
+    if top is not None:
+        schema["maxLength"] = top
+    validator = jsonschema.Draft202012Validator(schema)
+    try:
+        checker = Checker(schema)
+    except SchemaError:  # no string matches exactly one branch: jsonschema agrees
+        assert not any(validator.is_valid(t) for t in texts)
+        return
+    for text in texts:
+        assert checker.accepts(json.dumps(text)) == validator.is_valid(text), (schema, text)
+
+
+@pytest.mark.parametrize(
     "schema",
     [
         {"type": "string", "pattern": "^(x|y)$", "minLength": 2},  # the chain is shorter

@@ -19,7 +19,7 @@ from .keywords import _OBJECT_KW, _REWRITTEN_KW, _TYPES, _is_annotation, _ptr
 from .lexical import choice
 from .merge import deref, merge
 from .negate import negate
-from .strings import string_union
+from .strings import string_one_of, string_union
 
 if TYPE_CHECKING:
     from .convert import Converter
@@ -213,6 +213,14 @@ def any_of(
             if rest is False:
                 return None
         else:
+            merged = (
+                [merge(conv, rest, b, _ptr(path, kw, i)) for i, b in enumerate(branches)]
+                if rest
+                else branches
+            )
+            united, expr = string_one_of(conv, merged, path, hint)
+            if united:
+                return expr
             made_exclusive = exclusive(conv, branches, path)
             if made_exclusive is None:
                 conv.unsupported(

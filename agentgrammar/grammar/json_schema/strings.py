@@ -171,12 +171,7 @@ def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> 
     try:
         if not all(string_leaves(conv, b, path, leaves, 0) for b in branches) or len(leaves) < 2:
             return False, None
-        bounds = {(s.get("minLength", 0), s.get("maxLength")) for s in leaves}
-        if len(bounds) == 1:  # the usual case: the bounds were merged into every branch
-            (lo, hi), dfas = bounds.pop(), [string_dfa(conv, s) for s in leaves]
-        else:
-            lo, hi = 0, None
-            dfas = [string_dfa(conv, s).with_length(*_bounds(s)) for s in leaves]
+        lo, hi, dfas = _leaf_dfas(conv, leaves)
         apart = sum(d.num_states for d in dfas)
         united = dfas[0]
         for d in dfas[1:]:
@@ -190,10 +185,61 @@ def string_union(conv: Converter, branches: List[Any], path: str, hint: str) -> 
         conv.lenient = lenient
 
 
-def string_leaves(conv: Converter, schema: Any, path: str, out: List[Dict[str, Any]], level: int) -> bool:
+def _leaf_dfas(conv: Converter, leaves: List[Dict[str, Any]]) -> Tuple[int, Optional[int], List[CharDFA]]:
+    """The automata of string leaves (``string_leaves``) and the length bounds of any union
+    of them: the leaves' own when they all have the same (the usual case: the bounds were
+    merged into every branch), else none, and each automaton bounded by its leaf's."""
+    bounds = {(s.get("minLength", 0), s.get("maxLength")) for s in leaves}
+    if len(bounds) == 1:
+        lo, hi = bounds.pop()
+        return lo, hi, [string_dfa(conv, s) for s in leaves]
+    return 0, None, [string_dfa(conv, s).with_length(*_bounds(s)) for s in leaves]
+
+
+def string_one_of(conv: Converter, branches: List[Any], path: str, hint: str) -> Tuple[bool, Optional[Expr]]:
+    """oneOf branches that are all strings (each a pattern, a format, lengths, or an anyOf
+    of such) as one automaton, the strings exactly one branch accepts: it is (True, the
+    expression). One product of the branches' automata, where making them exclusive
+    (``combinators.exclusive``: each branch and every other's negation) then uniting them
+    took n(n - 1) products and as many minimizations. (False, None) when some branch is not such a string, or the product passes the automata's
+    limits: the caller makes the branches exclusive then, as without this."""
+    if conv.excludes:  # filtered strings are converted one by one (string_schema)
+        return False, None
+    lenient, conv.lenient = conv.lenient, False  # anything over-approximated: not here
+    try:
+        leaves: List[List[Dict[str, Any]]] = []
+        for b in branches:
+            leaves.append([])
+            if not string_leaves(conv, b, path, leaves[-1], 0, plain=True):
+                return False, None
+        leaves = [ls for ls in leaves if ls]  # a branch that admits nothing never matches
+        if len(leaves) < 2:
+            return False, None
+        lo, hi, flat = _leaf_dfas(conv, [s for ls in leaves for s in ls])
+        dfas, at = [], 0
+        for ls in leaves:
+            dfa = flat[at]
+            for part in flat[at + 1 : at + len(ls)]:  # a branch that is an anyOf of strings
+                dfa = dfa.union(part)
+            dfas.append(dfa)
+            at += len(ls)
+        apart = sum(d.num_states for d in dfas)
+        return True, automaton_string(
+            conv, CharDFA.exactly_one(dfas, max(PRODUCT_LIMIT, apart)), lo, hi, hint
+        )
+    except (GrammarError, RecursionError):
+        return False, None
+    finally:
+        conv.lenient = lenient
+
+
+def string_leaves(
+    conv: Converter, schema: Any, path: str, out: List[Dict[str, Any]], level: int, plain: bool = False
+) -> bool:
     """Collect in ``out`` the string schemas whose union ``schema`` is, each one that
-    ``string`` builds an automaton for; False when ``schema`` is anything else (another
-    type, an enum, ...). Schemas that admit nothing add nothing."""
+    ``string`` builds an automaton for (with ``plain``, also one it builds without: a
+    pattern alone, a length alone); False when ``schema`` is anything else (another type,
+    an enum, ...). Schemas that admit nothing add nothing."""
     if level > _MAX_LEVEL or len(out) > _MAX_UNION_LEAVES:
         return False
     if schema is False:
@@ -210,7 +256,7 @@ def string_leaves(conv: Converter, schema: Any, path: str, out: List[Dict[str, A
     if "not" in schema:
         rest = {k: v for k, v in schema.items() if k != "not"}
         positive = negate(conv, schema["not"], _ptr(path, "not"))
-        return string_leaves(conv, merge(conv, rest, positive, path), path, out, level + 1)
+        return string_leaves(conv, merge(conv, rest, positive, path), path, out, level + 1, plain)
     if "oneOf" in schema:
         return False
     if "anyOf" in schema:
@@ -220,7 +266,7 @@ def string_leaves(conv: Converter, schema: Any, path: str, out: List[Dict[str, A
         rest = {k: v for k, v in schema.items() if k != "anyOf" and not _is_annotation(k)}
         if rest:
             branches = [merge(conv, rest, b, path) for b in branches]
-        return all(string_leaves(conv, b, path, out, level + 1) for b in branches)
+        return all(string_leaves(conv, b, path, out, level + 1, plain) for b in branches)
     if any(k not in _STRING_KW and k != "type" and not _is_annotation(k) for k in schema):
         return False
     if conv.types(schema, path) != ["string"]:
@@ -240,7 +286,8 @@ def string_leaves(conv: Converter, schema: Any, path: str, out: List[Dict[str, A
         fmt = None
     constraints = [c for c in (pattern, fmt) if c is not None]
     if not (
-        any(schema.get(k) for k in _INTERNAL_KW)
+        plain
+        or any(schema.get(k) for k in _INTERNAL_KW)
         or len(constraints) > 1
         or (constraints and (lo or hi is not None))
     ):
