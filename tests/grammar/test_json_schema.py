@@ -1387,6 +1387,45 @@ def test_pattern_under_length_bounds_agrees_with_jsonschema(
 
 
 @pytest.mark.parametrize(
+    "pattern, lo, hi",
+    [
+        ("^[a-z]+$", 1, None),  # the usual "minLength": 1 beside a pattern that needs a character
+        ("^[0-9]{9}$", 9, 9),
+        ("^(?:\\S+\\s+){0,99}\\S+$", 1, None),
+        ("\\S", 1, None),  # unanchored: a match has a character, whatever surrounds it
+        ("^[0-9]{3}(-[0-9]{4})?$", 2, 8),
+    ],
+)
+def test_length_bounds_the_pattern_implies_add_nothing(pattern: str, lo: int, hi: Optional[int]) -> None:
+    """Bounds that every string of the pattern meets are dropped: the grammar is the pattern's
+    own, not its automaton paired with the count."""
+    bounded: Dict[str, Any] = {"type": "string", "pattern": pattern, "minLength": lo}
+    if hi is not None:
+        bounded["maxLength"] = hi
+    alone = Grammar.from_json_schema({"type": "string", "pattern": pattern})
+    assert Grammar.from_json_schema(bounded).digest == alone.digest
+
+
+@pytest.mark.parametrize(
+    "schema, texts",
+    [
+        ({"type": "string", "pattern": "^[a-z]+$", "minLength": 2}, ["a", "ab", ""]),
+        ({"type": "string", "pattern": "^[0-9]{3}(-[0-9]{4})?$", "maxLength": 7}, ["123", "123-4567"]),
+        (
+            {"type": "string", "pattern": "a", "maxLength": 3},
+            ["a", "xxa", "xxxa", "b"],
+        ),  # unanchored: any length
+        ({"type": "string", "pattern": "^a*$", "minLength": 1}, ["", "a", "aa"]),  # "" matches the pattern
+    ],
+)
+def test_length_bounds_the_pattern_does_not_imply_still_hold(
+    schema: Dict[str, Any], texts: List[str]
+) -> None:
+    checker, validator = Checker(schema), jsonschema.Draft202012Validator(schema)
+    assert {t: checker.accepts(json.dumps(t)) for t in texts} == {t: validator.is_valid(t) for t in texts}
+
+
+@pytest.mark.parametrize(
     "schema, texts",
     [
         (  # words anywhere: a text with two of them matches two branches

@@ -88,6 +88,7 @@ from .lexical import choice
 from .objects import ANY_ORDER_LIMIT
 from .schema_rules import MAX_SCHEMA_DEPTH, json_schema_rules, schema_rules_and_parts
 from .strings import _pattern_dfa as _pattern_dfa
+from .strings import _pattern_lengths as _pattern_lengths
 
 __all__ = [
     "ANY_ORDER_LIMIT",

@@ -80,7 +80,7 @@ def format_lengths(name: str) -> Tuple[int, Optional[int]]:
     if found is None:
         chars = json_values.format_chars(name)
         assert chars is not None
-        found = _FORMAT_LENGTHS[name] = _lengths(chars)
+        found = _FORMAT_LENGTHS[name] = regex_lengths(chars)
     return found
 
 
@@ -92,7 +92,13 @@ def lengths_hold(name: str, lo: int, hi: Optional[int]) -> bool:
         >>> lengths_hold("uuid", 0, 36), lengths_hold("uuid", 0, 35), lengths_hold("uri", 1, None)
         (True, False, True)
     """
-    shortest, longest = format_lengths(name)
+    return lengths_within(format_lengths(name), lo, hi)
+
+
+def lengths_within(lengths: Tuple[int, Optional[int]], lo: int, hi: Optional[int]) -> bool:
+    """Whether a range of lengths (``regex_lengths``: at most the fewest, at least the most)
+    lies within ``lo`` to ``hi`` (None: no bound)."""
+    shortest, longest = lengths
     return lo <= shortest and (hi is None or (longest is not None and hi >= longest))
 
 
@@ -105,9 +111,15 @@ def sole_format(schema: Mapping[str, Any]) -> Optional[str]:
     return None if any(schema.get(k) for k in _INTERNAL_KW) else fmt
 
 
-def _lengths(e: Expr) -> Tuple[int, Optional[int]]:
+def regex_lengths(e: Expr) -> Tuple[int, Optional[int]]:
     """The fewest and most characters of the strings of regex IR ``e``, from its structure: never
-    above the fewest nor below the most, as a part that matches nothing still counts."""
+    above the fewest nor below the most, as a part that matches nothing still counts.
+
+    Example:
+        >>> from agentgrammar.grammar.regex import parse_regex
+        >>> regex_lengths(parse_regex("[0-9]{3}(-[0-9]{4})?")), regex_lengths(parse_regex("a+"))
+        ((3, 8), (1, None))
+    """
     if isinstance(e, Literal):
         n = len(e.value.decode("utf-8", "replace"))
         return n, n
@@ -116,15 +128,15 @@ def _lengths(e: Expr) -> Tuple[int, Optional[int]]:
     if isinstance(e, Seq):
         lo, hi = 0, 0
         for x in e.items:
-            a, b = _lengths(x)
+            a, b = regex_lengths(x)
             lo, hi = lo + a, None if hi is None or b is None else hi + b
         return lo, hi
     if isinstance(e, Choice):  # (a KeyTrie is never made by the regex parser)
-        pairs = [_lengths(x) for x in e.items]
+        pairs = [regex_lengths(x) for x in e.items]
         highs = [b for _, b in pairs]
         return min((a for a, _ in pairs), default=0), None if None in highs else max(highs, default=0)
     if isinstance(e, Repeat):
-        a, b = _lengths(e.item)
+        a, b = regex_lengths(e.item)
         high = None if b is None or (e.max is None and b > 0) else b * (0 if e.max is None else e.max)
         return a * e.min, high
     return 0, None  # anything else: no bound known

@@ -22,7 +22,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .excludes import warn_lengths_dropped
-from .formats import format_dfa, lengths_hold, sole_format
+from .formats import format_dfa, lengths_hold, lengths_within, regex_lengths, sole_format
 from .keywords import (
     _AND_PATTERNS,
     _INTERNAL_KW,
@@ -64,6 +64,22 @@ def _pattern_dfa(pattern: str) -> CharDFA:
     return CharDFA.from_expr(json_values.pattern_chars(pattern))
 
 
+@lru_cache(maxsize=512)
+def _pattern_lengths(pattern: str) -> Tuple[int, Optional[int]]:
+    """``regex_lengths`` of the strings that ``pattern`` matches (unanchored, a side is any text)."""
+    return regex_lengths(json_values.pattern_chars(pattern))
+
+
+def _pattern_lengths_hold(pattern: str, lo: int, hi: Optional[int]) -> bool:
+    """Whether every string that ``pattern`` matches has ``lo`` to ``hi`` characters: the bounds
+    then constrain nothing, and the pattern's own string serves, without the product of its
+    automaton with the count (``"minLength": 1`` beside ``^[a-z]+$``, the usual case)."""
+    try:
+        return lengths_within(_pattern_lengths(pattern), lo, hi)
+    except Exception:  # a pattern that does not convert: the usual path says why
+        return False
+
+
 def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str) -> Optional[Expr]:
     lo = schema.get("minLength", 0)
     hi = schema.get("maxLength")
@@ -94,6 +110,14 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         and lengths_hold(fmt, lo, hi)
     ):
         lo, hi = 0, None  # every string of the format has that many characters
+    elif (
+        pattern is not None
+        and fmt is None
+        and not internal
+        and (lo or hi is not None)
+        and _pattern_lengths_hold(pattern, lo, hi)
+    ):
+        lo, hi = 0, None  # every string the pattern matches has that many characters
     constraints = [c for c in (pattern, fmt) if c is not None]
     if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
         if internal:
