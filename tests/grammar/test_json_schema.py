@@ -1387,22 +1387,26 @@ def test_pattern_under_length_bounds_agrees_with_jsonschema(
 
 
 @pytest.mark.parametrize(
-    "pattern, lo, hi",
+    "schema, lo, hi",
     [
-        ("^[a-z]+$", 1, None),  # the usual "minLength": 1 beside a pattern that needs a character
-        ("^[0-9]{9}$", 9, 9),
-        ("^(?:\\S+\\s+){0,99}\\S+$", 1, None),
-        ("\\S", 1, None),  # unanchored: a match has a character, whatever surrounds it
-        ("^[0-9]{3}(-[0-9]{4})?$", 2, 8),
+        ({"pattern": "^[a-z]+$"}, 1, None),  # the usual "minLength": 1 beside a pattern that needs one
+        ({"pattern": "^[0-9]{9}$"}, 9, 9),
+        ({"pattern": "^(?:\\S+\\s+){0,99}\\S+$"}, 1, None),
+        ({"pattern": "\\S"}, 1, None),  # unanchored: a match has a character, whatever surrounds it
+        ({"pattern": "^[0-9]{3}(-[0-9]{4})?$"}, 2, 8),
+        ({"format": "date", "pattern": "^2"}, 10, 10),  # the format implies them, the pattern narrows
+        ({"pattern": "^[a-z]+$", "not": {"pattern": "b"}}, 1, None),  # a negated pattern too
     ],
 )
-def test_length_bounds_the_pattern_implies_add_nothing(pattern: str, lo: int, hi: Optional[int]) -> None:
-    """Bounds that every string of the pattern meets are dropped: the grammar is the pattern's
-    own, not its automaton paired with the count."""
-    bounded: Dict[str, Any] = {"type": "string", "pattern": pattern, "minLength": lo}
+def test_length_bounds_the_constraints_imply_add_nothing(
+    schema: Dict[str, Any], lo: int, hi: Optional[int]
+) -> None:
+    """Bounds that every string of the pattern or of the format meets are dropped: the grammar is
+    the one without them, not an automaton paired with the count."""
+    bounded: Dict[str, Any] = {"type": "string", **schema, "minLength": lo}
     if hi is not None:
         bounded["maxLength"] = hi
-    alone = Grammar.from_json_schema({"type": "string", "pattern": pattern})
+    alone = Grammar.from_json_schema({"type": "string", **schema})
     assert Grammar.from_json_schema(bounded).digest == alone.digest
 
 

@@ -102,22 +102,14 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         # A format the specification does not define is an annotation: it constrains nothing.
         fmt = None
     internal = not _INTERNAL_SET.isdisjoint(schema) and any(schema.get(k) for k in _INTERNAL_KW)
-    if (
-        fmt is not None
-        and pattern is None
-        and not internal
-        and (lo or hi is not None)
-        and lengths_hold(fmt, lo, hi)
+    if (lo or hi is not None) and (
+        (fmt is not None and lengths_hold(fmt, lo, hi))
+        or (pattern is not None and _pattern_lengths_hold(pattern, lo, hi))
     ):
-        lo, hi = 0, None  # every string of the format has that many characters
-    elif (
-        pattern is not None
-        and fmt is None
-        and not internal
-        and (lo or hi is not None)
-        and _pattern_lengths_hold(pattern, lo, hi)
-    ):
-        lo, hi = 0, None  # every string the pattern matches has that many characters
+        # every string of the format, or that the pattern matches, has that many characters,
+        # and the other constraints only narrow them: the bounds constrain nothing
+        lo, hi = 0, None
+        schema = {k: v for k, v in schema.items() if k not in ("minLength", "maxLength")}
     constraints = [c for c in (pattern, fmt) if c is not None]
     if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
         if internal:
