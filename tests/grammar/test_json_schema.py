@@ -1410,6 +1410,20 @@ def test_length_bounds_the_constraints_imply_add_nothing(
     assert Grammar.from_json_schema(bounded).digest == alone.digest
 
 
+@pytest.mark.parametrize("kw", ["anyOf", "oneOf"])
+def test_implied_length_bounds_of_string_branches_add_nothing(kw: str) -> None:
+    branches = [{"pattern": "^[a-z]+$"}, {"format": "date"}]
+    bounded = [{**branches[0], "minLength": 1}, {**branches[1], "maxLength": 10}]
+    with_bounds = Grammar.from_json_schema({"type": "string", kw: bounded})
+    assert with_bounds.digest == Grammar.from_json_schema({"type": "string", kw: branches}).digest
+    assert [with_bounds.accepts(json.dumps(t).encode()) for t in ("abc", "2020-01-01", "", "A")] == [
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
 @pytest.mark.parametrize(
     "schema, texts",
     [

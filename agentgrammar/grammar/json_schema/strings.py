@@ -80,6 +80,20 @@ def _pattern_lengths_hold(pattern: str, lo: int, hi: Optional[int]) -> bool:
         return False
 
 
+def _bounds_implied(pattern: Optional[str], fmt: Optional[str], lo: int, hi: Optional[int]) -> bool:
+    """Whether length bounds ``lo..hi`` (some) constrain nothing: every string of the format
+    (a supported one), or that the pattern matches, has that many characters, and the other
+    string constraints only narrow them."""
+    return bool(lo or hi is not None) and (
+        (fmt is not None and lengths_hold(fmt, lo, hi))
+        or (pattern is not None and _pattern_lengths_hold(pattern, lo, hi))
+    )
+
+
+def _without_bounds(schema: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in schema.items() if k not in ("minLength", "maxLength")}
+
+
 def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str) -> Optional[Expr]:
     lo = schema.get("minLength", 0)
     hi = schema.get("maxLength")
@@ -102,14 +116,8 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         # A format the specification does not define is an annotation: it constrains nothing.
         fmt = None
     internal = not _INTERNAL_SET.isdisjoint(schema) and any(schema.get(k) for k in _INTERNAL_KW)
-    if (lo or hi is not None) and (
-        (fmt is not None and lengths_hold(fmt, lo, hi))
-        or (pattern is not None and _pattern_lengths_hold(pattern, lo, hi))
-    ):
-        # every string of the format, or that the pattern matches, has that many characters,
-        # and the other constraints only narrow them: the bounds constrain nothing
-        lo, hi = 0, None
-        schema = {k: v for k, v in schema.items() if k not in ("minLength", "maxLength")}
+    if _bounds_implied(pattern, fmt, lo, hi):
+        schema, lo, hi = _without_bounds(schema), 0, None
     constraints = [c for c in (pattern, fmt) if c is not None]
     if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
         if internal:
@@ -300,6 +308,8 @@ def string_leaves(
         return False
     if fmt not in json_values.SUPPORTED_FORMATS:
         fmt = None
+    if _bounds_implied(pattern, fmt, lo, hi):
+        schema, lo, hi = _without_bounds(schema), 0, None
     constraints = [c for c in (pattern, fmt) if c is not None]
     if not (
         plain
