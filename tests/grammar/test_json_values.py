@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import itertools
 import json
 import re
 from fractions import Fraction
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
 from agentgrammar.errors import GrammarError
+from agentgrammar.grammar.char_dfa import CharDFA
 from agentgrammar.grammar.ir import Expr, Literal, Repeat, Rule, Seq
 from agentgrammar.grammar.json_values import (
     ANY_NUMBER,
@@ -36,6 +38,8 @@ from agentgrammar.grammar.json_values import (
     pattern_string,
     string_expr,
 )
+from agentgrammar.grammar.json_values.patterns import pattern_chars
+from agentgrammar.grammar.regex import parse_regex
 
 VOCAB = Vocabulary([bytes([b]) for b in range(256)] + [b"</s>"], stop_token_ids=[256])
 COMPILER = Compiler(VOCAB)
@@ -388,6 +392,39 @@ def test_pattern_spellings_and_anchors():
     assert not accepts(pattern_string("^$"), '" "')
     assert accepts(pattern_string("a\\$"), '"xa$y"')  # an escaped $ is a literal
     assert accepts(pattern_string("[|]"), '"|"') and not accepts(pattern_string("[|]"), '"a"')
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "[ab]{3}",
+        "[ab]{2,4}",
+        "[^a]{2}",
+        "[0-9]",
+        "[ab]{3}$",
+        "[ab]{2,}$",
+        "[ab]{3}|c",
+        "x|[ab]{2}",
+        "^c|[ab]{2}$",
+    ],
+)
+def test_pattern_with_a_run_found_anywhere_agrees_with_re(pattern: str) -> None:
+    """A run of one class found anywhere is written as shorter runs, then the run, then any
+    text (or the class to the end): the strings of the pattern padded with any text."""
+    expr = pattern_string(pattern)
+    rx = re.compile(pattern.replace("$", "\\Z"))
+    for n in range(6):
+        for t in itertools.product("abc0", repeat=n):
+            s = "".join(t)
+            assert accepts(expr, json.dumps(s)) == (rx.search(s) is not None), (pattern, s)
+
+
+def test_a_long_run_found_anywhere_is_not_padded_with_any_text() -> None:
+    padded = CharDFA.from_expr(parse_regex(r"[\s\S]*(?:[a-z]{40})[\s\S]*"))
+    chars = pattern_chars("[a-z]{40}")
+    assert chars != parse_regex(r"[\s\S]*(?:[a-z]{40})[\s\S]*")
+    runs = CharDFA.from_expr(chars)
+    assert runs.minus(padded).is_empty() and padded.minus(runs).is_empty()
 
 
 @pytest.mark.parametrize("bad", ["(?=a)", "a\\1", "(a", "a)", "(^a)", "a^b", "(a$)b", "[a"])
