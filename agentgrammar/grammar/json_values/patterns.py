@@ -279,8 +279,8 @@ def _run_search(body: str, end: bool) -> Optional[Expr]:
     """The strings that hold a run of ``m`` characters of a class X somewhere (at their end if
     ``end``), for a body X{m,n} or X (m = 1) found anywhere, as (X{0,m-1} Y)* X{m} any text
     (``end``: (X* Y)* X{m} X*), Y every character but X; else None. Padded with any text
-    instead, a run may begin at every character, and the subset construction tracks each:
-    quadratic in m, 50 ms for an unanchored ``[a-zA-Z0-9_-]{162}``."""
+    instead, a run may begin at every character, and the subset construction tracks each
+    (quadratic in m: an unanchored ``[a-zA-Z0-9_-]{162}``)."""
     try:
         e = parse_regex(body)
     except GrammarError:
