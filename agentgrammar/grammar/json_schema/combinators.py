@@ -213,12 +213,7 @@ def any_of(
             if rest is False:
                 return None
         else:
-            merged = (
-                [merge(conv, rest, b, _ptr(path, kw, i)) for i, b in enumerate(branches)]
-                if rest
-                else branches
-            )
-            united, expr = string_one_of(conv, merged, path, hint)
+            united, expr = string_one_of(conv, branches, rest, path, hint)
             if united:
                 return expr
             made_exclusive = exclusive(conv, branches, path)

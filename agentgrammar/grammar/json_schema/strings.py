@@ -220,10 +220,12 @@ def _leaf_dfas(conv: Converter, leaves: List[Dict[str, Any]]) -> Tuple[int, Opti
     return 0, None, [string_dfa(conv, s).with_length(*_bounds(s)) for s in leaves]
 
 
-def string_one_of(conv: Converter, branches: List[Any], path: str, hint: str) -> Tuple[bool, Optional[Expr]]:
+def string_one_of(
+    conv: Converter, branches: List[Any], rest: Dict[str, Any], path: str, hint: str
+) -> Tuple[bool, Optional[Expr]]:
     """oneOf branches that are all strings (each a pattern, a format, lengths, or an anyOf
-    of such) as one automaton, the strings exactly one branch accepts: it is (True, the
-    expression). One product of the branches' automata, where making them exclusive
+    of such), each merged with the siblings ``rest``, as one automaton, the strings exactly
+    one branch accepts: it is (True, the expression). One product of the branches' automata, where making them exclusive
     (``combinators.exclusive``: each branch and every other's negation) then uniting them
     took n(n - 1) products and as many minimizations. (False, None) when some branch is not
     such a string, or the product passes the automata's limits: the caller makes the
@@ -233,9 +235,10 @@ def string_one_of(conv: Converter, branches: List[Any], path: str, hint: str) ->
     lenient, conv.lenient = conv.lenient, False  # anything over-approximated: not here
     try:
         leaves: List[List[Dict[str, Any]]] = []
-        for b in branches:
+        for i, b in enumerate(branches):  # merged one by one: most oneOfs are not strings
             leaves.append([])
-            if not string_leaves(conv, b, path, leaves[-1], 0, plain=True):
+            merged = merge(conv, rest, b, _ptr(path, "oneOf", i)) if rest else b
+            if not string_leaves(conv, merged, path, leaves[-1], 0, plain=True):
                 return False, None
         leaves = [ls for ls in leaves if ls]  # a branch that admits nothing never matches
         if len(leaves) < 2:
