@@ -36,7 +36,8 @@ from ..grammar import Grammar, json_values
 from ..grammar import structural_tag as st
 from ..grammar.char_dfa import CharDFA
 from ..grammar.ir import CharClass, Choice, Literal, Repeat, Rule, Seq, fresh_name
-from ..grammar.json_schema.formats import format_dfa, lengths_hold, sole_format
+from ..grammar.json_schema.formats import format_dfa, sole_format
+from ..grammar.json_schema.lengths import bounds_implied, lengths_hold
 from ..grammar.memo import BoundedCache
 from ..registry import Tool
 
@@ -151,9 +152,11 @@ def _constraint_dfa(schema: Mapping[str, Any], lengths: bool = True) -> Optional
     malformed pattern raises ``GrammarError``."""
     parts: List[CharDFA] = []
     pattern, fmt = schema.get("pattern"), schema.get("format")
-    if isinstance(pattern, str):
+    pattern = pattern if isinstance(pattern, str) else None
+    fmt = fmt if isinstance(fmt, str) and fmt in json_values.SUPPORTED_FORMATS else None
+    if pattern is not None:
         parts.append(CharDFA.from_expr(json_values.pattern_chars(pattern)))
-    if isinstance(fmt, str) and fmt in json_values.SUPPORTED_FORMATS:
+    if fmt is not None:
         parts.append(format_dfa(fmt))
     lo, hi = _enforced_lengths(schema)
     if not parts:
@@ -161,7 +164,7 @@ def _constraint_dfa(schema: Mapping[str, Any], lengths: bool = True) -> Optional
     dfa = parts[0]
     for part in parts[1:]:
         dfa = dfa.intersect(part)
-    if lengths and (lo or hi is not None):
+    if lengths and (lo or hi is not None) and not bounds_implied(pattern, fmt, lo, hi):
         dfa = dfa.with_length(lo, hi)  # refused at once where the product would be too large
     return dfa
 

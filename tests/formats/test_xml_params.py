@@ -9,6 +9,7 @@ from typing import Any, Dict
 import pytest
 
 from agentgrammar.formats.xml_params import raw_string_content
+from agentgrammar.grammar.char_dfa import CharDFA
 
 END = "\n</parameter>"
 
@@ -31,6 +32,30 @@ def test_bounds_that_every_string_of_a_format_meets_leave_its_regex(fmt: str, bo
         bounded = _content({"format": fmt, **bounds})
     assert bounded.digest == _content({"format": fmt}).digest
     assert len(bounded.rules) == 1  # the format's regex: no character of it begins the end
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"pattern": "^[a-z]+$", "minLength": 1},
+        {"pattern": "^[0-9]{9}$", "maxLength": 9},
+        {"pattern": "^[a-z]{2,4}$", "format": "hostname", "maxLength": 4},
+    ],
+)
+def test_bounds_that_every_string_of_a_pattern_meets_add_nothing(
+    schema: Dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the JSON layouts: the pattern's automaton (with the format's), never paired with
+    the count."""
+    paired = []
+    with_length = CharDFA.with_length
+    monkeypatch.setattr(
+        CharDFA, "with_length", lambda d, lo, hi: paired.append((lo, hi)) or with_length(d, lo, hi)
+    )
+    unbounded = {k: v for k, v in schema.items() if k not in ("minLength", "maxLength")}
+    assert _content(schema).digest == _content(unbounded).digest
+    assert paired == []
+    assert not _content({"pattern": "^[a-z]+$", "minLength": 2}).accepts("a")  # not implied: kept
 
 
 def test_a_bound_inside_a_formats_lengths_stays_exact() -> None:

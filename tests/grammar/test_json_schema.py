@@ -816,7 +816,8 @@ def test_each_formats_lengths_hold_every_string_of_the_format() -> None:
     nor less than the most that the format's automaton accepts; where these are finite, bounds
     around them are dropped as constraining nothing."""
     from agentgrammar.grammar import json_values
-    from agentgrammar.grammar.json_schema.formats import format_dfa, format_lengths
+    from agentgrammar.grammar.json_schema.formats import format_dfa
+    from agentgrammar.grammar.json_schema.lengths import format_lengths
 
     finite = []
     for name in sorted(json_values.SUPPORTED_FORMATS):
@@ -834,7 +835,7 @@ def test_length_bounds_around_a_formats_lengths_leave_its_own_string() -> None:
     """A format under bounds that all its strings meet is the format's string (no product of
     its automaton with a count: 15-30 ms for a hostname or an email); bounds inside its range
     stay exact; past the product limit with ``loose_lengths``, the format's string too."""
-    from agentgrammar.grammar.json_schema.formats import format_lengths
+    from agentgrammar.grammar.json_schema.lengths import format_lengths
 
     def digest(schema: Dict[str, Any], **options: Any) -> bytes:
         return Grammar.from_json_schema({"type": "string", **schema}, **options).digest

@@ -82,13 +82,13 @@ from .key_trie import _key_not_in as _key_not_in
 from .key_trie import _other_char as _other_char
 from .keywords import MAX_COUNT
 from .layout import INDENT_DEPTH_LIMIT
+from .lengths import pattern_lengths as pattern_lengths
 from .lexical import _char_not_in as _char_not_in
 from .lexical import _string_literal as _string_literal
 from .lexical import choice
 from .objects import ANY_ORDER_LIMIT
 from .schema_rules import MAX_SCHEMA_DEPTH, json_schema_rules, schema_rules_and_parts
 from .strings import _pattern_dfa as _pattern_dfa
-from .strings import _pattern_lengths as _pattern_lengths
 
 __all__ = [
     "ANY_ORDER_LIMIT",

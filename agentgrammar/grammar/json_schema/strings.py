@@ -22,7 +22,7 @@ from ..ir import (
 )
 from .base_rules import base
 from .excludes import warn_lengths_dropped
-from .formats import format_dfa, lengths_hold, lengths_within, regex_lengths, sole_format
+from .formats import format_dfa, sole_format
 from .keywords import (
     _AND_PATTERNS,
     _INTERNAL_KW,
@@ -35,6 +35,7 @@ from .keywords import (
     _is_annotation,
     _ptr,
 )
+from .lengths import bounds_implied, lengths_hold
 from .lexical import _DQ
 from .merge import deref, flatten_all_of, merge
 from .negate import negate
@@ -64,32 +65,6 @@ def _pattern_dfa(pattern: str) -> CharDFA:
     return CharDFA.from_expr(json_values.pattern_chars(pattern))
 
 
-@lru_cache(maxsize=512)
-def _pattern_lengths(pattern: str) -> Tuple[int, Optional[int]]:
-    """``regex_lengths`` of the strings that ``pattern`` matches (unanchored, a side is any text)."""
-    return regex_lengths(json_values.pattern_chars(pattern))
-
-
-def _pattern_lengths_hold(pattern: str, lo: int, hi: Optional[int]) -> bool:
-    """Whether every string that ``pattern`` matches has ``lo`` to ``hi`` characters: the bounds
-    then constrain nothing, and the pattern's own string serves, without the product of its
-    automaton with the count (``"minLength": 1`` beside ``^[a-z]+$``, the usual case)."""
-    try:
-        return lengths_within(_pattern_lengths(pattern), lo, hi)
-    except Exception:  # a pattern that does not convert: the usual path says why
-        return False
-
-
-def _bounds_implied(pattern: Optional[str], fmt: Optional[str], lo: int, hi: Optional[int]) -> bool:
-    """Whether length bounds ``lo..hi`` (some) constrain nothing: every string of the format
-    (a supported one), or that the pattern matches, has that many characters, and the other
-    string constraints only narrow them."""
-    return bool(lo or hi is not None) and (
-        (fmt is not None and lengths_hold(fmt, lo, hi))
-        or (pattern is not None and _pattern_lengths_hold(pattern, lo, hi))
-    )
-
-
 def _without_bounds(schema: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in schema.items() if k not in ("minLength", "maxLength")}
 
@@ -116,7 +91,7 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         # A format the specification does not define is an annotation: it constrains nothing.
         fmt = None
     internal = not _INTERNAL_SET.isdisjoint(schema) and any(schema.get(k) for k in _INTERNAL_KW)
-    if _bounds_implied(pattern, fmt, lo, hi):
+    if bounds_implied(pattern, fmt, lo, hi):
         schema, lo, hi = _without_bounds(schema), 0, None
     constraints = [c for c in (pattern, fmt) if c is not None]
     if conv.excludes and not constraints:  # a filtered string: no length bounds (xgrammar's rule)
@@ -312,7 +287,7 @@ def string_leaves(
         return False
     if fmt not in json_values.SUPPORTED_FORMATS:
         fmt = None
-    if _bounds_implied(pattern, fmt, lo, hi):
+    if bounds_implied(pattern, fmt, lo, hi):
         schema, lo, hi = _without_bounds(schema), 0, None
     constraints = [c for c in (pattern, fmt) if c is not None]
     if not (
