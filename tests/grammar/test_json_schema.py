@@ -960,6 +960,22 @@ def test_malformed_schemas() -> None:
     assert issubclass(SchemaError, GrammarError)
 
 
+@pytest.mark.parametrize(
+    "schema, keyword",
+    [
+        ({"type": "string", "minLength": None}, "minLength"),
+        ({"anyOf": [{"type": "string", "minLength": None}, {"type": "string", "pattern": "a"}]}, "minLength"),
+        ({"type": "integer", "multipleOf": json.loads("1e400")}, "multipleOf"),  # read as infinity
+        ({"type": "integer", "multipleOf": float("nan")}, "multipleOf"),
+    ],
+)
+def test_malformed_bounds_are_named(schema: Dict[str, Any], keyword: str) -> None:
+    """A null ``minLength`` and an infinite ``multipleOf`` (found by the json_schema fuzz
+    harness) raised TypeError and OverflowError."""
+    with pytest.raises(SchemaError, match=keyword):
+        Grammar.from_json_schema(schema)
+
+
 def test_needs_json_values_or_delegates() -> None:
     schema = {"type": "integer", "minimum": 0, "maximum": 10}
     if not HAVE_JSON_VALUES:

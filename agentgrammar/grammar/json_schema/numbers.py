@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from functools import lru_cache
 from typing import (
@@ -99,8 +100,9 @@ def multiples(conv: Converter, step: Any, path: str) -> CharDFA:
     generated): sound, and the same under exact and floating-point arithmetic. A fractional
     step is refused: validators that divide binary floats call ``3`` no multiple of ``0.1``,
     so no grammar can agree with them all."""
-    if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
-        raise conv.fail("'multipleOf' must be a number above 0", path, "multipleOf")
+    # (a float past its range, as 1e400 is read, is infinite: no integer to divide by)
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 < step < math.inf:
+        raise conv.fail("'multipleOf' must be a finite number above 0", path, "multipleOf")
     if step != int(step):
         raise GrammarError(f"only integer steps are supported, not {step!r}")
     if step > _MAX_MODULUS:

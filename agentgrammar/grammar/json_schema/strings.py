@@ -73,7 +73,7 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
     lo = schema.get("minLength", 0)
     hi = schema.get("maxLength")
     for k, x in (("minLength", lo), ("maxLength", hi)):
-        if x is not None and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
+        if (x is not None or k == "minLength") and (isinstance(x, bool) or not isinstance(x, int) or x < 0):
             raise conv.fail(f"'{k}' must be a non-negative integer", path, k)
         if x is not None and x > MAX_COUNT:
             raise conv.fail(f"'{k}' is {x}; the largest supported is {MAX_COUNT}", path, k)
