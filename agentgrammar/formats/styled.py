@@ -192,6 +192,15 @@ def render_arguments(
         >>> render_arguments("minimax_m3_xml", {"tags": ["a", "b"]}).count("<item>")
         2
     """
+    if style not in STYLES:
+        raise ValueError(f"argument_style must be one of {STYLES}, got {style!r}")
+    try:
+        return _render_arguments(style, args, schema, excludes)
+    except RecursionError:  # a parsed value nested within the reader's depth, deeper for these writers
+        raise RenderError(f"the arguments nest too deeply to be written in the {style} style") from None
+
+
+def _render_arguments(style: str, args: Mapping[str, Any], schema: Any, excludes: Sequence[str]) -> str:
     if style == "gemma":
         return _gemma(args, excludes, "in the arguments")
     if style == "cohere_xml":
@@ -201,6 +210,4 @@ def render_arguments(
         )
     if style == "kimi_k3_xml":
         return _kimi(args, schema)
-    if style == "minimax_m3_xml":
-        return _m3(args, schema, "in the arguments")
-    raise ValueError(f"argument_style must be one of {STYLES}, got {style!r}")
+    return _m3(args, schema, "in the arguments")

@@ -7,6 +7,8 @@ import pytest
 
 from agentgrammar.formats import FormatParseError, get
 from agentgrammar.formats.arguments import MAX_JSON_DEPTH
+from agentgrammar.formats.errors import RenderError
+from agentgrammar.formats.styled import render_arguments
 
 
 @pytest.mark.parametrize("value", ["-1:value", "1000</coflue", "\\y", ""])
@@ -31,3 +33,21 @@ def test_minimax_m3_elements_and_json_nest_within_the_limit() -> None:
     )
     with pytest.raises(FormatParseError, match="nest more than"):
         get("minimax_m3").parse(text)
+
+
+@pytest.mark.parametrize("style", ["gemma", "cohere_xml", "kimi_k3_xml", "minimax_m3_xml"])
+def test_arguments_that_parse_but_nest_too_deeply_to_write_are_a_render_error(style: str) -> None:
+    """A value read within the reader's depth may take the writers, which recurse in Python,
+    past the interpreter's stack (the agent fuzz harness: minimax_m3 objects 300 deep)."""
+    value: object = 1
+    for _ in range(2 * MAX_JSON_DEPTH):
+        value = {"a": value}
+    try:
+        out = render_arguments(style, {"n": value})
+    except RenderError as e:  # never RecursionError
+        assert "nest too deeply" in str(e)
+    else:
+        assert out.count('"a"') + out.count("<a>") + out.count("a:") >= 2 * MAX_JSON_DEPTH
+    if style == "minimax_m3_xml":  # an element a level, each three calls deep
+        with pytest.raises(RenderError, match="nest too deeply"):
+            render_arguments(style, {"n": value})
