@@ -200,11 +200,11 @@ def string_one_of(
 ) -> Tuple[bool, Optional[Expr]]:
     """oneOf branches that are all strings (each a pattern, a format, lengths, or an anyOf
     of such), each merged with the siblings ``rest``, as one automaton, the strings exactly
-    one branch accepts: it is (True, the expression). One product of the branches' automata, where making them exclusive
-    (``combinators.exclusive``: each branch and every other's negation) then uniting them
-    took n(n - 1) products and as many minimizations. (False, None) when some branch is not
-    such a string, or the product passes the automata's limits: the caller makes the
-    branches exclusive then, as without this."""
+    one branch accepts: it is (True, the expression). One product of the branches' automata,
+    where making them exclusive (``combinators.exclusive``: each branch and every other's
+    negation) then uniting them took n(n - 1) products and as many minimizations. (False,
+    None) when some branch is not such a string, or the product passes the automata's
+    limits: the caller makes the branches exclusive then, as without this."""
     if conv.excludes:  # filtered strings are converted one by one (string_schema)
         return False, None
     lenient, conv.lenient = conv.lenient, False  # anything over-approximated: not here
