@@ -198,37 +198,64 @@ static void ag_class_scan(const ag_vocab *v, const uint32_t cls[8], uint32_t len
   }
 }
 
-/* The vocabulary's shared-cache key of (cls, len). */
-static bool ag_class_key(const uint32_t cls[8], uint32_t len, ag_vcache_key *key) {
-  key->n = 9;
+/* The vocabulary's shared-cache key of (cls, len, plain_only). */
+static bool ag_class_key(const uint32_t cls[8], uint32_t len, bool plain_only, ag_vcache_key *key) {
+  key->n = 10;
   if (!(key->words = malloc(key->n * sizeof *key->words))) return false;
   memcpy(key->words, cls, 8 * sizeof *cls);
   key->words[8] = len;
+  key->words[9] = plain_only;
   ag_vcache_key_seal(key);
   return true;
 }
 
-/* A class and a length: what ag_make_class fills a set with. */
+/* A class, a length and whether only plain tokens count: what ag_make_class
+ * fills a set with. */
 typedef struct ag_class_ask {
   const uint32_t *cls;
   uint32_t len;
+  bool plain_only;
 } ag_class_ask;
+
+/* Sets in bits the tokens of at most len bytes whose ASCII bytes all lie in
+ * cls and that are plain (plain_only) or hold no byte from 0x80 up: one pass
+ * over each token's byte set (ag_vocab.ascii_sets). */
+static void ag_class_by_sets(const ag_vocab *v, const uint32_t cls[8], uint32_t len, bool plain_only,
+                             uint32_t *bits) {
+  uint32_t *ids = bits + ag_pos_words(v);
+  uint64_t out0 = ~((uint64_t)cls[1] << 32 | cls[0]), out1 = ~((uint64_t)cls[3] << 32 | cls[2]);
+  for (int32_t i = 0; i < v->n_sorted; i++) {
+    const uint64_t *set = v->ascii_sets + 2 * (size_t)i;
+    if ((set[0] & out0) | (set[1] & out1)) continue;
+    if (plain_only ? !ag_bit(v->plain, i) : ag_bit(v->has_wide, i)) continue;
+    uint32_t n = ag_vocab_sorted_len(v, i);
+    if (n == 0 || n > len) continue;
+    ag_bit_set(bits, i);
+    ag_bit_set(ids, v->sorted_ids[i]);
+  }
+}
 
 /* The tokens of ctx's class and length, positions then ids (ag_vcache_make). */
 static ag_status ag_make_class(const ag_vocab *v, const void *ctx, uint32_t *bits, ag_error *err) {
   (void)err;
   const ag_class_ask *ask = ctx;
+  bool wide = (ask->cls[4] | ask->cls[5] | ask->cls[6] | ask->cls[7]) != 0;
+  if (ask->plain_only || !wide) { /* (a plain class holds every byte from 0x80 up) */
+    ag_class_by_sets(v, ask->cls, ask->len, ask->plain_only, bits);
+    return AG_OK;
+  }
   for (int c = 0; c < 256; c++)
     if (ag_bit(ask->cls, c)) ag_class_scan(v, ask->cls, ask->len, c, bits);
   return AG_OK;
 }
 
 ag_status ag_vocab_class_tokens(const ag_vocab *v, const uint32_t cls[8], uint32_t len,
-                                const uint32_t **out, uint32_t **owned, ag_error *err) {
+                                bool plain_only, const uint32_t **out, uint32_t **owned,
+                                ag_error *err) {
   ag_vcache_key key;
-  ag_class_ask ask = {cls, len};
+  ag_class_ask ask = {cls, len, plain_only};
   *owned = NULL;
-  if (!ag_class_key(cls, len, &key))
+  if (!ag_class_key(cls, len, plain_only, &key))
     return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory finding a class's tokens");
   ag_vcache_maker maker = {ag_safe_words(v), ag_make_class, &ask};
   return ag_vcache_bits(v, AG_VCACHE_CLASS_TOKENS, &key, &maker, out, owned, err);

@@ -45,11 +45,13 @@
 uint32_t ag_class_depth(const ag_grammar *g, const ag_vocab *v, int32_t state, uint32_t max_len,
                         uint32_t cls[8]);
 
-/* The tokens of at most len bytes whose bytes all lie in cls, in the layout of
- * a dispatch's safe tokens (ag_dispatch.h): positions, then ids. *out is the
+/* The tokens of at most len bytes whose bytes all lie in cls (with plain_only,
+ * the plain ones among them: ag_plain_loop_class), in the layout of a
+ * dispatch's safe tokens (ag_dispatch.h): positions, then ids. *out is the
  * vocabulary's shared set, or, when the shared cache is full, *owned (the
  * caller frees it; NULL otherwise). */
 ag_status ag_vocab_class_tokens(const ag_vocab *v, const uint32_t cls[8], uint32_t len,
-                                const uint32_t **out, uint32_t **owned, ag_error *err);
+                                bool plain_only, const uint32_t **out, uint32_t **owned,
+                                ag_error *err);
 
 #endif /* AG_CLASS_TOKENS_H */

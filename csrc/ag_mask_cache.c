@@ -268,8 +268,8 @@ static uint32_t ag_loop_depth(ag_masks_job *job) {
 }
 
 /* The tokens a walk of job's state may accept without walking them: a dispatch
- * rule's safe tokens, the plain tokens (all, or those that fit a bound), or
- * those of its loop class; NULL for none. *skip (may stay NULL) is what the walk
+ * rule's safe tokens, the plain tokens (all, those that fit a bound, or those
+ * made of the characters it loops on), or those of its loop class; NULL for none. *skip (may stay NULL) is what the walk
  * skips instead of *safe; *owned, the set when it is the caller's to free. */
 static ag_status ag_walk_shortcut(ag_masks_job *job, const uint32_t **safe, const uint32_t **skip,
                                   uint32_t **owned, ag_error *err) {
@@ -287,12 +287,18 @@ static ag_status ag_walk_shortcut(ag_masks_job *job, const uint32_t **safe, cons
     /* near a bound (a position of a bounded string): the plain tokens that fit */
     *safe = *owned = ag_plain_tokens_upto(v, d); /* out of memory: a walk of all */
   }
-  if (*safe) atomic_fetch_add(&c->n_plain, 1);
-  uint32_t cd = *safe ? 0 : ag_loop_depth(job);
+  if (*safe) {
+    atomic_fetch_add(&c->n_plain, 1);
+    return AG_OK;
+  }
+  uint32_t cls[8];
+  bool plain_only = ag_plain_loop_class(job->g, job->state, cls);
+  uint32_t cd = plain_only ? v->max_token_len : ag_loop_depth(job);
   if (cd) { /* a narrower loop: the tokens made of its class */
-    ag_status st = ag_vocab_class_tokens(v, job->loop.cls, cd, safe, owned, err);
+    ag_status st = ag_vocab_class_tokens(v, plain_only ? cls : job->loop.cls, cd, plain_only, safe,
+                                         owned, err);
     if (st) return st;
-    atomic_fetch_add(&c->n_classed, 1);
+    atomic_fetch_add(plain_only ? &c->n_plain : &c->n_classed, 1);
   }
   return AG_OK;
 }

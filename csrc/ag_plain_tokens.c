@@ -252,6 +252,57 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool
   return found;
 }
 
+/* Whether state s has byte edges over every byte of [lo, hi] that lies in
+ * `only` (x and to as in ag_plain_covers): each run of such bytes is checked. */
+static bool ag_plain_covers_only(const ag_grammar *g, ag_plain_sim *x, int32_t s, unsigned lo,
+                                 unsigned hi, int to, const uint32_t only[8]) {
+  for (unsigned c = lo; c <= hi; c++) {
+    if (!ag_bit(only, (int32_t)c)) continue;
+    unsigned end = c;
+    while (end < hi && ag_bit(only, (int32_t)end + 1)) end++;
+    if (!ag_plain_covers(g, x, s, c, end, to, 0)) return false;
+    c = end;
+  }
+  return true;
+}
+
+bool ag_plain_loop_class(const ag_grammar *g, int32_t state, uint32_t cls[8]) {
+  memset(cls, 0, 8 * sizeof *cls);
+  const ag_state *st = &g->states[state];
+  if (st->counted) return false; /* the parser bounds a counted rule's loop */
+  /* the plain ASCII bytes (edges 0 to 2) the state loops on, and every byte
+   * that starts a wider character (edges 3 on) */
+  for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
+    const ag_byte_edge *be = &g->byte_edges[e];
+    if (be->target == state && be->lo < 0x80)
+      ag_byteset_add_range(cls, be->lo, be->hi < 0x7F ? be->hi : 0x7F);
+  }
+  bool any = false;
+  for (int e = 0; e < 3; e++)
+    for (unsigned c = ag_plain_edges[e].lo; c <= ag_plain_edges[e].hi; c++) any |= ag_bit(cls, (int32_t)c);
+  for (int c = 0; c < 0x20; c++) ag_bit_clear(cls, c);
+  ag_bit_clear(cls, '"');
+  ag_bit_clear(cls, '\\');
+  if (!any) return false;
+  for (int e = 3; e < ag_plain_at[1]; e++)
+    if (!ag_plain_covers(g, NULL, state, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
+  ag_plain_sim sim, *x = &sim;
+  if (!ag_plain_sim_init(x)) return false; /* out of memory: the ordinary walk is always right */
+  bool ok = ag_plain_push(x, state, 0, 0);
+  for (int32_t head = 0; ok && head < x->n; head++) {
+    ag_plain_pair p = x->queue[head];
+    for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++) {
+      const ag_plain_edge *pe = &ag_plain_edges[e];
+      ok = pe->lo < 0x80 ? ag_plain_covers_only(g, x, p.state, pe->lo, pe->hi, pe->to, cls)
+                         : ag_plain_covers(g, x, p.state, pe->lo, pe->hi, pe->to, 0);
+    }
+  }
+  ag_plain_sim_free(x);
+  if (ok)
+    for (int c = 0x80; c < 0x100; c++) ag_bit_set(cls, c);
+  return ok;
+}
+
 uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len) {
   uint32_t *bits = malloc(ag_safe_words(v) * sizeof *bits);
   if (!bits) return NULL;

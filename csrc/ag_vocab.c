@@ -153,6 +153,23 @@ static ag_status ag_vocab_index_lengths(ag_vocab *v, ag_error *err) {
   return AG_OK;
 }
 
+static ag_status ag_vocab_index_ascii(ag_vocab *v, ag_error *err) {
+  v->ascii_sets = calloc(2 * (size_t)(v->n_sorted ? v->n_sorted : 1), sizeof *v->ascii_sets);
+  v->has_wide = calloc(ag_pos_words(v), sizeof *v->has_wide);
+  if (!v->ascii_sets || !v->has_wide)
+    return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory indexing the vocabulary");
+  for (int32_t i = 0; i < v->n_sorted; i++) {
+    uint32_t n;
+    const uint8_t *tok = ag_vocab_sorted_token(v, i, &n);
+    uint64_t *set = v->ascii_sets + 2 * (size_t)i;
+    for (uint32_t k = 0; k < n; k++) {
+      if (tok[k] >= 0x80) ag_bit_set(v->has_wide, i);
+      else set[tok[k] >> 6] |= (uint64_t)1 << (tok[k] & 63);
+    }
+  }
+  return AG_OK;
+}
+
 static ag_status ag_vocab_collect_stops(ag_vocab *v, ag_error *err) {
   int32_t n = 0;
   for (int32_t i = 0; i < v->n_tokens; i++) n += v->kinds[i] == AG_TOKEN_STOP;
@@ -202,7 +219,7 @@ ag_status ag_vocab_new(const uint8_t *blob, const uint32_t *offsets, const uint8
       (st = ag_vocab_index_runs(v, err)) ||
       (st = ag_vocab_index_lengths(v, err)) ||
       (st = ag_plain_tokens_index(v, &v->plain, &v->plain_skip, err)) ||
-      (st = ag_plain_chars_index(v, err)) ||
+      (st = ag_plain_chars_index(v, err)) || (st = ag_vocab_index_ascii(v, err)) ||
       (st = ag_vocab_index_ids(v, err)) || (st = ag_vocab_collect_stops(v, err))) {
     ag_vocab_free(v);
     return st;
@@ -255,6 +272,8 @@ void ag_vocab_free(ag_vocab *v) {
   free(v->chars);
   free(v->plain_by_chars);
   free(v->plain_chars_first);
+  free(v->ascii_sets);
+  free(v->has_wide);
   free(v->sorted_by_id);
   free(v->stop_ids);
   free(v);

@@ -72,6 +72,12 @@ struct ag_vocab {
   int32_t *plain_by_chars;
   int32_t *plain_chars_first; /* [max_plain_chars + 2] */
   int32_t max_plain_chars;
+  /* [2 * n_sorted] the ASCII bytes each sorted token holds, as a 128-bit set
+   * (byte b: bit b % 64 of word 2i + b / 64), and [pos words] the tokens that
+   * hold a byte from 0x80 up: the tokens made of a class are found from them
+   * in one pass (ag_class_tokens.c). */
+  uint64_t *ascii_sets;
+  uint32_t *has_wide;
   /* The sorted tokens as a bitset by id (ag_mask_words): a safe set by id starts from it. */
   uint32_t *sorted_by_id; /* the last of the token tables */
   /* The caches: each vocabulary's own, shared tables or not. */

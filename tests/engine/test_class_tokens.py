@@ -11,9 +11,10 @@ class (a JSON string's ``\\u``), and where a byte leaves the loop for another st
 
 from __future__ import annotations
 
+import codecs
 import random
 import re
-from typing import List, Set
+from typing import List, Optional, Set
 
 import pytest
 
@@ -125,3 +126,69 @@ def test_grammars_of_one_compiler_share_a_class_set() -> None:
     class_tokens = {i for i, t in enumerate(TOKENS) if re.fullmatch(rb"[a-z0-9-]+", t)}
     assert class_tokens <= a1 and class_tokens <= a2
     assert first.cache_stats.classed >= 1 and second.cache_stats.classed >= 1
+
+
+# Tokens for the plain loop class: ASCII words with and without the excluded characters,
+# wide characters whole and cut short, quotes, escapes and a control byte.
+_PLAIN_PIECES = ["ab", "c d", "x&y", "&", ",", ":", " ", "é", "日本", "🙂", "a\u2028b", '"', "\\", "\\n"]
+PLAIN_TOKENS: List[bytes] = [bytes([b]) for b in range(256)]
+PLAIN_TOKENS += sorted(
+    {"".join(_RNG.choice(_PLAIN_PIECES) for _ in range(_RNG.randint(1, 4))).encode() for _ in range(3000)}
+    - {bytes([b]) for b in range(256)}
+)
+PLAIN_TOKENS += ["é".encode()[:1], ("ab" + "日").encode()[:-1], "\x07ab".encode()]
+PLAIN_VOCAB = Vocabulary(PLAIN_TOKENS + [b"</s>"], stop_token_ids=[len(PLAIN_TOKENS)])
+
+
+@pytest.mark.parametrize(
+    "pattern, value, plain",
+    [
+        ("^[^&]*$", "ab 日本 c🙂", True),  # every character but one: the plain tokens without it
+        ("^[^,:&\\s]+:[^,]*$", "ab日:c d", True),  # whitespace leaves the loop: tokens without it
+        ("^.*$", "ab 日", False),  # U+2028 is no `.`: the loop class of its ASCII bytes only
+    ],
+)
+def test_a_string_loop_on_all_but_a_few_ascii_characters(pattern: str, value: str, plain: bool) -> None:
+    """Inside a JSON string, a pattern's negated class takes every plain token made of the
+    characters it loops on (wide ones whole or cut short at the token's end) at once; the
+    masks are those of the direct walk, character by character, escapes and all."""
+    compiler = Compiler(PLAIN_VOCAB, background=False)
+    grammar = Grammar.from_json_schema({"type": "string", "pattern": pattern})
+    compiled = compiler.compile(grammar)
+    matcher = Matcher(compiled)
+    for b in f'"{value}"'.encode():
+        allowed_checked(matcher, PLAIN_VOCAB.vocab_size)
+        assert matcher.accept_token(b)
+    assert matcher.is_completed()
+    stats = compiled.cache_stats
+    assert (stats.plain > 0) == plain  # the plain tokens less a few characters' (counted as plain)
+    assert stats.plain + stats.classed > 0
+
+
+def test_the_plain_loop_class_tokens_are_the_plain_ones_without_the_left_out_characters() -> None:
+    """In [^&] inside a string, the tokens taken are exactly the plain ones (no quote,
+    backslash or control byte; whole characters but the last) that hold no '&'; with the
+    quote and the escapes the walk adds, the mask is every token the pattern can go on with."""
+    compiled = Compiler(PLAIN_VOCAB, background=False).compile(
+        Grammar.from_json_schema({"type": "string", "pattern": "^[^&]*$"})
+    )
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('"a')
+    got = allowed_checked(matcher, PLAIN_VOCAB.vocab_size)
+    plain = {i for i, t in enumerate(PLAIN_TOKENS) if _plain_text(t) is not None}
+    plain = {i for i in plain if "&" not in _plain_text(PLAIN_TOKENS[i])}  # type: ignore[operator]
+    assert plain <= got
+    assert not {i for i, t in enumerate(PLAIN_TOKENS) if b"&" in t} & got
+    assert compiled.cache_stats.plain >= 1
+
+
+def _plain_text(token: bytes) -> Optional[str]:
+    """The characters of a plain token (whole UTF-8 characters but the last, which may be
+    cut short; no quote, backslash or control character), or None for any other token."""
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(token, final=False)
+    except UnicodeDecodeError:
+        return None
+    if not token or any(c < " " or c in '"\\' for c in text):
+        return None
+    return text

@@ -128,6 +128,9 @@ APPLIES = [
     'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e2d]* "\\""',  # a 3-byte character missing: the tokens too short to hold it
     # every character that starts E4 B8 missing: the token of those two bytes leads nowhere
     'root ::= "\\"" [^"\\\\\\x00-\\x1f\\u4e00-\\u4e3f]* "\\""',
+    # one ASCII character missing: the plain tokens without it (ag_plain_loop_class)
+    'root ::= "\\"" [^"\\\\\\x00-\\x1fx]* "\\""',
+    'root ::= "\\"" [^"\\\\\\x00-\\x1f&,]* "\\""',
 ]
 #: Plain text that a control byte may follow: tokens plain up to one must still be walked.
 CONTROL_AFTER = [
@@ -137,7 +140,7 @@ CONTROL_AFTER = [
 ]
 DOES_NOT_APPLY = [
     'root ::= [a-z ]* "."',  # no multi-byte characters
-    'root ::= "\\"" [^"\\\\\\x00-\\x1fx]* "\\""',  # one plain character missing
+    'root ::= "\\"" [^"\\\\\\x00-\\x1fx\\u00e9]* "\\""',  # a wide character missing too
 ]
 
 
