@@ -266,26 +266,27 @@ static bool ag_plain_covers_only(const ag_grammar *g, ag_plain_sim *x, int32_t s
   return true;
 }
 
-bool ag_plain_loop_class(const ag_grammar *g, int32_t state, uint32_t cls[8]) {
+/* In cls, the plain ASCII bytes (edges 0 to 2 of the plain automaton) of state
+ * s's byte edges; with self_only, of those back to s. False when there is none. */
+static bool ag_plain_ascii_of(const ag_grammar *g, int32_t s, bool self_only, uint32_t cls[8]) {
   memset(cls, 0, 8 * sizeof *cls);
-  const ag_state *st = &g->states[state];
-  if (st->counted) return false; /* the parser bounds a counted rule's loop */
-  /* the plain ASCII bytes (edges 0 to 2) the state loops on, and every byte
-   * that starts a wider character (edges 3 on) */
+  const ag_state *st = &g->states[s];
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &g->byte_edges[e];
-    if (be->target == state && be->lo < 0x80)
+    if ((!self_only || be->target == s) && be->lo < 0x80)
       ag_byteset_add_range(cls, be->lo, be->hi < 0x7F ? be->hi : 0x7F);
   }
-  bool any = false;
-  for (int e = 0; e < 3; e++)
-    for (unsigned c = ag_plain_edges[e].lo; c <= ag_plain_edges[e].hi; c++) any |= ag_bit(cls, (int32_t)c);
   for (int c = 0; c < 0x20; c++) ag_bit_clear(cls, c);
   ag_bit_clear(cls, '"');
   ag_bit_clear(cls, '\\');
-  if (!any) return false;
-  for (int e = 3; e < ag_plain_at[1]; e++)
-    if (!ag_plain_covers(g, NULL, state, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
+  uint32_t any = 0;
+  for (int k = 0; k < 4; k++) any |= cls[k];
+  return any != 0;
+}
+
+/* Whether every plain string whose ASCII characters lie in cls is consumed from
+ * state by its byte edges (the simulation of ag_plain_depth, unbounded). */
+static bool ag_plain_consumed(const ag_grammar *g, int32_t state, const uint32_t cls[8]) {
   ag_plain_sim sim, *x = &sim;
   if (!ag_plain_sim_init(x)) return false; /* out of memory: the ordinary walk is always right */
   bool ok = ag_plain_push(x, state, 0, 0);
@@ -298,6 +299,17 @@ bool ag_plain_loop_class(const ag_grammar *g, int32_t state, uint32_t cls[8]) {
     }
   }
   ag_plain_sim_free(x);
+  return ok;
+}
+
+bool ag_plain_loop_class(const ag_grammar *g, int32_t state, uint32_t cls[8]) {
+  if (g->states[state].counted) return false; /* the parser bounds a counted rule's loop */
+  for (int e = 3; e < ag_plain_at[1]; e++) /* every byte that starts a wider character */
+    if (!ag_plain_covers(g, NULL, state, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
+  /* all the state's plain ASCII bytes (a class's first character, whose next state
+   * loops), else those of its own loop (a loop that a few bytes leave) */
+  bool ok = ag_plain_ascii_of(g, state, false, cls) && ag_plain_consumed(g, state, cls);
+  if (!ok) ok = ag_plain_ascii_of(g, state, true, cls) && ag_plain_consumed(g, state, cls);
   if (ok)
     for (int c = 0x80; c < 0x100; c++) ag_bit_set(cls, c);
   return ok;

@@ -145,6 +145,7 @@ PLAIN_VOCAB = Vocabulary(PLAIN_TOKENS + [b"</s>"], stop_token_ids=[len(PLAIN_TOK
     [
         ("^[^&]*$", "ab 日本 c🙂", True),  # every character but one: the plain tokens without it
         ("^[^,:&\\s]+:[^,]*$", "ab日:c d", True),  # whitespace leaves the loop: tokens without it
+        ("^[^@]+@[^@]+$", "a日@b", True),  # the first character's state: the next one loops
         ("^.*$", "ab 日", False),  # U+2028 is no `.`: the loop class of its ASCII bytes only
     ],
 )
@@ -192,3 +193,16 @@ def _plain_text(token: bytes) -> Optional[str]:
     if not token or any(c < " " or c in '"\\' for c in text):
         return None
     return text
+
+
+def test_a_first_character_whose_next_state_loops_takes_the_plain_tokens_too() -> None:
+    """The first character of [^@]+ leads to the state that loops: every plain token without
+    an '@' is taken at once there too, not only from the second character on."""
+    compiled = Compiler(PLAIN_VOCAB, background=False).compile(
+        Grammar.from_json_schema({"type": "string", "pattern": "^[^@]+@[^@]+$"})
+    )
+    matcher = Matcher(compiled)
+    assert matcher.accept_string('"')
+    got = allowed_checked(matcher, PLAIN_VOCAB.vocab_size)
+    assert compiled.cache_stats.plain == 1
+    assert PLAIN_TOKENS.index("日本".encode()) in got
