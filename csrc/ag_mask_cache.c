@@ -269,8 +269,9 @@ static uint32_t ag_loop_depth(ag_masks_job *job) {
 
 /* The tokens a walk of job's state may accept without walking them: a dispatch
  * rule's safe tokens, the plain tokens (all, those that fit a bound, or those
- * made of the characters it loops on), or those of its loop class; NULL for none. *skip (may stay NULL) is what the walk
- * skips instead of *safe; *owned, the set when it is the caller's to free. */
+ * made of the characters it takes: ag_plain_loop_class), or those of its loop
+ * class; NULL for none. *skip (may stay NULL) is what the walk skips instead of
+ * *safe; *owned, the set when it is the caller's to free. */
 static ag_status ag_walk_shortcut(ag_masks_job *job, const uint32_t **safe, const uint32_t **skip,
                                   uint32_t **owned, ag_error *err) {
   ag_mask_cache *c = job->cache;
@@ -292,7 +293,8 @@ static ag_status ag_walk_shortcut(ag_masks_job *job, const uint32_t **safe, cons
     return AG_OK;
   }
   uint32_t cls[8];
-  bool plain_only = ag_plain_loop_class(job->g, job->state, cls);
+  bool trie = job->g->rule_trie && job->g->rule_trie[job->rule]; /* (never a loop) */
+  bool plain_only = !trie && ag_plain_loop_class(job->g, job->state, cls);
   uint32_t cd = plain_only ? v->max_token_len : ag_loop_depth(job);
   if (cd) { /* a narrower loop: the tokens made of its class */
     ag_status st = ag_vocab_class_tokens(v, plain_only ? cls : job->loop.cls, cd, plain_only, safe,

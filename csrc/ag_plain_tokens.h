@@ -58,10 +58,10 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool
  * [^&] or [^,\s] inside a JSON string) consumes the plain tokens made of the
  * others: true when, along every plain string whose ASCII characters lie in the
  * state's plain ASCII bytes (or, failing that, the bytes it loops on), the
- * byte edges consume it, as for ag_plain_depth; cls is then those ASCII bytes
- * and every byte from 0x80 up
- * (ag_vocab_class_tokens with plain_only takes the plain tokens among the
- * tokens made of it). False for a counted state, whose loop the parser bounds. */
+ * byte edges consume it, as for ag_plain_depth. cls is then those ASCII bytes
+ * and every byte from 0x80 up: ag_vocab_class_tokens with plain_only takes the
+ * plain tokens made of it. False for a counted state, whose loop the parser
+ * bounds. */
 bool ag_plain_loop_class(const ag_grammar *g, int32_t state, uint32_t cls[8]);
 
 /* The plain tokens of at most len bytes, in the layout of ag_plain_tokens_index:
