@@ -55,7 +55,7 @@ ag_status ag_plain_chars_index(ag_vocab *v, ag_error *err);
 uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses);
 
 /* A state that takes every plain character but a few ASCII ones (a pattern's
- * [^&] or [^,\s] inside a JSON string) consumes the plain tokens made of the
+ * [^&] or [^@,] inside a JSON string) consumes the plain tokens made of the
  * others: true when, along every plain string whose ASCII characters lie in the
  * state's plain ASCII bytes (or, failing that, the bytes it loops on), the
  * byte edges consume it, as for ag_plain_depth. cls is then those ASCII bytes
