@@ -255,14 +255,20 @@ ag_status ag_mask_cache_copies(ag_mask_cache *c, const ag_grammar *g, const ag_v
   return AG_OK;
 }
 
+/* Whether job's state is a trie's: trie states never loop, and the searches for
+ * a loop class would visit up to their bounds (512 states, 4,096 pairs) before
+ * giving up (docs/engine.md). */
+static bool ag_job_in_trie(const ag_masks_job *job) {
+  return job->g->rule_trie && job->g->rule_trie[job->rule];
+}
+
 /* The state's loop class depth (0: none), found once per job. */
 static uint32_t ag_loop_depth(ag_masks_job *job) {
   ag_loop_memo *m = &job->loop;
-  /* A trie's states never loop, and the closure that looks for a bounded class
-   * visits its 512 states before it gives up (docs/engine.md). */
-  bool trie = job->g->rule_trie && job->g->rule_trie[job->rule];
   if (!m->known)
-    m->depth = trie ? 0 : ag_class_depth(job->g, job->v, job->state, job->v->max_token_len, m->cls);
+    m->depth = ag_job_in_trie(job)
+                   ? 0
+                   : ag_class_depth(job->g, job->v, job->state, job->v->max_token_len, m->cls);
   m->known = true;
   return m->depth;
 }
@@ -293,8 +299,7 @@ static ag_status ag_walk_shortcut(ag_masks_job *job, const uint32_t **safe, cons
     return AG_OK;
   }
   uint32_t cls[8];
-  bool trie = job->g->rule_trie && job->g->rule_trie[job->rule]; /* (never a loop) */
-  bool plain_only = !trie && ag_plain_loop_class(job->g, job->state, cls);
+  bool plain_only = !ag_job_in_trie(job) && ag_plain_loop_class(job->g, job->state, cls);
   uint32_t cd = plain_only ? v->max_token_len : ag_loop_depth(job);
   if (cd) { /* a narrower loop: the tokens made of its class */
     ag_status st = ag_vocab_class_tokens(v, plain_only ? cls : job->loop.cls, cd, plain_only, safe,

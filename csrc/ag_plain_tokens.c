@@ -209,11 +209,28 @@ static bool ag_plain_covers(const ag_grammar *g, ag_plain_sim *x, int32_t s, uns
   return next > hi;
 }
 
-/* Whether state s has byte edges over every byte that may start a plain
- * character: the test most states fail, made before anything is allocated. */
-static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s) {
+/* ag_plain_covers over the bytes of [lo, hi] that lie in `only` (NULL: all of
+ * them), each run of such bytes checked. */
+static bool ag_plain_covers_only(const ag_grammar *g, ag_plain_sim *x, int32_t s, unsigned lo,
+                                 unsigned hi, int to, uint32_t d, const uint32_t *only) {
+  if (!only) return ag_plain_covers(g, x, s, lo, hi, to, d);
+  for (unsigned c = lo; c <= hi; c++) {
+    if (!ag_bit(only, (int32_t)c)) continue;
+    unsigned end = c;
+    while (end < hi && ag_bit(only, (int32_t)end + 1)) end++;
+    if (!ag_plain_covers(g, x, s, c, end, to, d)) return false;
+    c = end;
+  }
+  return true;
+}
+
+/* Whether state s has byte edges over every byte in `only` (NULL: all) that may
+ * start a plain character: the test most states fail, made before anything is
+ * allocated. */
+static bool ag_plain_first_bytes(const ag_grammar *g, int32_t s, const uint32_t *only) {
   for (int e = ag_plain_at[0]; e < ag_plain_at[1]; e++)
-    if (!ag_plain_covers(g, NULL, s, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
+    if (!ag_plain_covers_only(g, NULL, s, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0, only))
+      return false;
   return true;
 }
 
@@ -225,9 +242,11 @@ static bool ag_plain_refuses_control(const ag_grammar *g, int32_t s) {
   return st->byte_begin == st->byte_end || g->byte_edges[st->byte_begin].lo >= 0x20;
 }
 
-uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses) {
+/* ag_plain_depth over the plain strings whose bytes lie in `only` (NULL: all). */
+static uint32_t ag_plain_depth_in(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses,
+                                  const uint32_t *only) {
   if (refuses) *refuses = false;
-  if (depth > 0 && !ag_plain_first_bytes(g, state)) return 0;
+  if (depth > 0 && !ag_plain_first_bytes(g, state, only)) return 0;
   ag_plain_sim sim, *x = &sim;
   if (!ag_plain_sim_init(x)) return 0; /* out of memory: the ordinary walk is always right */
   /* Breadth first: when the pair at the head fails (or the bound is passed),
@@ -239,8 +258,8 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool
     ag_plain_pair p = x->queue[head];
     if (x->depth[head] >= depth) continue;
     for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++)
-      ok = ag_plain_covers(g, x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi,
-                           ag_plain_edges[e].to, x->depth[head] + 1);
+      ok = ag_plain_covers_only(g, x, p.state, ag_plain_edges[e].lo, ag_plain_edges[e].hi,
+                                ag_plain_edges[e].to, x->depth[head] + 1, only);
     if (!ok) found = x->depth[head];
   }
   /* Every pair met (a superset of those within the depth found) between characters. */
@@ -252,67 +271,37 @@ uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool
   return found;
 }
 
-/* Whether state s has byte edges over every byte of [lo, hi] that lies in
- * `only` (x and to as in ag_plain_covers): each run of such bytes is checked. */
-static bool ag_plain_covers_only(const ag_grammar *g, ag_plain_sim *x, int32_t s, unsigned lo,
-                                 unsigned hi, int to, const uint32_t only[8]) {
-  for (unsigned c = lo; c <= hi; c++) {
-    if (!ag_bit(only, (int32_t)c)) continue;
-    unsigned end = c;
-    while (end < hi && ag_bit(only, (int32_t)end + 1)) end++;
-    if (!ag_plain_covers(g, x, s, c, end, to, 0)) return false;
-    c = end;
-  }
-  return true;
+uint32_t ag_plain_depth(const ag_grammar *g, int32_t state, uint32_t depth, bool *refuses) {
+  return ag_plain_depth_in(g, state, depth, refuses, NULL);
 }
 
-/* In cls, the plain ASCII bytes (edges 0 to 2 of the plain automaton) of state
- * s's byte edges; with self_only, of those back to s. False when there is none. */
-static bool ag_plain_ascii_of(const ag_grammar *g, int32_t s, bool self_only, uint32_t cls[8]) {
-  memset(cls, 0, 8 * sizeof *cls);
+/* In cls, the plain ASCII bytes of state s's byte edges (with self_only, of
+ * those back to s) and every byte from 0x80 up; false when no ASCII byte is in. */
+static bool ag_plain_class_of(const ag_grammar *g, int32_t s, bool self_only, uint32_t cls[8]) {
+  uint32_t have[8] = {0};
   const ag_state *st = &g->states[s];
   for (uint32_t e = st->byte_begin; e < st->byte_end; e++) {
     const ag_byte_edge *be = &g->byte_edges[e];
-    if ((!self_only || be->target == s) && be->lo < 0x80)
-      ag_byteset_add_range(cls, be->lo, be->hi < 0x7F ? be->hi : 0x7F);
+    if (!self_only || be->target == s) ag_byteset_add_range(have, be->lo, be->hi);
   }
-  for (int c = 0; c < 0x20; c++) ag_bit_clear(cls, c);
-  ag_bit_clear(cls, '"');
-  ag_bit_clear(cls, '\\');
-  uint32_t any = 0;
-  for (int k = 0; k < 4; k++) any |= cls[k];
-  return any != 0;
-}
-
-/* Whether every plain string whose ASCII characters lie in cls is consumed from
- * state by its byte edges (the simulation of ag_plain_depth, unbounded). */
-static bool ag_plain_consumed(const ag_grammar *g, int32_t state, const uint32_t cls[8]) {
-  ag_plain_sim sim, *x = &sim;
-  if (!ag_plain_sim_init(x)) return false; /* out of memory: the ordinary walk is always right */
-  bool ok = ag_plain_push(x, state, 0, 0);
-  for (int32_t head = 0; ok && head < x->n; head++) {
-    ag_plain_pair p = x->queue[head];
-    for (int e = ag_plain_at[p.u]; ok && e < ag_plain_at[p.u + 1]; e++) {
-      const ag_plain_edge *pe = &ag_plain_edges[e];
-      ok = pe->lo < 0x80 ? ag_plain_covers_only(g, x, p.state, pe->lo, pe->hi, pe->to, cls)
-                         : ag_plain_covers(g, x, p.state, pe->lo, pe->hi, pe->to, 0);
-    }
-  }
-  ag_plain_sim_free(x);
-  return ok;
+  memset(cls, 0, 8 * sizeof *cls);
+  for (int e = ag_plain_at[0]; e < ag_plain_at[1]; e++) /* the plain automaton's ASCII edges */
+    for (unsigned c = ag_plain_edges[e].lo; c <= ag_plain_edges[e].hi && c < 0x80; c++)
+      if (ag_bit(have, (int32_t)c)) ag_bit_set(cls, (int32_t)c);
+  bool any = (cls[0] | cls[1] | cls[2] | cls[3]) != 0;
+  ag_byteset_add_range(cls, 0x80, 0xFF);
+  return any;
 }
 
 bool ag_plain_loop_class(const ag_grammar *g, int32_t state, uint32_t cls[8]) {
   if (g->states[state].counted) return false; /* the parser bounds a counted rule's loop */
-  for (int e = 3; e < ag_plain_at[1]; e++) /* every byte that starts a wider character */
-    if (!ag_plain_covers(g, NULL, state, ag_plain_edges[e].lo, ag_plain_edges[e].hi, 0, 0)) return false;
   /* all the state's plain ASCII bytes (a class's first character, whose next state
    * loops), else those of its own loop (a loop that a few bytes leave) */
-  bool ok = ag_plain_ascii_of(g, state, false, cls) && ag_plain_consumed(g, state, cls);
-  if (!ok) ok = ag_plain_ascii_of(g, state, true, cls) && ag_plain_consumed(g, state, cls);
-  if (ok)
-    for (int c = 0x80; c < 0x100; c++) ag_bit_set(cls, c);
-  return ok;
+  for (int self_only = 0; self_only < 2; self_only++)
+    if (ag_plain_class_of(g, state, self_only, cls) &&
+        ag_plain_depth_in(g, state, UINT32_MAX, NULL, cls) == UINT32_MAX)
+      return true;
+  return false;
 }
 
 uint32_t *ag_plain_tokens_upto(const ag_vocab *v, uint32_t len) {

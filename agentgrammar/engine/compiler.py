@@ -157,9 +157,10 @@ class MaskCacheStats(NamedTuple):
     took every plain token (whole characters, no quote, backslash or control byte) at once,
     in states that accept any of them (inside a JSON string, say), near a length bound
     every plain token short enough to fit, or the plain tokens without the few ASCII
-    characters a negated class leaves out (a pattern's ``[^&]*``). ``classed`` counts the walks that took at once the
-    tokens made only of the bytes their state loops on (an email's local part, a hostname's
-    label, a pattern's ``[a-z0-9-]+``), and walked only the others.
+    characters a negated class leaves out (a pattern's ``[^&]*``). ``classed`` counts the
+    walks that took at once the tokens made only of the bytes their state loops on (an
+    email's local part, a hostname's label, a pattern's ``[a-z0-9-]+``), and walked only the
+    others.
     """
 
     walked: int
