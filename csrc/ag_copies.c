@@ -43,10 +43,13 @@ typedef AG_VEC(int32_t) ag_positions;
 static ag_status ag_copies_walk(ag_copies *c, const ag_grammar *g, const ag_vocab *v, int32_t state,
                                 const uint32_t *follow, ag_positions *inside, ag_positions *exits,
                                 ag_error *err) {
-  const uint32_t *plain =
-      v->plain && !ag_plain_may_follow(follow) && ag_plain_chars_are_copies(g, state) ? v->plain : NULL;
+  /* a counted text's tokens end in states that need different rests: all walked */
+  bool text = g->rule_repeat[g->state_rule[state]].rest_max > 0;
+  const uint32_t *plain = v->plain && !text && !ag_plain_may_follow(follow) && ag_plain_chars_are_copies(g, state)
+                              ? v->plain
+                              : NULL;
   c->plain = plain;
-  c->adj = !g->states[state].accepting; /* the first copy is the count's (ag_copy_room) */
+  c->adj = !g->states[state].boundary; /* inside a copy: the first is the count's (ag_copy_room) */
   ag_copy_step *at = malloc(((size_t)v->max_token_len + 1) * sizeof *at);
   if (!at) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   memset(c->copies_at, 0xff, (size_t)v->n_sorted * sizeof *c->copies_at); /* AG_COPIES_NONE */
@@ -61,10 +64,10 @@ static ag_status ag_copies_walk(ag_copies *c, const ag_grammar *g, const ag_voca
       const ag_copy_step *s = &at[d];
       int32_t t = ag_state_step(g, s->state, tok[d]);
       if (t < 0) break;
-      bool acc = g->states[s->state].accepting;
+      const ag_state *from = &g->states[s->state];
       at[d + 1].state = t;
-      at[d + 1].copies = (uint16_t)(s->copies + (acc && s->copies < AG_COPIES_NONE - 1));
-      at[d + 1].exit = s->exit || (acc && d > 0 && (!follow || ag_bit(follow, tok[d])));
+      at[d + 1].copies = (uint16_t)(s->copies + (from->boundary && s->copies < AG_COPIES_NONE - 1));
+      at[d + 1].exit = s->exit || (from->accepting && d > 0 && (!follow || ag_bit(follow, tok[d])));
     }
     valid = d;
     last = i;
@@ -72,8 +75,10 @@ static ag_status ag_copies_walk(ag_copies *c, const ag_grammar *g, const ag_voca
       i = ag_next_other(plain, ag_vocab_prefix_end(v, i, d + 1), n);
       continue;
     }
-    c->copies_at[i] = at[len].copies;
-    if (at[len].copies > c->max_copies) c->max_copies = at[len].copies;
+    /* the copies begun, and those its last state still needs (ag_state.rest) */
+    uint32_t need = (uint32_t)at[len].copies + g->states[at[len].state].rest;
+    c->copies_at[i] = (uint16_t)(need < AG_COPIES_NONE - 1 ? need : AG_COPIES_NONE - 1);
+    if (c->copies_at[i] > c->max_copies) c->max_copies = c->copies_at[i];
     if (!ag_vec_push(inside, i) || (at[len].exit && !ag_vec_push(exits, i))) {
       free(at);
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");

@@ -496,7 +496,7 @@ static ag_status ag_disjoint_state(ag_builder *b, int32_t k, ag_state *s, bool *
 /* Computes the edges of local DFA state k and appends the state. States are
  * processed in id order, so state k's edges are contiguous. */
 static ag_status ag_dfa_state(ag_builder *b, int32_t k) {
-  ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false, false};
+  ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, false, false, false, 0};
   bool done = false, disjoint = false;
   ag_status st = b->key_ways.len ? ag_key_state(b, k, s.byte_begin, &done) : AG_OK;
   if (!st && !done) st = ag_disjoint_state(b, k, &s, &disjoint);

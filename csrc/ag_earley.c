@@ -13,8 +13,10 @@
  * never counted (no Aycock-Horspool step): the loader gave a nullable child min
  * 0, and then an item with a smaller count can do all that one with more can.
  * A counted rule of a bytes-only child is one byte automaton (ag_fsm.c,
- * ag_counted_inline): its items count the copies begun, and a byte from the
- * start (count 0) or from an accepting state begins one (ag_copy_count). */
+ * ag_counted_inline): its items count the copies begun, and a byte from a
+ * boundary state (the start, an accepting state) begins one (ag_copy_count).
+ * So does a counted text's (ag_counted_text.c), whose items also keep room
+ * for the copies their state still needs. */
 #include "ag_earley.h"
 
 static uint32_t ag_item_hash(ag_item it) {
@@ -47,19 +49,21 @@ static inline int32_t ag_item_next_count(const ag_grammar *g, ag_item it) {
 }
 
 /* Item `it`'s count after scanning a byte from its state, which is a counted
- * rule's byte automaton; false when the byte would begin a copy past max. */
-static bool ag_copy_count(const ag_grammar *g, ag_item it, int32_t *count) {
+ * rule's byte automaton, to state t; false when the byte would begin a copy
+ * past max, or leave fewer copies than t still needs (ag_state.rest). */
+static bool ag_copy_count(const ag_grammar *g, ag_item it, int32_t t, int32_t *count) {
   const ag_state *s = &g->states[it.state];
-  *count = it.count;
-  if (it.count != 0 && !s->accepting) return true; /* inside a copy */
   const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
-  if (r->max >= 0) {
-    if (it.count >= r->max) return false;
-    *count = it.count + 1;
-  } else if (it.count < r->min) {
-    *count = it.count + 1;
+  *count = it.count;
+  if (s->boundary) {
+    if (r->max >= 0) {
+      if (it.count >= r->max) return false;
+      *count = it.count + 1;
+    } else if (it.count < r->min) {
+      *count = it.count + 1;
+    }
   }
-  return true;
+  return r->max < 0 || (int64_t)*count + g->states[t].rest <= r->max;
 }
 
 static uint32_t ag_current_start(const ag_parser *p) { return p->set_start.data[p->set_start.len - 1]; }
@@ -283,7 +287,7 @@ ag_status ag_parser_scan(ag_parser *p, uint8_t byte, bool *ok, ag_error *err) {
   for (uint32_t i = begin; i < end; i++) {
     ag_item it = p->items.data[i];
     int32_t t = ag_state_step(p->g, it.state, byte), count = it.count;
-    if (t >= 0 && p->g->states[it.state].counted && !ag_copy_count(p->g, it, &count)) continue;
+    if (t >= 0 && p->g->states[it.state].counted && !ag_copy_count(p->g, it, t, &count)) continue;
     if (t >= 0 && !ag_add(p, (ag_item){t, it.origin, count})) {
       ag_parser_truncate(p, (uint32_t)p->set_start.len - 1);
       return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory in the Earley parser");
@@ -322,9 +326,9 @@ int ag_parser_next_bytes(const ag_parser *p, uint32_t set_bits[8]) {
   for (uint32_t i = ag_current_start(p); i < p->items.len; i++) {
     const ag_state *s = &g->states[p->items.data[i].state];
     int32_t count;
-    if (s->counted && !ag_copy_count(g, p->items.data[i], &count)) continue; /* at max */
     for (uint32_t e = s->byte_begin; e < s->byte_end; e++)
-      ag_byteset_add_range(set_bits, g->byte_edges[e].lo, g->byte_edges[e].hi);
+      if (!s->counted || ag_copy_count(g, p->items.data[i], g->byte_edges[e].target, &count))
+        ag_byteset_add_range(set_bits, g->byte_edges[e].lo, g->byte_edges[e].hi);
   }
   int n = 0;
   for (int w = 0; w < 8; w++) n += __builtin_popcount(set_bits[w]);

@@ -37,6 +37,8 @@ static void ag_builder_free(ag_builder *b) {
   free(b->counted);
   free(b->loop_counted);
   free(b->node_rule);
+  free(b->hub);
+  ag_vec_free(&b->touched);
   ag_vec_free(&b->hidden);
   ag_vec_free(&b->rule_start);
   free(b->stub);
@@ -139,7 +141,7 @@ static ag_status ag_counted_state(ag_builder *b, bool accepting, int32_t child, 
   if (b->rule_edges.len >= UINT32_MAX)
     return ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
   uint32_t nb = (uint32_t)b->byte_edges.len, nr = (uint32_t)b->rule_edges.len;
-  ag_state s = {nb, nb, nr, nr + 1, accepting, true};
+  ag_state s = {nb, nb, nr, nr + 1, accepting, true, false, 0};
   ag_rule_edge e = {child, target};
   if (!ag_vec_push(&b->rule_edges, e) || !ag_vec_push(&b->states, s) ||
       !ag_vec_push(&b->state_rule, b->rule_id))
@@ -208,6 +210,7 @@ static ag_status ag_counted_inline(ag_builder *b, int32_t child_node, int32_t mi
     bool loops = x->accepting && (int32_t)s != b->base;
     uint32_t from = loops ? sb : x->byte_begin, to = loops ? se : x->byte_end;
     x->counted = true;
+    x->boundary = x->accepting || (int32_t)s == b->base; /* where a byte begins a copy */
     x->byte_begin = w;
     for (uint32_t e = from; e < to; e++) b->byte_edges.data[w++] = old[e - first];
     x->byte_end = w;
@@ -231,7 +234,7 @@ static ag_status ag_counted_build(ag_builder *b, int32_t node) {
   const int32_t *p = ag_ir_node(b->ir, node);
   const int32_t *c = ag_ir_node(b->ir, p[1]);
   int32_t child = c[1], min = p[2];
-  ag_repeat_bounds bounds = {min, p[3]};
+  ag_repeat_bounds bounds = {min, p[3], 0};
   bool done = false;
   b->base = (int32_t)b->states.len;
   if (b->inline_cost[p[1]] || (c[0] == AG_NODE_RULEREF && ag_inline_cost(b, c[1]))) {
@@ -350,7 +353,7 @@ static ag_status ag_trie_rule(ag_builder *b) {
     st = ag_fail(b->err, AG_ERR_LIMIT, b->rule, "the grammar's automata have too many edges");
   for (size_t k = 0; !st && k < t->states.len; k++) {
     const ag_trie_state *ts = &t->states.data[k];
-    ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, ts->accepting, false};
+    ag_state s = {(uint32_t)b->byte_edges.len, 0, (uint32_t)b->rule_edges.len, 0, ts->accepting, false, false, 0};
     for (uint32_t e = ts->edge_begin; !st && e < ts->edge_end; e++) {
       const ag_trie_edge *te = &t->edges.data[e];
       st = ag_emit_byte_edge(b, s.byte_begin, te->byte, te->byte, b->base + te->target);
@@ -394,14 +397,57 @@ static ag_status ag_rule_build(ag_builder *b, int32_t node) {
   return st;
 }
 
+/* Whether the states from `from` on have no rule edge. */
+static bool ag_bytes_only(const ag_builder *b, size_t from) {
+  for (size_t s = from; s < b->states.len; s++)
+    if (b->states.data[s].rule_begin != b->states.data[s].rule_end) return false;
+  return true;
+}
+
+/* A counted text (AG_NODE_COUNTED_TEXT): its body's automaton, where each rule
+ * referenced in a last position is entered once (b->linear: a pattern's states),
+ * and its character's, combined into one counted rule (ag_counted_text.c). */
+static ag_status ag_counted_text_build(ag_builder *b, int32_t node) {
+  const int32_t *p = ag_ir_node(b->ir, node);
+  size_t n_states = b->states.len, n_bytes = b->byte_edges.len, n_tries = b->trie_rules.len;
+  ag_repeat_bounds bounds = {p[3], p[4], 0};
+  if (!b->hub) {
+    b->hub = malloc((size_t)(b->ir->n_rules ? b->ir->n_rules : 1) * sizeof *b->hub);
+    if (!b->hub) return ag_builder_nomem(b);
+    memset(b->hub, 0xff, (size_t)(b->ir->n_rules ? b->ir->n_rules : 1) * sizeof *b->hub);
+  }
+  b->base = (int32_t)n_states;
+  b->linear = true;
+  ag_status st = ag_rule_build(b, p[1]);
+  b->linear = false;
+  for (size_t k = 0; k < b->touched.len; k++) b->hub[b->touched.data[k]] = -1;
+  b->touched.len = 0;
+  if (!st && !ag_bytes_only(b, n_states))
+    st = ag_fail(b->err, AG_ERR_INVALID, b->rule,
+                 "a counted text's body must be bytes, or references in last positions to rules of bytes");
+  int32_t chr = (int32_t)b->states.len;
+  b->base = chr;
+  if (!st) st = ag_rule_build(b, p[2]);
+  if (!st && !ag_countable_child(b))
+    st = ag_fail(b->err, AG_ERR_INVALID, b->rule,
+                 "a counted text's character must be bytes, prefix-free and not empty");
+  b->trie_rules.len = n_tries;
+  if (!st) st = ag_counted_text_make(b, (int32_t)n_states, chr, n_bytes, &bounds);
+  if (!st && !ag_vec_push(&b->bounds, bounds)) st = ag_builder_nomem(b);
+  b->base = (int32_t)n_states;
+  return st;
+}
+
 /* Builds hidden rule k (its id follows the IR rules'). */
 static ag_status ag_hidden_one(ag_builder *b, size_t k) {
   ag_hidden h = b->hidden.data[k];
-  ag_repeat_bounds none = {0, 0};
+  ag_repeat_bounds none = {0, 0, 0};
   b->rule = h.owner;
   b->rule_id = b->ir->n_rules + (int32_t)k;
   ag_status st;
-  if (b->counted[h.node]) {
+  if (ag_ir_node(b->ir, h.node)[0] == AG_NODE_COUNTED_TEXT) {
+    st = ag_counted_text_build(b, h.node);
+  } else if (b->counted[h.node]) {
     st = ag_counted_build(b, h.node);
   } else {
     st = ag_rule_build(b, h.node);
@@ -430,7 +476,7 @@ static ag_status ag_stub_rule(ag_builder *b, int32_t r) {
     return ag_fail(b->err, AG_ERR_LIMIT, r, "the grammar's automata need more than %d states",
                    AG_MAX_STATES);
   uint32_t nb = (uint32_t)b->byte_edges.len, nr = (uint32_t)b->rule_edges.len;
-  ag_state s = {nb, nb, nr, nr, false, false};
+  ag_state s = {nb, nb, nr, nr, false, false, false, 0};
   b->rule_start.data[r] = (int32_t)b->states.len;
   b->stub[r] = true;
   if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, r)) return ag_builder_nomem(b);

@@ -100,6 +100,13 @@ typedef struct ag_builder {
   bool *stub;                   /* [IR rules] no automaton: nothing names the rule (ag_rules_build) */
   AG_VEC(ag_repeat_bounds) bounds; /* [hidden rules] bounds of the counted ones */
 
+  /* While a counted text's body is built (ag_counted_text.c): a reference in a
+   * last position (to NFA state 1) to a rule that is not inlined enters that
+   * rule's one copy, hub[rule] (-1: none yet); touched lists the rules set. */
+  bool linear;
+  int32_t *hub;             /* [IR rules] */
+  AG_VEC(int32_t) touched;
+
   /* The current rule's NFA. State 0 is the start, state 1 the only accepting one. */
   int32_t n_nfa;
   uint64_t work;
@@ -252,6 +259,14 @@ ag_status ag_nfa_edge_add(ag_builder *b, int32_t from, int32_t to, uint8_t kind,
 ag_status ag_nfa_eps(ag_builder *b, int32_t from, int32_t to);
 ag_status ag_nfa_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out);
 ag_status ag_nfa_star_entry(ag_builder *b, int32_t node, int32_t to, int32_t *out);
+
+/* ---- counted text (ag_counted_text.c) ---------------------------------- */
+
+/* Replaces the body automaton (states from body on, its byte edges from n_bytes
+ * on) and the character's after it (from chr on) by the counted rule of their
+ * pairs; raises bounds->rest_max to its states' largest rest. */
+ag_status ag_counted_text_make(ag_builder *b, int32_t body, int32_t chr, size_t n_bytes,
+                               ag_repeat_bounds *bounds);
 
 /* ---- subset construction (ag_dfa.c) ------------------------------------- */
 

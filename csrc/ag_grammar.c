@@ -152,6 +152,8 @@ static ag_status ag_trim(ag_grammar *g, const bool *live, const bool *productive
     ag_state st = g->states[s], *out = &g->states[id[s]];
     out->accepting = st.accepting;
     out->counted = st.counted;
+    out->boundary = st.boundary;
+    out->rest = st.rest;
     out->byte_begin = wb;
     for (uint32_t e = st.byte_begin; e < st.byte_end; e++) {
       ag_byte_edge be = g->byte_edges[e];

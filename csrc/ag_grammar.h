@@ -46,6 +46,12 @@ typedef struct ag_state {
   uint32_t rule_begin, rule_end; /* range in grammar->rule_edges */
   bool accepting;
   bool counted; /* a state of a counted rule: see ag_repeat_bounds */
+  /* A counted rule's byte automaton: a byte from this state begins a copy of
+   * the child (ag_copy_count). Else false. */
+  bool boundary;
+  /* A counted text's state (AG_NODE_COUNTED_TEXT): the fewest copies that
+   * still begin before the rule can end. 0 for every other state. */
+  uint8_t rest;
 } ag_state;
 
 /*
@@ -58,10 +64,17 @@ typedef struct ag_state {
  * never needs to count empty matches. A repeat of a bytes-only child that is
  * prefix-free is instead the child's own automaton looping (its accepting states
  * take the start's edges), whose items count the copies begun (ag_earley.c); its
- * states are counted and have byte edges, the others' only a rule edge.
+ * states are counted and have byte edges, the others' only a rule edge. A
+ * counted text (ag_counted_text.c) is a byte automaton of the same kind whose
+ * copies are the characters of a longer text, such as a pattern's: its items
+ * also count the copies begun, and stay where count + rest <= max.
  */
 typedef struct ag_repeat_bounds {
   int32_t min, max;
+  /* The largest ag_state.rest among the rule's states: a counted text's (a
+   * pattern's automaton whose characters are counted: ag_counted_text.c), 0
+   * for a repeat. An item is viable while count + rest <= max. */
+  int32_t rest_max;
 } ag_repeat_bounds;
 
 struct ag_grammar {

@@ -24,6 +24,7 @@ static const char *ag_node_kind_name(int32_t kind) {
     case AG_NODE_DISPATCH: return "DISPATCH";
     case AG_NODE_SWITCH: return "SWITCH";
     case AG_NODE_KEYTRIE: return "KEYTRIE";
+    case AG_NODE_COUNTED_TEXT: return "COUNTED_TEXT";
     default: return "?";
   }
 }
@@ -163,6 +164,21 @@ static ag_status ag_ir_check_repeat(const ag_ir *ir, int32_t i, const int32_t *p
   if (min < 0 || (max != -1 && max < min))
     return ag_fail(err, AG_ERR_INVALID, -1,
                    "node %" PRId32 " (REPEAT): bad bounds {%" PRId32 ",%" PRId32
+                   "}, need 0 <= min and (max == -1 or max >= min)",
+                   i, min, max);
+  return AG_OK;
+}
+
+static ag_status ag_ir_check_counted_text(const ag_ir *ir, int32_t i, const int32_t *p,
+                                          ag_error *err) {
+  ag_status st = ag_ir_check_fits(ir, i, 4, err);
+  if (st) return st;
+  if ((st = ag_ir_check_child(ir, i, p[1], err)) || (st = ag_ir_check_child(ir, i, p[2], err)))
+    return st;
+  int32_t min = p[3], max = p[4];
+  if (min < 0 || (max != -1 && max < min))
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (COUNTED_TEXT): bad bounds {%" PRId32 ",%" PRId32
                    "}, need 0 <= min and (max == -1 or max >= min)",
                    i, min, max);
   return AG_OK;
@@ -358,6 +374,7 @@ static ag_status ag_ir_check_node(const ag_ir *ir, int32_t i, ag_error *err) {
     case AG_NODE_DISPATCH: return ag_ir_check_dispatch(ir, i, p, err);
     case AG_NODE_SWITCH: return ag_ir_check_switch(ir, i, p, err);
     case AG_NODE_KEYTRIE: return ag_ir_check_keytrie(ir, i, p, err);
+    case AG_NODE_COUNTED_TEXT: return ag_ir_check_counted_text(ir, i, p, err);
     default:
       return ag_fail(err, AG_ERR_INVALID, -1, "node %" PRId32 ": unknown kind %" PRId32, i, p[0]);
   }

@@ -25,7 +25,12 @@ enum {
    * the rest of a JSON key, after its opening quote, that spells none of the names (see
    * ag_nfa_keytrie). The ranges are the raw ASCII characters a key may hold; the names are
    * non-empty, made of those characters, and in strictly increasing byte order. */
-  AG_NODE_KEYTRIE = 9
+  AG_NODE_KEYTRIE = 9,
+  /* body, char, min, max (-1 = unbounded): the strings of body that are min..max copies of
+   * char (a JSON string's character), counted in one automaton (ag_counted_text.c). Body is
+   * bytes, or right-linear references (each in a last position) to rules of bytes; char is
+   * one prefix-free byte automaton. */
+  AG_NODE_COUNTED_TEXT = 10
 };
 
 /*

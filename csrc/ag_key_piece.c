@@ -304,7 +304,7 @@ static ag_status ag_key_own_edges(ag_builder *b, const int32_t *p, const ag_key_
 /* Appends a state of the rule being built whose byte edges begin at `first`. */
 static ag_status ag_key_push_state(ag_builder *b, uint32_t first, bool accepting) {
   uint32_t nr = (uint32_t)b->rule_edges.len;
-  ag_state s = {first, (uint32_t)b->byte_edges.len, nr, nr, accepting, false};
+  ag_state s = {first, (uint32_t)b->byte_edges.len, nr, nr, accepting, false, false, 0};
   if (!ag_vec_push(&b->states, s) || !ag_vec_push(&b->state_rule, b->rule_id)) return ag_builder_nomem(b);
   return AG_OK;
 }

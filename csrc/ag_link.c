@@ -251,7 +251,7 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
     for (int32_t r = 0; r < parts[k]->n_ir_rules; r++, label++) {
       if (!used[label - n_ir]) {
         if (unused < 0) { /* the shared bare stub: no edge, not accepting */
-          own->states[s] = (ag_state){b, b, re, re, false, false};
+          own->states[s] = (ag_state){b, b, re, re, false, false, false, 0};
           own->state_rule[s] = label;
           unused = s++;
         }
@@ -261,13 +261,13 @@ static ag_status ag_link_stubs(ag_grammar *own, int32_t n_ir, ag_grammar *const 
       int32_t n = ag_link_stub_states(parts[k], r, &nullable, &productive);
       lab->rule_start[label] = s;
       if (n == 2) {
-        ag_state s0 = {b, b + 1, re, re, false, false}, s1 = {b + 1, b + 1, re, re, true, false};
+        ag_state s0 = {b, b + 1, re, re, false, false, false, 0}, s1 = {b + 1, b + 1, re, re, true, false, false, 0};
         ag_byte_edge e = {0, 0, s + 1};
         own->byte_edges[b++] = e;
         own->states[s] = s0;
         own->states[s + 1] = s1;
       } else {
-        ag_state s0 = {b, b, re, re, nullable, false};
+        ag_state s0 = {b, b, re, re, nullable, false, false, 0};
         own->states[s] = s0;
       }
       for (int32_t i = 0; i < n; i++) own->state_rule[s + i] = label;

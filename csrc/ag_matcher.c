@@ -344,11 +344,15 @@ static bool ag_stays_in_rule(const ag_parser *p, ag_byte_paths *b, const uint8_t
  * completes what the set holds already. Then every such byte does, and the
  * rest decides. `other` gets the bytes the other items take (none for a lone item).
  */
-/* The copies item `it` of counted state `st` may still begin below `max`: a byte
- * from the rule's start with count 0 begins the first copy without passing an
- * accepting state (ag_copy_count, ag_copies.h). */
-static int64_t ag_item_room(const ag_state *st, int32_t max, ag_item it) {
-  return (int64_t)max - it.count - (it.count == 0 && !st->accepting);
+/* The copies item `it` may still begin below `max`, those its token's last
+ * state still needs included (ag_copy_count, ag_copies.h). */
+static int64_t ag_item_room(int32_t max, ag_item it) { return (int64_t)max - it.count; }
+
+/* The room at which a counted rule's cached classes serve as they are: the
+ * longest token begins at most one copy a byte, and its last state may need
+ * up to rest_max more. */
+static int64_t ag_room_enough(const ag_matcher *m, const ag_repeat_bounds *r) {
+  return (int64_t)m->compiled->vocab->max_token_len + r->rest_max;
 }
 
 /* An item's count as the kept verdicts key it: -1 where it decides nothing, in a
@@ -360,8 +364,7 @@ static int32_t ag_key_count(const ag_matcher *m, ag_item it) {
   if (!st->counted || st->byte_begin == st->byte_end) return it.count;
   const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[it.state]];
   if (it.count < r->min) return it.count;
-  int64_t room = ag_item_room(st, r->max, it);
-  return r->max >= 0 && room < (int64_t)m->compiled->vocab->max_token_len ? it.count : -1;
+  return r->max >= 0 && ag_item_room(r->max, it) < ag_room_enough(m, r) ? it.count : -1;
 }
 
 #define AG_LOOP_ITEMS 16 /* the most scannable items ag_loop_keeps_set compares */
@@ -539,18 +542,17 @@ static void ag_or_words(uint32_t *restrict dst, const uint32_t *restrict src, si
  * one copy at most; ag_item_room). */
 static int32_t ag_copy_room(const ag_matcher *m, int32_t s) {
   const ag_grammar *g = m->compiled->grammar;
-  const ag_state *st = &g->states[s];
-  int32_t max = st->counted ? g->rule_repeat[g->state_rule[s]].max : -1;
-  if (max < 0) return -1;
+  const ag_repeat_bounds *r = &g->rule_repeat[g->state_rule[s]];
+  if (!g->states[s].counted || r->max < 0) return -1;
   const ag_parser *p = &m->parser;
   int64_t room = -1;
   for (uint32_t it = p->set_start.data[p->set_start.len - 1]; it < p->items.len; it++) {
     ag_item item = p->items.data[it];
     if (item.state != s) continue;
-    int64_t r = ag_item_room(st, max, item);
-    if (r > room) room = r;
+    int64_t x = ag_item_room(r->max, item);
+    if (x > room) room = x;
   }
-  return room < 0 || room >= (int64_t)m->compiled->vocab->max_token_len ? -1 : (int32_t)room;
+  return room < 0 || room >= ag_room_enough(m, r) ? -1 : (int32_t)room;
 }
 
 /* Collects the classes of the distinct scannable states in the current Earley set. */

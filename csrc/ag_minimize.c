@@ -140,7 +140,7 @@ static int32_t ag_min_target(ag_builder *b, int32_t t) {
 static ag_status ag_min_emit(ag_builder *b, int32_t s, uint32_t first_b, uint32_t first_r) {
   const ag_state *old = &b->states.data[b->base + s];
   ag_state ns = {first_b + (uint32_t)b->tmp_bytes.len, 0, first_r + (uint32_t)b->tmp_rules.len, 0,
-                 old->accepting, false};
+                 old->accepting, false, false, 0};
   size_t b0 = b->tmp_bytes.len;
   for (uint32_t e = old->byte_begin; e < old->byte_end; e++) {
     ag_byte_edge be = b->byte_edges.data[e];

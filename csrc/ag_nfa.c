@@ -389,6 +389,7 @@ static void ag_node_size(ag_builder *b, int32_t i) {
       break;
     }
     case AG_NODE_DISPATCH: size = AG_UNROLL_BUDGET + 1; break; /* never copied */
+    case AG_NODE_COUNTED_TEXT: b->counted[i] = 1; break; /* one rule edge */
     case AG_NODE_SWITCH: /* rule edges: cost 0 */
       for (int32_t k = 0, at = 2; k < p[1] && size <= AG_UNROLL_BUDGET; k++, at += 2 + p[at + 1])
         size += 1 + (uint64_t)p[at + 1];
@@ -483,13 +484,32 @@ uint32_t ag_inline_cost(const ag_builder *b, int32_t r) {
   return cost <= AG_INLINE_MAX ? cost : 0;
 }
 
+/* In a counted text's body (b->linear), a reference in a last position to a
+ * rule that is not inlined: an epsilon edge into the rule's one copy, built
+ * on first use. Such rules reach each other so (the states of a pattern's
+ * automaton), and the whole body becomes one byte automaton. */
+static ag_status ag_nfa_linear_ref(ag_builder *b, int32_t r, int32_t from) {
+  int32_t hub = b->hub[r];
+  if (hub < 0) {
+    ag_status st = ag_nfa_state(b, &hub);
+    if (!st && !ag_vec_push(&b->touched, r)) st = ag_builder_nomem(b);
+    if (st) return st;
+    b->hub[r] = hub;
+    if ((st = ag_nfa_task_add(b, b->ir->body[r], hub, 1))) return st;
+  }
+  return ag_nfa_eps(b, from, hub);
+}
+
 /* A reference to rule r: its body in place when small and bytes-only, else a rule edge. */
 static ag_status ag_nfa_ruleref(ag_builder *b, int32_t r, int32_t from, int32_t to) {
-  uint32_t cost = ag_inline_cost(b, r);
-  if (cost && b->inlined + cost <= AG_INLINE_BUDGET) {
+  /* a counted text's body inlines every rule of bytes, however large (a wide class's
+   * characters with their escapes): it must be one byte automaton */
+  uint32_t cost = b->linear && r < b->ir->n_rules ? b->inline_cost[b->ir->body[r]] : ag_inline_cost(b, r);
+  if (cost && (b->linear || b->inlined + cost <= AG_INLINE_BUDGET)) {
     b->inlined += cost;
     return ag_nfa_task_add(b, b->ir->body[r], from, to);
   }
+  if (b->linear && to == 1 && r < b->ir->n_rules) return ag_nfa_linear_ref(b, r, from);
   return ag_nfa_edge_add(b, from, to, AG_NFA_RULE, 0, 0, r);
 }
 
@@ -521,6 +541,7 @@ static ag_status ag_nfa_expand(ag_builder *b, ag_nfa_task t) {
     case AG_NODE_DISPATCH: return ag_nfa_dispatch(b, p, t.from, t.to);
     case AG_NODE_SWITCH: return ag_nfa_switch(b, p, t.from, t.to);
     case AG_NODE_KEYTRIE: return ag_nfa_keytrie(b, p, t.from, t.to);
+    case AG_NODE_COUNTED_TEXT: return ag_nfa_counted(b, t.node, t.from, t.to);
     default: /* ag_ir_parse rejected every other kind */
       return ag_fail(b->err, AG_ERR_INVALID, b->rule, "node %d: unknown kind", (int)t.node);
   }

@@ -20,7 +20,7 @@ from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar, json_schema, json_values
 from ..grammar import structural_tag as _structural_tag
 from ..grammar.grammar import content_digests
-from ..grammar.ir import Choice, Literal, Repeat, Rule, Seq, TagDispatch
+from ..grammar.ir import Choice, CountedText, Literal, Repeat, Rule, Seq, TagDispatch
 from ..grammar.memo import (
     clear_memos,
     grammar_bytes,
@@ -528,6 +528,8 @@ def _literal_bytes(rules: Sequence[Rule]) -> List[bytes]:
             stack.extend(e.items)
         elif kind is Repeat:
             stack.append(e.item)
+        elif kind is CountedText:
+            stack.extend((e.body, e.char))
     return out
 
 

@@ -155,6 +155,49 @@ class Repeat(_Node):
         return hash((self.item, self.min, self.max))
 
 
+class CountedText(_Node):
+    """The strings of ``body`` that are ``min`` to ``max`` (None: no bound) copies of ``char``:
+    a pattern's string under length bounds, its characters counted by the C core in the
+    pattern's own automaton, so that its size does not grow with the bounds. ``body`` is a
+    bytes-only expression, or one whose rule references are right-linear (each the last thing
+    its rule matches, as ``CharDFA.to_ir`` writes a pattern's states) to rules of bytes;
+    ``char`` is one character (a JSON string's), a bytes-only expression that no longer
+    character starts with. The C core refuses a body whose lengths may have gaps near a way
+    out (``"(ab)+"``): a converter checks ``CharDFA.counts_in_own_states`` first.
+
+    Example:
+        >>> t = CountedText(RuleRef("digits"), RuleRef("char"), 1, 300)
+        >>> (t.min, t.max)
+        (1, 300)
+    """
+
+    __slots__ = ("__weakref__", "body", "char", "max", "min")
+    _fields = ("body", "char", "min", "max")
+    body: "Expr"
+    char: "Expr"
+    min: int
+    max: Optional[int]
+
+    def __init__(self, body: "Expr", char: "Expr", min: int, max: Optional[int]) -> None:
+        _set(self, "body", body)
+        _set(self, "char", char)
+        _set(self, "min", min)
+        _set(self, "max", max)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return (self.body, self.char, self.min, self.max) == (
+                other.body,  # type: ignore[attr-defined]
+                other.char,  # type: ignore[attr-defined]
+                other.min,  # type: ignore[attr-defined]
+                other.max,  # type: ignore[attr-defined]
+            )
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.body, self.char, self.min, self.max))
+
+
 @dataclass(frozen=True)
 class TagDispatch:
     """Free text watched for words, as xgrammar's ``TagDispatch``; the C core runs it as one
@@ -312,7 +355,7 @@ class KeyTrie(Choice):
         return made[id(nodes[-1])]
 
 
-Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, TagDispatch, Embed]
+Expr = Union[Literal, CharClass, ByteClass, Seq, Choice, RuleRef, Repeat, CountedText, TagDispatch, Embed]
 
 #: The empty string.
 EMPTY = Seq(())
@@ -418,6 +461,8 @@ def referenced_rules(e: Expr) -> List[str]:
             stack.extend(x.items)  # type: ignore[union-attr]
         elif type(x) is Repeat:
             stack.append(x.item)  # type: ignore[union-attr]
+        elif type(x) is CountedText:
+            stack.extend((x.body, x.char))  # type: ignore[union-attr]
         elif type(x) is TagDispatch:
             for _, name in x.triggers:  # type: ignore[union-attr]
                 out[name] = None
@@ -461,6 +506,9 @@ def rename(e: Expr, names: Dict[str, str], embeds: Optional[Dict[int, str]] = No
         return Choice(tuple(rename(x, names, embeds) for x in e.items))  # type: ignore[union-attr]
     if t is Repeat:
         return Repeat(rename(e.item, names, embeds), e.min, e.max)  # type: ignore[union-attr]
+    if t is CountedText:
+        c: CountedText = e  # type: ignore[assignment]
+        return CountedText(rename(c.body, names, embeds), rename(c.char, names, embeds), c.min, c.max)
     if t is TagDispatch:
         d: TagDispatch = e  # type: ignore[assignment]
         triggers = tuple((w, names.get(r, r)) for w, r in d.triggers)
@@ -500,6 +548,8 @@ def _embeds_in(roots: Sequence[Expr]) -> List[Any]:
                     out.setdefault(id(g), g)
             elif t is Repeat:
                 stack.append(x.item)  # type: ignore[union-attr]
+            elif t is CountedText:
+                stack.extend((x.body, x.char))  # type: ignore[union-attr]
     return list(out.values())
 
 

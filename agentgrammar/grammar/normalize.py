@@ -17,6 +17,7 @@ from .ir import (
     ByteClass,
     CharClass,
     Choice,
+    CountedText,
     Embed,
     Expr,
     KeyTrie,
@@ -60,6 +61,8 @@ def normal_already(e: Expr, use_pieces: bool = False) -> bool:
             if copies and not is_single_edge(x.item):
                 return False
             stack.append(x.item)
+        elif t is CountedText:  # counted by the core whole: only what is inside may change
+            stack.extend((x.body, x.char))  # type: ignore[union-attr]
     return True
 
 
@@ -146,6 +149,9 @@ def normalize_rules(
                     extra.append(Rule(name, item))
                 item = RuleRef(name)
             return e if item is e.item else Repeat(item, e.min, e.max)
+        if type(e) is CountedText:
+            body, char = walk(e.body, base, counter), walk(e.char, base, counter)
+            return e if body is e.body and char is e.char else CountedText(body, char, e.min, e.max)
         return e
 
     out = []

@@ -28,6 +28,7 @@ from .ir import (
     ByteClass,
     CharClass,
     Choice,
+    CountedText,
     Expr,
     Literal,
     Repeat,
@@ -189,6 +190,9 @@ class _Printer:
             else:
                 suffix = f"{{{lo},{hi}}}"
             return f"({item}{suffix})" if ctx == _ATOM else item + suffix
+        if isinstance(e, CountedText):  # the body's strings of so many characters: an intersection
+            count = self.expr(Repeat(e.char, e.min, e.max), _SEQ)
+            return f"({self.expr(e.body, _SEQ)} & {count})"
         if isinstance(e, TagDispatch):
             return self.tag_dispatch(e)
         raise TypeError(f"not a grammar expression: {e!r}")

@@ -23,6 +23,8 @@ Node kinds and payloads::
     9 KEYTRIE   tail, other, any_char, n_ranges, (lo, hi) * n_ranges, n_names, (len, byte * len) * n_names
                 a ``KeyTrie``: the raw ASCII ranges of its ``raw`` class, ``other`` its wide
                 characters or ``escape``; the names sorted
+   10 COUNTED_TEXT body, char, min, max (-1 = unbounded)
+                a ``CountedText``: body's strings of min..max copies of char
 
 A rule index at or past n_rules names a rule of a linked part (see ``Embed``).
 
@@ -42,6 +44,7 @@ from .ir import (
     ByteClass,
     CharClass,
     Choice,
+    CountedText,
     Embed,
     Expr,
     KeyTrie,
@@ -66,6 +69,7 @@ KIND_REPEAT = 6
 KIND_DISPATCH = 7
 KIND_SWITCH = 8
 KIND_KEYTRIE = 9
+KIND_COUNTED_TEXT = 10
 
 DISPATCH_LOOP = 1
 DISPATCH_END_IN_TEXT = 2
@@ -258,6 +262,10 @@ class _Writer:
             child = self._write(item)
         return self._add((KIND_REPEAT, child, e.min, -1 if e.max is None else e.max))
 
+    def _counted_text(self, e: CountedText) -> int:
+        body, char = self.expr(e.body), self.expr(e.char)
+        return self._add((KIND_COUNTED_TEXT, body, char, e.min, -1 if e.max is None else e.max))
+
     def _rule_ref(self, e: RuleRef) -> int:
         found = self._refs.get(e.name)
         return found if found is not None else self._ref(e.name)
@@ -380,6 +388,7 @@ class _Writer:
 #: of ``_Writer._expr`` (most nodes are of these types).
 _WRITE: Dict[type, Callable[[_Writer, Any], int]] = {
     Repeat: _Writer._repeat,
+    CountedText: _Writer._counted_text,
     CharClass: _Writer._char_class,
     KeyTrie: _Writer._key_trie,
     RuleRef: _Writer._rule_ref,

@@ -19,6 +19,7 @@ from .ir import (
     ByteClass,
     CharClass,
     Choice,
+    CountedText,
     Embed,
     Expr,
     GrammarBase,
@@ -95,20 +96,11 @@ def _check_node(e: Expr, rule: str, refs: List[str], stack: List[Expr]) -> None:
             raise GrammarError(f"rule '{rule}': RuleRef name must be a str")
         refs.append(e.name)
     elif isinstance(e, Repeat):
-        for label, bound in (("min", e.min), ("max", e.max)):
-            if bound is None and label == "max":
-                continue
-            if not isinstance(bound, int) or isinstance(bound, bool):
-                raise GrammarError(f"rule '{rule}': Repeat {label} must be an int, not {bound!r}")
-            if bound < 0:
-                raise GrammarError(f"rule '{rule}': Repeat {label} must not be negative (got {bound})")
-            if bound > MAX_REPEAT:
-                raise GrammarError(
-                    f"rule '{rule}': Repeat {label} {bound} is too large (the limit is {MAX_REPEAT})"
-                )
-        if e.max is not None and e.min > e.max:
-            raise GrammarError(f"rule '{rule}': Repeat min {e.min} is larger than max {e.max}")
+        _check_bounds(e.min, e.max, rule, "Repeat")
         stack.append(e.item)
+    elif isinstance(e, CountedText):
+        _check_bounds(e.min, e.max, rule, "CountedText")
+        stack.extend((e.char, e.body))
     elif isinstance(e, TagDispatch):
         refs.extend(_check_dispatch(e, rule))
     elif isinstance(e, Embed):
@@ -116,6 +108,24 @@ def _check_node(e: Expr, rule: str, refs: List[str], stack: List[Expr]) -> None:
             raise GrammarError(f"rule '{rule}': Embed needs a Grammar, not {type(e.grammar).__name__}")
     else:
         raise GrammarError(f"rule '{rule}': not a grammar expression: {e!r}")
+
+
+def _check_bounds(lo: Any, hi: Any, rule: str, kind: str) -> None:
+    """Check a repeat's (or counted text's) bounds: ints within ``MAX_REPEAT``, ``hi`` None
+    or at least ``lo``."""
+    for label, bound in (("min", lo), ("max", hi)):
+        if bound is None and label == "max":
+            continue
+        if not isinstance(bound, int) or isinstance(bound, bool):
+            raise GrammarError(f"rule '{rule}': {kind} {label} must be an int, not {bound!r}")
+        if bound < 0:
+            raise GrammarError(f"rule '{rule}': {kind} {label} must not be negative (got {bound})")
+        if bound > MAX_REPEAT:
+            raise GrammarError(
+                f"rule '{rule}': {kind} {label} {bound} is too large (the limit is {MAX_REPEAT})"
+            )
+    if hi is not None and lo > hi:
+        raise GrammarError(f"rule '{rule}': {kind} min {lo} is larger than max {hi}")
 
 
 #: The words of one TagDispatch may total this many bytes (the C core's limit).
@@ -229,6 +239,11 @@ def _walk_refs(body: Expr, rule: str) -> Tuple[List[str], bool, bool]:
                 push(todo)
                 todo = iter(e.parts if t is KeyTrie else (e,))  # type: ignore[union-attr]
                 break
+            elif t is CountedText:  # its bounds may leave no string: not plain
+                plain = False
+                push(todo)
+                todo = iter((e.body, e.char))  # type: ignore[union-attr]
+                break
             elif t is Embed:  # a validated grammar derives some string, as one edge
                 if not isinstance(e.grammar, GrammarBase):  # type: ignore[union-attr]
                     _check_expr(e, rule, refs)  # raises
@@ -253,7 +268,7 @@ def _class_is_empty(e: Expr) -> bool:
 
 
 # The IR node types, the most frequent first (``_productive`` dispatches on them).
-_KINDS = (Literal, Seq, RuleRef, Choice, CharClass, ByteClass, Repeat, Embed, TagDispatch)
+_KINDS = (Literal, Seq, RuleRef, Choice, CharClass, ByteClass, Repeat, CountedText, Embed, TagDispatch)
 
 
 def _productive(e: Expr, known: Dict[str, bool]) -> bool:
@@ -281,6 +296,8 @@ def _productive(e: Expr, known: Dict[str, bool]) -> bool:
         return not _class_is_empty(e)
     if t is Repeat:
         return e.min == 0 or _productive(e.item, known)  # type: ignore[union-attr]
+    if t is CountedText:  # an over-approximation (converters build none that is empty)
+        return _productive(e.body, known) and _productive(e.char, known)  # type: ignore[union-attr]
     if t is Embed:  # a validated grammar derives some string
         return True
     if t is TagDispatch:  # an over-approximation; the C core decides exactly

@@ -16,7 +16,9 @@ from typing import (
 from ...errors import GrammarError, SchemaError
 from .. import json_values
 from ..char_dfa import PRODUCT_LIMIT, CharDFA
+from ..counted_text import counts_in_own_states
 from ..ir import (
+    CountedText,
     Expr,
     seq,
 )
@@ -333,12 +335,41 @@ def automaton_string(conv: Converter, dfa: CharDFA, lo: int, hi: Optional[int], 
     shape = dfa.chain_then_loop() if lo or hi is not None else None
     if shape is not None:
         expr = _chain_then_loop(conv, *shape, lo, hi)
+    elif (lo or hi is not None) and _counted(dfa, lo, hi):
+        content = dfa.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
+        expr = (
+            None
+            if content is None
+            else seq([_DQ, CountedText(content, base(conv, "json_any_char"), lo, hi), _DQ])
+        )
     else:
         bounded = dfa.with_length(lo, hi) if lo or hi is not None else dfa
         content = bounded.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
         expr = None if content is None else seq([_DQ, content, _DQ])
     conv.string_memo[key] = (dfa, expr)
     return expr
+
+
+#: Products of a pattern's automaton and a count of characters past this many states are
+#: counted by the core in the pattern's own states (``ir.CountedText``) instead: a found-anywhere
+#: pattern under ``maxLength: 200`` (``Github_medium---o17563``) made 458 rules of a product.
+_COUNTED_PAIRS = 256
+#: ... when the automaton has at most this many states: converting and building it is then
+#: redone in every grammar (an email's 1,236 states took 20 ms, where the format alone is a part
+#: built once per process), and larger ones are left to the product and its limit.
+_COUNTED_STATES = 256
+
+
+def _counted(dfa: CharDFA, lo: int, hi: Optional[int]) -> bool:
+    """Whether ``dfa``'s strings of ``lo``..``hi`` characters are better counted by the core
+    than built as a product: the product is large, the automaton small, and the core counts
+    them exactly."""
+    top = lo if hi is None else hi
+    return (
+        len(dfa.edges) <= _COUNTED_STATES
+        and dfa._pairs_through_loops(top) > _COUNTED_PAIRS
+        and counts_in_own_states(dfa, lo, hi)
+    )
 
 
 def _chain_then_loop(
