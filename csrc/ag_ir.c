@@ -155,33 +155,29 @@ static ag_status ag_ir_check_ruleref(const ag_ir *ir, int32_t i, const int32_t *
   return AG_OK;
 }
 
+/* The {min,max} bounds of REPEAT or COUNTED_TEXT node i. */
+static ag_status ag_ir_check_bounds(const ag_ir *ir, int32_t i, int32_t min, int32_t max, ag_error *err) {
+  if (min < 0 || (max != -1 && max < min))
+    return ag_fail(err, AG_ERR_INVALID, -1,
+                   "node %" PRId32 " (%s): bad bounds {%" PRId32 ",%" PRId32
+                   "}, need 0 <= min and (max == -1 or max >= min)",
+                   i, ag_node_kind_name(ag_ir_node(ir, i)[0]), min, max);
+  return AG_OK;
+}
+
 static ag_status ag_ir_check_repeat(const ag_ir *ir, int32_t i, const int32_t *p,
                                     ag_error *err) {
   ag_status st = ag_ir_check_fits(ir, i, 3, err);
-  if (st) return st;
-  if ((st = ag_ir_check_child(ir, i, p[1], err))) return st;
-  int32_t min = p[2], max = p[3];
-  if (min < 0 || (max != -1 && max < min))
-    return ag_fail(err, AG_ERR_INVALID, -1,
-                   "node %" PRId32 " (REPEAT): bad bounds {%" PRId32 ",%" PRId32
-                   "}, need 0 <= min and (max == -1 or max >= min)",
-                   i, min, max);
-  return AG_OK;
+  if (!st) st = ag_ir_check_child(ir, i, p[1], err);
+  return st ? st : ag_ir_check_bounds(ir, i, p[2], p[3], err);
 }
 
 static ag_status ag_ir_check_counted_text(const ag_ir *ir, int32_t i, const int32_t *p,
                                           ag_error *err) {
   ag_status st = ag_ir_check_fits(ir, i, 4, err);
-  if (st) return st;
-  if ((st = ag_ir_check_child(ir, i, p[1], err)) || (st = ag_ir_check_child(ir, i, p[2], err)))
-    return st;
-  int32_t min = p[3], max = p[4];
-  if (min < 0 || (max != -1 && max < min))
-    return ag_fail(err, AG_ERR_INVALID, -1,
-                   "node %" PRId32 " (COUNTED_TEXT): bad bounds {%" PRId32 ",%" PRId32
-                   "}, need 0 <= min and (max == -1 or max >= min)",
-                   i, min, max);
-  return AG_OK;
+  if (!st) st = ag_ir_check_child(ir, i, p[1], err);
+  if (!st) st = ag_ir_check_child(ir, i, p[2], err);
+  return st ? st : ag_ir_check_bounds(ir, i, p[3], p[4], err);
 }
 
 /* Word k of DISPATCH or SWITCH node i, at p, with `avail` data words left: its

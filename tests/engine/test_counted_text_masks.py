@@ -14,7 +14,7 @@ import json
 import os
 import random
 import re
-from typing import Iterator, List, Optional
+from typing import List, Optional
 
 import numpy as np
 import pytest
@@ -25,6 +25,7 @@ import agentgrammar.grammar.json_schema.strings as strings
 from agentgrammar import Compiler, Grammar, GrammarError, Matcher, Vocabulary, allocate_token_bitmask
 from agentgrammar.engine._native import lib
 from agentgrammar.grammar.ir import CharClass, CountedText, Literal, Repeat, Rule, RuleRef, Seq
+from tests.mask_oracle import cached_and_direct
 
 SETTINGS = settings(
     deadline=None,
@@ -64,13 +65,6 @@ def counted_texts(grammar: Grammar) -> List[CountedText]:
         if type(e) is Repeat:
             stack.append(e.item)
     return found
-
-
-@pytest.fixture
-def product_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The converter builds every pattern's product with the count, however large."""
-    monkeypatch.setattr(strings, "_COUNTED_PAIRS", 10**9)
-    yield
 
 
 def product_grammar(pattern: str, lo: int, hi: Optional[int]) -> Grammar:
@@ -178,14 +172,6 @@ TOKENS = [
 ]
 
 
-def masks(matcher: Matcher, vocab_size: int):
-    cached = allocate_token_bitmask(1, vocab_size, backend="numpy")
-    matcher.fill_next_token_bitmask(cached)
-    direct = allocate_token_bitmask(1, vocab_size, backend="numpy")
-    matcher._fill_next_token_bitmask_direct(direct)
-    return cached.copy(), direct.copy()
-
-
 @pytest.mark.parametrize("pattern,lo,hi", [c for c in CASES if c[2] <= 400])
 @SETTINGS
 @given(seed=st.integers(0, 2**32))
@@ -202,7 +188,7 @@ def test_masks_equal_the_products_near_both_bounds(pattern: str, lo: int, hi: in
     start = '"' + prefix + fill * max(0, target - len(prefix))
     assert counted.accept_string(start) and product.accept_string(start)
     for _ in range(70):
-        cached, direct = masks(counted, vocab.vocab_size)
+        cached, direct = cached_and_direct(counted, vocab.vocab_size)
         assert np.array_equal(cached, direct), (pattern, counted.num_accepted_steps)
         other = allocate_token_bitmask(1, vocab.vocab_size, backend="numpy")
         product.fill_next_token_bitmask(other)
