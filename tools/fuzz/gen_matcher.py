@@ -32,6 +32,9 @@ MATCHER_SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
     {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 3},
     {"type": "string", "maxLength": 3},
+    # a pattern counted in its own automaton (ir.CountedText), with and without a minimum
+    {"type": "string", "pattern": "a.*b", "maxLength": 300},
+    {"type": "string", "pattern": "x", "minLength": 2, "maxLength": 400},
 ]
 MATCHER_TAGS = [
     {
