@@ -43,11 +43,10 @@ typedef AG_VEC(int32_t) ag_positions;
 static ag_status ag_copies_walk(ag_copies *c, const ag_grammar *g, const ag_vocab *v, int32_t state,
                                 const uint32_t *follow, ag_positions *inside, ag_positions *exits,
                                 ag_error *err) {
-  /* a counted text's tokens end in states that need different rests: all walked */
-  bool text = g->rule_repeat[g->state_rule[state]].rest_max > 0;
-  const uint32_t *plain = v->plain && !text && !ag_plain_may_follow(follow) && ag_plain_chars_are_copies(g, state)
-                              ? v->plain
-                              : NULL;
+  /* where plain characters are copies, the states between them accept, so a plain
+   * token's last state needs no rest, in a counted text too */
+  const uint32_t *plain =
+      v->plain && !ag_plain_may_follow(follow) && ag_plain_chars_are_copies(g, state) ? v->plain : NULL;
   c->plain = plain;
   c->adj = !g->states[state].boundary; /* inside a copy: the first is the count's (ag_copy_room) */
   ag_copy_step *at = malloc(((size_t)v->max_token_len + 1) * sizeof *at);
