@@ -102,3 +102,13 @@ def test_json_schema_bounds_of_any_size_compile_to_the_same_words() -> None:
         for hi in (300, 5000, 100_000)
     }
     assert len(sizes) == 1
+
+
+def test_a_large_counted_text_prints_but_does_not_parse_back() -> None:
+    """Parsed back, the printed intersection is built as a product: past the limits, refused
+    at its line (docs/limits.md)."""
+    g = Grammar.from_json_schema({"type": "string", "pattern": "@", "maxLength": 300})
+    text = str(g)
+    assert "& json_any_char{0,300})" in text
+    with pytest.raises(GrammarError, match="line 1"):
+        Grammar.from_ebnf(text)
