@@ -32,6 +32,7 @@ typedef struct ag_text {
   AG_VEC(int64_t) pair;             /* body state << 32 | character state (local ids) */
   AG_VEC(uint32_t) begin;
   ag_text_edges edges;
+  bool *accept;    /* [n] the body accepts between characters */
   int32_t *rest;   /* [n] copies that must still begin; INT32_MAX: never ends */
   bool *good;      /* [n] some shortest way to finish passes a one-character loop */
   uint32_t *rbeg;  /* [n + 1] reverse edges by target */
@@ -43,6 +44,7 @@ static void ag_text_free(ag_text *t) {
   ag_vec_free(&t->pair);
   ag_vec_free(&t->begin);
   ag_vec_free(&t->edges);
+  free(t->accept);
   free(t->rest);
   free(t->good);
   free(t->rbeg);
@@ -137,10 +139,20 @@ static bool ag_text_reverse(ag_text *t) {
   return true;
 }
 
+/* accept[k]: read before the two automata are replaced (ag_text_write). */
+static bool ag_text_accepting(ag_text *t, const ag_builder *b) {
+  size_t n = t->pair.len;
+  t->accept = malloc((n ? n : 1) * sizeof *t->accept);
+  if (!t->accept) return false;
+  for (size_t k = 0; k < n; k++)
+    t->accept[k] = ag_text_boundary(t, (int32_t)k) && b->states.data[t->body + (t->pair.data[k] >> 32)].accepting;
+  return true;
+}
+
 /* rest[k]: a shortest way back from the accepting states, where an edge from
  * a boundary costs one copy and any other none (a double-ended queue: the
  * free edges go in front). */
-static bool ag_text_rest(ag_text *t, const ag_builder *b) {
+static bool ag_text_rest(ag_text *t) {
   size_t n = t->pair.len;
   /* a state enters behind at most once (its first distance, or a seed) and in front at
    * most once (a free edge sets the distance being taken, which nothing lowers after) */
@@ -152,10 +164,8 @@ static bool ag_text_rest(ag_text *t, const ag_builder *b) {
   }
   size_t head = n, tail = n; /* dq[head .. tail) */
   for (size_t k = 0; k < n; k++) {
-    int32_t d = (int32_t)(t->pair.data[k] >> 32);
-    bool acc = ag_text_boundary(t, (int32_t)k) && b->states.data[t->body + d].accepting;
-    t->rest[k] = acc ? 0 : INT32_MAX;
-    if (acc) dq[tail++] = (int32_t)k;
+    t->rest[k] = t->accept[k] ? 0 : INT32_MAX;
+    if (t->accept[k]) dq[tail++] = (int32_t)k;
   }
   while (head < tail) {
     int32_t s = dq[head++];
@@ -190,7 +200,8 @@ static bool ag_text_loops(const ag_text *t, int32_t c, int32_t *stack, int32_t *
 }
 
 /* good[k] for every state that can finish: the states with a one-character
- * loop, then backwards along the edges of shortest ways to finish. */
+ * loop, then backwards along the edges of shortest ways to finish. Only a min
+ * needs it (ag_text_check). */
 static bool ag_text_check_loops(ag_text *t) {
   size_t n = t->pair.len;
   int32_t *queue = malloc((n + 1) * sizeof *queue), *search = malloc((n + 1) * sizeof *search);
@@ -272,20 +283,12 @@ static ag_status ag_text_write(const ag_text *t, ag_builder *b, size_t n_bytes, 
   int32_t base = t->body, *out = malloc((n ? n : 1) * sizeof *out);
   if (!out) return ag_builder_nomem(b);
   bool live = ag_text_kept(t, 0, bounds->max);
-  bool acc0 = ag_text_boundary(t, 0) && b->states.data[t->body].accepting;
-  bool split = live && acc0 && bounds->min > 0 && t->rbeg[0] < t->rbeg[1];
+  bool split = live && t->accept[0] && bounds->min > 0 && t->rbeg[0] < t->rbeg[1];
   int32_t next = base + split;
   for (size_t k = 0; k < n; k++) {
     out[k] = live && ag_text_kept(t, (int32_t)k, bounds->max) ? next++ : -1;
     if (out[k] >= 0 && t->rest[k] > bounds->rest_max) bounds->rest_max = t->rest[k];
   }
-  bool *acc = malloc((n ? n : 1) * sizeof *acc);
-  if (!acc) {
-    free(out);
-    return ag_builder_nomem(b);
-  }
-  for (size_t k = 0; k < n; k++)
-    acc[k] = ag_text_boundary(t, (int32_t)k) && b->states.data[t->body + (t->pair.data[k] >> 32)].accepting;
   b->states.len = b->state_rule.len = (size_t)base; /* the two automata go */
   b->byte_edges.len = n_bytes;
   ag_status st = AG_OK;
@@ -296,8 +299,7 @@ static ag_status ag_text_write(const ag_text *t, ag_builder *b, size_t n_bytes, 
   }
   if (!st && split) st = ag_text_emit(t, b, 0, false, out);
   for (size_t k = 0; !st && k < n; k++)
-    if (out[k] >= 0) st = ag_text_emit(t, b, (int32_t)k, acc[k] && (k > 0 || split || bounds->min == 0), out);
-  free(acc);
+    if (out[k] >= 0) st = ag_text_emit(t, b, (int32_t)k, t->accept[k] && (k > 0 || split || bounds->min == 0), out);
   free(out);
   return st;
 }
@@ -311,7 +313,8 @@ ag_status ag_counted_text_make(ag_builder *b, int32_t body, int32_t chr, size_t 
   t.n_body = chr - body;
   t.n_chr = (int32_t)b->states.len - chr;
   ag_status st = ag_text_pairs(&t, b);
-  if (!st && (!ag_text_reverse(&t) || !ag_text_rest(&t, b) || !ag_text_check_loops(&t)))
+  if (!st && (!ag_text_accepting(&t, b) || !ag_text_reverse(&t) || !ag_text_rest(&t) ||
+              (bounds->min > 0 && !ag_text_check_loops(&t))))
     st = ag_builder_nomem(b);
   if (!st) st = ag_text_check(&t, b, bounds);
   if (!st) st = ag_text_write(&t, b, n_bytes, bounds);

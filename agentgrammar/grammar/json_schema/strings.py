@@ -332,19 +332,16 @@ def automaton_string(conv: Converter, dfa: CharDFA, lo: int, hi: Optional[int], 
     found = conv.string_memo.get(key)
     if found is not None and found[0] is dfa:
         return found[1]
-    shape = dfa.chain_then_loop() if lo or hi is not None else None
+    bounded = bool(lo) or hi is not None
+    shape = dfa.chain_then_loop() if bounded else None
     if shape is not None:
         expr = _chain_then_loop(conv, *shape, lo, hi)
-    elif (lo or hi is not None) and _counted(dfa, lo, hi):
-        content = dfa.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
-        expr = (
-            None
-            if content is None
-            else seq([_DQ, CountedText(content, base(conv, "json_any_char"), lo, hi), _DQ])
-        )
     else:
-        bounded = dfa.with_length(lo, hi) if lo or hi is not None else dfa
-        content = bounded.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
+        counted = bounded and _counted(dfa, lo, hi)  # else the product, when bounded
+        source = dfa.with_length(lo, hi) if bounded and not counted else dfa
+        content = source.to_ir(conv.json_char, conv.rules, conv.fresh, f"{hint}_str")
+        if content is not None and counted:
+            content = CountedText(content, base(conv, "json_any_char"), lo, hi)
         expr = None if content is None else seq([_DQ, content, _DQ])
     conv.string_memo[key] = (dfa, expr)
     return expr
