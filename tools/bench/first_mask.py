@@ -119,6 +119,16 @@ def _total(phases: Dict[str, float]) -> float:
     return sum(phases[p] for p in PHASES)
 
 
+def _row(row: Dict[str, Any]) -> Dict[str, Any]:
+    """One schema's figures as listed: its ratio, llguidance's time and our phases (µs)."""
+    return {
+        "file": row["file"],
+        "ratio": round(_total(row["ours"]) / row["llg"], 2),
+        "llg_us": round(row["llg"] * 1e6),
+        **{f"{p}_us": round(row["ours"][p] * 1e6) for p in (*PHASES, "automata")},
+    }
+
+
 def _shares(rows: Sequence[Dict[str, Any]]) -> Dict[str, float]:
     total = sum(_total(r["ours"]) for r in rows) or 1.0
     out = {p: sum(r["ours"][p] for r in rows) / total for p in (*PHASES, "automata")}
@@ -136,11 +146,19 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "--repeats", type=int, default=3, help="cold compiles per schema and engine; the fastest is kept"
     )
     parser.add_argument("--show", type=int, default=10, help="schemas with the largest ratios to list")
+    parser.add_argument(
+        "--tokenizer",
+        default="llama3",
+        help="as tools/bench.py's --tokenizer: llama3, qwen3, gpt-oss or a folder",
+    )
+    parser.add_argument(
+        "--largest", type=int, default=0, help="schemas with the longest times (ours) to list"
+    )
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
     args = parser.parse_args(argv)
     paths = sorted(p for p in args.maskbench.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
     sample = random.Random(args.seed).sample(paths, min(args.sample, len(paths)))
-    setup = Setup()
+    setup = Setup(args.tokenizer)
     gc.collect()
     gc.freeze()  # as tools/bench.py: what setup loaded stays out of the collector's walks
     rows = measure(setup, sample, args.repeats)
@@ -156,14 +174,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         "share_percent": _shares(rows),
         "middle_share_percent": _shares(middle),
         "largest_ratios": [
-            {
-                "file": r["file"],
-                "ratio": round(_total(r["ours"]) / r["llg"], 2),
-                "llg_us": round(r["llg"] * 1e6),
-                **{f"{p}_us": round(r["ours"][p] * 1e6) for p in (*PHASES, "automata")},
-            }
-            for r in sorted(rows, key=lambda r: -_total(r["ours"]) / r["llg"])[: args.show]
+            _row(r) for r in sorted(rows, key=lambda r: -_total(r["ours"]) / r["llg"])[: args.show]
         ],
+        "largest": [_row(r) for r in sorted(rows, key=lambda r: -_total(r["ours"]))[: args.largest]],
     }
     if args.json:
         print(json.dumps(out, indent=1))
@@ -178,11 +191,14 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     print(f"share of ours, whole sample (%): {out['share_percent']}")
     print(f"share of ours, middle half (%): {out['middle_share_percent']}")
     print("('automata' is building them in C, a part of 'compile')")
-    for r in out["largest_ratios"]:
-        print(
-            f"  {r['ratio']:6.2f}  {r['file']}  "
-            + ", ".join(f"{k} {v}" for k, v in r.items() if k.endswith("_us"))
-        )
+    for title, listed in (("largest ratios", out["largest_ratios"]), ("longest times", out["largest"])):
+        if listed:
+            print(f"{title}:")
+        for r in listed:
+            print(
+                f"  {r['ratio']:6.2f}  {r['file']}  "
+                + ", ".join(f"{k} {v}" for k, v in r.items() if k.endswith("_us"))
+            )
     return out
 
 
