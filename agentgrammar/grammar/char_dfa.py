@@ -400,7 +400,7 @@ class CharDFA:
     def with_length(self, lo: int, hi: Optional[int]) -> "CharDFA":
         """``intersect(CharDFA.length(lo, hi))``, refused at once (the product's GrammarError)
         when the states reached through a state that loops on itself already make the product
-        larger than ``PRODUCT_LIMIT`` (``_pairs_through_loops``). A URI under pydantic's
+        larger than ``PRODUCT_LIMIT`` (``pairs_through_loops``). A URI under pydantic's
         ``maxLength: 2083`` took 30 ms of building to fail.
 
         Trimmed, not minimized: paired with a count, a minimal automaton stays nearly minimal
@@ -408,7 +408,7 @@ class CharDFA:
         ``maxLength: 146`` has 847 states either way, a tag's under 255 has 510 for 509), and
         minimizing took most of the product's time."""
         top = lo if hi is None else hi
-        if self._pairs_through_loops(top) > PRODUCT_LIMIT:
+        if self.pairs_through_loops(top) > PRODUCT_LIMIT:
             raise GrammarError(
                 f"combining the constraints needs an automaton of more than {PRODUCT_LIMIT} states"
             )
@@ -437,7 +437,7 @@ class CharDFA:
         accepting = [self.accepting[p] and n >= lo for p, n in pairs]
         return CharDFA(edges, accepting, self.alphabet).trimmed()
 
-    def _pairs_through_loops(self, top: int) -> int:
+    def pairs_through_loops(self, top: int) -> int:
         """A lower bound on the reachable states of the product with a count of characters
         up to ``top``: a state reached by a path of length e through a state that loops on
         itself is paired with every count from e to ``top`` (the loop takes the difference).

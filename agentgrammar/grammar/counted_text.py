@@ -31,12 +31,18 @@ __all__ = ["REST_MAX", "counts_in_own_states"]
 REST_MAX = 255
 
 
-def _rest(dfa: CharDFA) -> List[Optional[int]]:
-    """The fewest characters from each state to an accepting one (None: none)."""
+def _sources(dfa: CharDFA) -> List[List[int]]:
+    """The states with an edge into each state (once per edge)."""
     back: List[List[int]] = [[] for _ in dfa.edges]
     for s, row in enumerate(dfa.edges):
         for _, _, t in row:
             back[t].append(s)
+    return back
+
+
+def _rest(dfa: CharDFA, back: List[List[int]]) -> List[Optional[int]]:
+    """The fewest characters from each state to an accepting one (None: none); ``back``:
+    ``_sources(dfa)``."""
     rest: List[Optional[int]] = [0 if a else None for a in dfa.accepting]
     frontier = [s for s, a in enumerate(dfa.accepting) if a]
     while frontier:
@@ -50,23 +56,20 @@ def _rest(dfa: CharDFA) -> List[Optional[int]]:
     return rest
 
 
-def _loops_on_shortest_ways(dfa: CharDFA, rest: List[Optional[int]], kept: List[bool]) -> bool:
+def _loops_on_shortest_ways(
+    dfa: CharDFA, back: List[List[int]], rest: List[Optional[int]], kept: List[bool]
+) -> bool:
     """Whether from every kept state some shortest way to finish passes a state that loops on
-    itself: backwards from those states, along the edges where ``rest`` drops by one."""
-    back: List[List[int]] = [[] for _ in dfa.edges]
+    itself: backwards from those states (``back``: ``_sources(dfa)``), along the edges where
+    ``rest`` drops by one."""
+    todo = [s for s, row in enumerate(dfa.edges) if any(t == s for _, _, t in row)]
     good = [False] * len(dfa.edges)
-    todo = []
-    for s, row in enumerate(dfa.edges):
-        for _, _, t in row:
-            if t == s and not good[s]:
-                good[s] = True
-                todo.append(s)
-            elif rest[s] is not None and rest[t] is not None and rest[s] == rest[t] + 1:  # type: ignore[operator]
-                back[t].append(s)
+    for s in todo:
+        good[s] = True
     while todo:
         t = todo.pop()
         for s in back[t]:
-            if not good[s]:
+            if not good[s] and rest[s] is not None and rest[s] == rest[t] + 1:  # type: ignore[operator]
                 good[s] = True
                 todo.append(s)
     return all(good[s] for s in range(len(good)) if kept[s])
@@ -78,11 +81,12 @@ def counts_in_own_states(dfa: CharDFA, lo: int, hi: Optional[int]) -> bool:
     d = dfa.trimmed()
     if not d.edges:
         return False
-    rest = _rest(d)
+    back = _sources(d)
+    rest = _rest(d, back)
     start = rest[0]
     if start is None or (hi is not None and start > hi):
         return False  # no string fits: the caller's product says so
     kept = [r is not None and (hi is None or r <= hi) for r in rest]
     if max(r for r, k in zip(rest, kept) if k) > REST_MAX:  # type: ignore[type-var]
         return False
-    return lo == 0 or _loops_on_shortest_ways(d, rest, kept)
+    return lo == 0 or _loops_on_shortest_ways(d, back, rest, kept)

@@ -163,7 +163,7 @@ class CountedText(_Node):
     its rule matches, as ``CharDFA.to_ir`` writes a pattern's states) to rules of bytes;
     ``char`` is one character (a JSON string's), a bytes-only expression that no longer
     character starts with. The C core refuses a body whose lengths may have gaps near a way
-    out (``"(ab)+"``): a converter checks ``CharDFA.counts_in_own_states`` first.
+    out (``"(ab)+"``): a converter checks ``counted_text.counts_in_own_states`` first.
 
     Example:
         >>> t = CountedText(RuleRef("digits"), RuleRef("char"), 1, 300)

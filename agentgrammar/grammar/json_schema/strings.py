@@ -364,7 +364,7 @@ def _counted(dfa: CharDFA, lo: int, hi: Optional[int]) -> bool:
     top = lo if hi is None else hi
     return (
         len(dfa.edges) <= _COUNTED_STATES
-        and dfa._pairs_through_loops(top) > _COUNTED_PAIRS
+        and dfa.pairs_through_loops(top) > _COUNTED_PAIRS
         and counts_in_own_states(dfa, lo, hi)
     )
 
