@@ -412,9 +412,9 @@ static ag_status ag_counted_text_build(ag_builder *b, int32_t node) {
   size_t n_states = b->states.len, n_bytes = b->byte_edges.len, n_tries = b->trie_rules.len;
   ag_repeat_bounds bounds = {p[3], p[4], 0};
   if (!b->hub) {
-    b->hub = malloc((size_t)(b->ir->n_rules ? b->ir->n_rules : 1) * sizeof *b->hub);
-    if (!b->hub) return ag_builder_nomem(b);
-    memset(b->hub, 0xff, (size_t)(b->ir->n_rules ? b->ir->n_rules : 1) * sizeof *b->hub);
+    size_t size = (size_t)(b->ir->n_rules ? b->ir->n_rules : 1) * sizeof *b->hub;
+    if (!(b->hub = malloc(size))) return ag_builder_nomem(b);
+    memset(b->hub, 0xff, size); /* -1: no copy yet */
   }
   b->base = (int32_t)n_states;
   b->linear = true;
