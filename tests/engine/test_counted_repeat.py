@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from agentgrammar import Compiler, Grammar, Matcher, Vocabulary, allocate_token_bitmask
 from agentgrammar.engine._native import lib
 from agentgrammar.grammar.ir import Choice, Embed, Literal, Repeat, Rule, RuleRef, Seq, flatten_embeds
+from tests.engine._string_tokens import CHARACTER_PIECES
 
 try:
     from tests.reference_matcher import ReferenceMatcher
@@ -482,22 +483,7 @@ STRING_TOKENS = [
     b" wor",
     b"a" * 8,
     b"ab" * 20,
-    "é".encode(),
-    "é".encode() * 3,
-    "€".encode(),
-    "a€b".encode(),
-    "😀".encode(),
-    "😀".encode()[:2],
-    "😀".encode()[2:],
-    "é".encode()[:1],
-    "é".encode()[1:],
-    b"\\n",
-    b"\\",
-    b"\\u00e9",
-    b"\\u00",
-    b"e9",
-    b"\\ud83d\\ude00",
-    b"\\ud83d",
+    *CHARACTER_PIECES,
     b'"',
     b'",',
     b'a"',

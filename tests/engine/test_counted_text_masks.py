@@ -25,6 +25,7 @@ import agentgrammar.grammar.json_schema.strings as strings
 from agentgrammar import Compiler, Grammar, GrammarError, Matcher, Vocabulary, allocate_token_bitmask
 from agentgrammar.engine._native import lib
 from agentgrammar.grammar.ir import CharClass, CountedText, Literal, Repeat, Rule, RuleRef, Seq
+from tests.engine._string_tokens import CHARACTER_PIECES
 from tests.mask_oracle import cached_and_direct
 
 SETTINGS = settings(
@@ -156,17 +157,7 @@ TOKENS = [
     b"a" * 8,
     b"ab" * 20,
     b"x" * 16,
-    "é".encode(),
-    "é".encode()[:1],
-    "é".encode()[1:],
-    "😀".encode(),
-    "😀".encode()[:2],
-    b"\\n",
-    b"\\",
-    b"\\u00e9",
-    b"\\u00",
-    b"e9",
-    b"\\ud83d\\ude00",
+    *CHARACTER_PIECES,
     b"@.",
     b"",
 ]
