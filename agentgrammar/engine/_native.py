@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, NoReturn, Optional, Tuple, Type
+from typing import Any, Callable, List, NoReturn, Optional, Tuple, Type
 
 from ..errors import AgentGrammarError, MaskTimeoutError, MatcherError, TokenIdError
 
@@ -58,7 +58,8 @@ def raise_error(
 class PerProcess:
     """A C object made once per process by ``make`` on first use (``get``). A forked child
     makes its own and never frees the parent's: that one may hold a thread the child does
-    not have, or a lock such a thread held.
+    not have, or a lock such a thread held. The child keeps it, one per fork: its memory
+    stays reachable rather than lost.
 
     Example:
         >>> made = PerProcess(lambda: ffi.gc(ffi.new("int *"), lambda p: None))
@@ -70,6 +71,7 @@ class PerProcess:
         self._make = make
         self._lock = threading.Lock()
         self._made: Optional[Tuple[int, Any]] = None  # (the process id that made it, it)
+        self._parents: List[Any] = []  # the objects of the processes this one forked from
 
     def get(self) -> Any:
         made = self._made
@@ -79,7 +81,8 @@ class PerProcess:
             made = self._made
             if made is not None and made[0] == os.getpid():
                 return made[1]
-            if made is not None:  # the parent's: never freed here
+            if made is not None:  # the parent's: never freed here, kept
                 ffi.gc(made[1], None)
+                self._parents.append(made[1])
             self._made = (os.getpid(), self._make())
             return self._made[1]
