@@ -3,6 +3,7 @@
  * a linked grammar, the compiled parts whose caches serve the part states). */
 #include "ag_compiled.h"
 #include "ag_background.h"
+#include "ag_deferred.h"
 
 /* The grammar's automata, which a compiled grammar holds (parts' automata are
  * copied into a linked grammar, so they count again there). */
@@ -89,6 +90,7 @@ void ag_compiled_destroy(ag_compiled *c) {
   if (c->parts)
     for (int32_t k = 0; k < c->grammar->n_parts; k++) ag_compiled_free(c->parts[k]);
   free(c->parts);
+  ag_deferred_free(c->deferred);
   ag_vocab_uncount(c->vocab, ag_compiled_counted_bytes(c));
   ag_mask_cache_free(c->cache);
   ag_grammar_free(c->grammar);
@@ -177,6 +179,8 @@ ag_status ag_compiled_prepare_triggers(ag_compiled *c, ag_error *err) {
 size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   const ag_vocab *v = c->vocab;
   size_t n = ag_compiled_counted_bytes(c) + sizeof *v;
+  const ag_compiled *full = c->deferred ? ag_deferred_ready(c->deferred) : NULL;
+  if (full) n += ag_compiled_counted_bytes(full);
   n += v->offsets[v->n_tokens] + (size_t)v->n_tokens * (sizeof(uint32_t) + 1);
   n += ((size_t)v->max_token_len + 1) * sizeof *v->n_longer; /* the index by length */
   n += (2 * ag_pos_words(v) + ag_mask_words(v)) * sizeof *v->plain; /* the plain tokens, and to skip */
@@ -197,5 +201,15 @@ void ag_compiled_cache_stats(const ag_compiled *c, ag_cache_stats *out) {
     out->shared += part.shared;
     out->plain += part.plain;
     out->classed += part.classed;
+  }
+  const ag_compiled *full = c->deferred ? ag_deferred_ready(c->deferred) : NULL;
+  if (full) { /* the grammar the first masks stood for: its matchers' work since */
+    ag_cache_stats whole;
+    ag_compiled_cache_stats(full, &whole);
+    out->walked += whole.walked;
+    out->derived += whole.derived;
+    out->shared += whole.shared;
+    out->plain += whole.plain;
+    out->classed += whole.classed;
   }
 }

@@ -21,6 +21,9 @@ struct ag_compiled {
   /* Background classification (ag_background.h), NULL until started; owned, though
    * its pool may hold it queued: ag_background_release decides who frees what. */
   _Atomic(struct ag_background *) background;
+  /* A grammar compiled for its first masks only, standing for a larger one built
+   * when a matcher first needs more (ag_deferred.h); NULL for every other. Owned. */
+  struct ag_deferred *deferred;
 };
 
 void ag_compiled_retain(ag_compiled *c);

@@ -8,6 +8,7 @@
 #include "ag_background.h"
 #include "ag_compiled.h"
 #include "ag_copies.h"
+#include "ag_deferred.h"
 #include "ag_earley.h"
 #include "agentgrammar_testing.h"
 
@@ -101,6 +102,8 @@ ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t
   *out = NULL;
   if (!compiled) return ag_fail(err, AG_ERR_INVALID, -1, "null compiled grammar");
   if (n_stop > 0 && !stop_ids) return ag_fail(err, AG_ERR_INVALID, -1, "null stop token ids");
+  if (compiled->deferred && ag_deferred_ready(compiled->deferred))
+    compiled = ag_deferred_ready(compiled->deferred); /* built already: start on it */
   ag_matcher *m = calloc(1, sizeof *m);
   if (!m) return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   ag_compiled_retain(compiled);
@@ -164,6 +167,31 @@ static void ag_forget_verdicts(ag_matcher *m) {
   for (int k = 0; k < AG_VERDICT_SLOTS; k++) m->verdicts[k].valid = false;
 }
 
+/*
+ * A matcher of a deferred grammar (ag_compiled_defer) moves to the whole
+ * grammar before anything but a mask at the start: it is still at the start
+ * there, with the same stop tokens, flags and budgets, and its own memory.
+ */
+static ag_status ag_matcher_settle(ag_matcher *m, ag_error *err) {
+  ag_compiled *full;
+  ag_status st = ag_deferred_get(m->compiled->deferred, m->compiled->vocab, &full, err);
+  ag_matcher *fresh = NULL;
+  if (!st) st = ag_matcher_new(full, m->stop_ids, m->n_stop, m->terminate_without_stop, &fresh, err);
+  if (st) return st;
+  fresh->budget = m->budget;
+  fresh->accept_budget = m->accept_budget;
+  ag_matcher old = *m;
+  *m = *fresh;
+  *fresh = old;
+  ag_matcher_free(fresh); /* what the first grammar's matcher held */
+  return AG_OK;
+}
+
+/* ag_matcher_settle where the matcher has not moved yet; otherwise a load and a branch. */
+static inline ag_status ag_settled(ag_matcher *m, ag_error *err) {
+  return m->compiled->deferred ? ag_matcher_settle(m, err) : AG_OK;
+}
+
 void ag_matcher_reset(ag_matcher *m) {
   ag_forget_verdicts(m);
   ag_parser_truncate(&m->parser, 1);
@@ -205,13 +233,14 @@ static ag_status ag_push_step(ag_matcher *m, uint32_t n_sets, bool stop, ag_erro
 }
 
 ag_status ag_matcher_accept_token(ag_matcher *m, int32_t id, int *accepted, ag_error *err) {
-  const ag_vocab *v = m->compiled->vocab;
   *accepted = 0;
+  ag_status st = ag_settled(m, err);
+  if (st) return st;
+  const ag_vocab *v = m->compiled->vocab;
   if (id < 0 || id >= v->mask_size)
     return ag_fail(err, AG_ERR_RANGE, -1, "token id %d is outside the vocabulary [0, %d)", id,
                    v->mask_size);
-  ag_status st = ag_check_live(m, err);
-  if (st) return st;
+  if ((st = ag_check_live(m, err))) return st;
   uint32_t before = ag_parser_num_sets(&m->parser);
   if (ag_is_stop(m, id)) {
     if (!ag_parser_can_end(&m->parser)) return AG_OK;
@@ -238,7 +267,8 @@ ag_status ag_matcher_accept_bytes(ag_matcher *m, const uint8_t *bytes, size_t le
                                   ag_error *err) {
   *accepted = 0;
   if (len && !bytes) return ag_fail(err, AG_ERR_INVALID, -1, "null bytes");
-  ag_status st = ag_check_live(m, err);
+  ag_status st = ag_settled(m, err);
+  if (!st) st = ag_check_live(m, err);
   if (st) return st;
   uint32_t before = ag_parser_num_sets(&m->parser);
   bool ok;
@@ -255,7 +285,8 @@ ag_status ag_matcher_rollback(ag_matcher *m, int32_t n, ag_error *err) {
   if (n < 0 || (size_t)n > m->steps.len)
     return ag_fail(err, AG_ERR_RANGE, -1, "cannot roll back %d steps: %zu accepted", n,
                    m->steps.len);
-  if (n == 0) return AG_OK;
+  ag_status st = ag_settled(m, err);
+  if (st || n == 0) return st;
   ag_step first = m->steps.data[m->steps.len - (size_t)n];
   m->steps.len -= (size_t)n;
   ag_forget_verdicts(m);
@@ -830,10 +861,11 @@ ag_status ag_matcher_fill_mask_direct(ag_matcher *m, uint32_t *mask, size_t n_wo
 
 ag_status ag_matcher_jump_forward(ag_matcher *m, uint8_t *buf, size_t cap, size_t *len,
                                   ag_error *err) {
+  *len = 0;
+  ag_status st = ag_settled(m, err);
+  if (st) return st;
   ag_parser *p = &m->parser;
   uint32_t base = ag_parser_num_sets(p);
-  ag_status st = AG_OK;
-  *len = 0;
   if (ag_matcher_is_terminated(m)) return AG_OK;
   /* Each forced byte costs a scan of the whole Earley set and its closure, which
    * a counted repeat of an ambiguous child can make as large as the count: past a

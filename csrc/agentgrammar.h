@@ -284,6 +284,32 @@ ag_status ag_batch_fill_masks(ag_pool *pool, ag_matcher *const *matchers, const 
 ag_status ag_compiled_classify_background(ag_compiled *compiled, ag_pool *pool, int32_t max_states,
                                           double max_seconds, ag_error *err);
 
+/* ---- deferred building -------------------------------------------------- */
+
+/*
+ * Makes `first`, just compiled and with no matcher yet, stand for the grammar
+ * of `words` (linked to `parts`, each compiled part with its grammar; 0 parts:
+ * loaded alone), whose automata are built later. Matchers of `first` fill
+ * their masks with it while they are at the start; their first accept,
+ * rollback or jump-forward builds the whole grammar (once, whichever matcher
+ * comes first; the others wait for it, and an error is every matcher's) and
+ * moves them to its start, where they go on; a matcher made once it is built
+ * starts on it. So `first` must have the whole's first mask and can-end for
+ * every set of stop tokens: the caller compiles it from the whole's rules that
+ * a first token can reach, the others replaced by nothing, checks that with
+ * them replaced by any bytes instead the first mask and can-end are the same
+ * (the whole's language lies between the two), and else compiles the whole.
+ * With `pool` (may be NULL), the whole is classified in the background once
+ * built, as ag_compiled_classify_background does. The words are checked and
+ * copied, the parts retained; *deferred = 1. A grammar whose words hold byte
+ * 0xFF (token markers, which compiling checks against the vocabulary) is not
+ * deferred: *deferred = 0, and `first` is left as it was.
+ */
+ag_status ag_compiled_defer(ag_compiled *first, const int32_t *words, size_t n_words,
+                            ag_grammar *const *part_grammars, ag_compiled *const *parts,
+                            int32_t n_parts, ag_pool *pool, int32_t bg_states, double bg_seconds,
+                            int *deferred, ag_error *err);
+
 /* ---- applying masks --------------------------------------------------- */
 
 /* Element types of a logits row. */

@@ -44,6 +44,8 @@ int32_t ag_pool_testing_dozing(ag_pool *pool);
 /* The grammar's background work: 0 none, 1 queued, 2 in a slice, 3 finished;
  * *classified: the states its worker classified so far. */
 int ag_compiled_testing_background(ag_compiled *compiled, int32_t *classified);
+/* A deferred grammar's whole (ag_compiled_defer): 0 not deferred, 1 not built yet, 2 built. */
+int ag_compiled_testing_deferred(ag_compiled *compiled);
 
 #ifdef __cplusplus
 }
