@@ -19,6 +19,7 @@ from .._gc_pause import pauses_gc
 from ..errors import GrammarError, VocabularyError
 from ..grammar import Grammar, json_schema, json_values
 from ..grammar import structural_tag as _structural_tag
+from ..grammar.first_bounds import first_bounds
 from ..grammar.grammar import content_digests
 from ..grammar.ir import Choice, CountedText, Literal, Repeat, Rule, Seq, TagDispatch
 from ..grammar.memo import (
@@ -30,8 +31,9 @@ from ..grammar.memo import (
 )
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
-from .background import classify_in_background
+from .background import background_pool, classify_in_background
 from .build_cache import build_cache
+from .deferred import DEFER_MIN_WORDS, defer, first_masks_agree
 from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
@@ -257,6 +259,12 @@ class Compiler:
     its first tokens; masks never wait for it and are the same without it. ``False`` keeps every
     state's classification for the mask that first needs it.
 
+    A grammar of ``defer_min_words`` serialized words or more (a large schema: hundreds of
+    definitions) has its automata built after its first mask, when a matcher first accepts,
+    rolls back or jumps forward, if two small grammars bound its first mask exactly
+    (``engine/deferred.py``); masks are the same either way. ``None`` builds every grammar in
+    ``compile``.
+
     Example:
         >>> from agentgrammar import Compiler, Vocabulary
         >>> compiler = Compiler(Vocabulary(["{", "}", "\\"", "a"], stop_token_ids=[]))
@@ -270,6 +278,7 @@ class Compiler:
         cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES,
         reuse_grammars: bool = True,
         background: bool = True,
+        defer_min_words: Optional[int] = DEFER_MIN_WORDS,
     ) -> None:
         if not isinstance(vocab, Vocabulary):
             raise VocabularyError(f"Compiler needs an agentgrammar.Vocabulary, got {type(vocab).__name__}")
@@ -280,6 +289,7 @@ class Compiler:
         self.cache_limit_bytes = cache_limit_bytes
         self.reuse_grammars = bool(reuse_grammars)
         self.background = bool(background)
+        self.defer_min_words = defer_min_words
         lib.ag_vocab_set_shared_cache_limit(self._vocab_handle, cache_limit_bytes // SHARED_CACHE_SHARE)
         self._recent: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
         self._parts: "OrderedDict[bytes, CompiledGrammar]" = OrderedDict()
@@ -346,12 +356,36 @@ class Compiler:
         found = self._lookup(False, key)
         if found is not None:
             return found
-        compiled = self._build(grammar)
+        compiled = self._build_deferred(grammar)
+        deferred = compiled is not None  # its whole is classified once built
+        if compiled is None:
+            compiled = self._build(grammar)
         self._trim_memos()
         self._remember(key, compiled)
-        if self.background:  # last: the worker's walks would slow the compile's own work
+        if self.background and not deferred:  # last: the worker's walks would slow the compile's own work
             classify_in_background(compiled._handle)
         return compiled
+
+    def _build_deferred(self, grammar: Grammar) -> Optional["CompiledGrammar"]:
+        """A large grammar compiled as the smaller bound of its first masks, standing for it
+        until a matcher needs more (``engine/deferred.py``); None when it is not large, when no
+        bounds can be made or when theirs differ."""
+        limit = self.defer_min_words
+        if limit is None or len(grammar.to_bytes()) < 4 * limit:
+            return None
+        bounds = first_bounds(grammar)
+        if bounds is None:
+            return None
+        try:
+            under, over = (self._build(g) for g in bounds)
+        except GrammarError:  # e.g. a witness that spells a token marker: the whole decides
+            return None
+        if under._one_token_sets or over._one_token_sets or not first_masks_agree(under, over):
+            return None
+        parts = self._parts_of(grammar.parts)
+        if not defer(under, grammar, parts, background_pool() if self.background else None):
+            return None
+        return CompiledGrammar(grammar, self._vocab, under._handle, under._grammar_handle, parts)
 
     def _trim_memos(self) -> None:
         """Trim the Python-side caches to their share of the limit (what building a grammar
@@ -535,5 +569,7 @@ def _literal_bytes(rules: Sequence[Rule]) -> List[bytes]:
 
 @lru_cache(maxsize=1)
 def byte_compiler() -> Compiler:
-    """A shared compiler over a vocabulary of the 256 single bytes (for ``Grammar.accepts``)."""
-    return Compiler(Vocabulary([bytes([b]) for b in range(256)], stop_token_ids=[]), background=False)
+    """A shared compiler over a vocabulary of the 256 single bytes (for ``Grammar.accepts``, which
+    accepts at once: nothing is deferred)."""
+    vocab = Vocabulary([bytes([b]) for b in range(256)], stop_token_ids=[])
+    return Compiler(vocab, background=False, defer_min_words=None)
