@@ -3,7 +3,8 @@ accepts, rollbacks, jump-forwards and can-end equal those of the grammar compile
 along random walks, from every matcher whatever it does first; the whole is built once, at the
 first step past the first mask, however many threads ask; a grammar whose bounds differ, or
 that holds token markers, is compiled at once; ``ag_compiled_defer`` refuses bad arguments.
-(``bash tools/sanitize.sh tests/engine/test_deferred.py`` runs these under ASan/UBSan.)"""
+(``bash tools/sanitize.sh tests/engine/test_deferred.py`` runs these under ASan/UBSan; the TSan
+driver of ``test_threads.py`` walks deferred grammars from several threads too.)"""
 
 from __future__ import annotations
 
