@@ -33,7 +33,7 @@ from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
 from .background import background_pool, classify_in_background
 from .build_cache import build_cache
-from .deferred import DEFER_MIN_WORDS, defer, first_masks_agree
+from .deferred import DEFER_MAX_PARTS, DEFER_MAX_SHARE, DEFER_MIN_WORDS, defer, first_masks_agree
 from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
@@ -262,8 +262,8 @@ class Compiler:
     A grammar of ``defer_min_words`` serialized words or more (a large schema: hundreds of
     definitions) has its automata built after its first mask, when a matcher first accepts,
     rolls back or jumps forward, if two small grammars bound its first mask exactly
-    (``engine/deferred.py``); masks are the same either way. ``None`` builds every grammar in
-    ``compile``.
+    (``engine/deferred.py``); masks are the same either way. Not a request over many tools,
+    whose tools are prebuilt parts. ``None`` builds every grammar in ``compile``.
 
     Example:
         >>> from agentgrammar import Compiler, Vocabulary
@@ -371,10 +371,11 @@ class Compiler:
         until a matcher needs more (``engine/deferred.py``); None when it is not large, when no
         bounds can be made or when theirs differ."""
         limit = self.defer_min_words
-        if limit is None or len(grammar.to_bytes()) < 4 * limit:
+        if limit is None or len(grammar.to_bytes()) < 4 * limit or len(grammar.parts) > DEFER_MAX_PARTS:
             return None
         bounds = first_bounds(grammar)
-        if bounds is None:
+        # bounds that keep much of the grammar would build that much twice, then again whole
+        if bounds is None or len(bounds[1].to_bytes()) * DEFER_MAX_SHARE > len(grammar.to_bytes()):
             return None
         try:
             under, over = (self._build(g) for g in bounds)

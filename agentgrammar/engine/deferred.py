@@ -35,12 +35,20 @@ from ._native import ffi, lib, new_error, raise_error
 from .background import BACKGROUND_SECONDS, BACKGROUND_STATES
 from .bitmask import allocate_token_bitmask
 
-__all__ = ["DEFER_MIN_WORDS", "defer", "first_masks_agree"]
+__all__ = ["DEFER_MAX_PARTS", "DEFER_MAX_SHARE", "DEFER_MIN_WORDS", "defer", "first_masks_agree"]
 
 #: The serialized size (int32 words) from which ``Compiler.compile`` builds a grammar's automata
 #: after its first mask: a few times the median MaskBench schema's (about 1,200 words), below
 #: which compiling the two bounds costs about what it saves.
 DEFER_MIN_WORDS = 8192
+#: The bounds are built instead of the whole only when they are at most 1/DEFER_MAX_SHARE of its
+#: words (a large schema's are a tenth or so).
+DEFER_MAX_SHARE = 4
+#: Nor for a grammar linking more parts than this: a request over many tools, whose tools are
+#: prebuilt parts and whose own rules (a dispatch, a call per tool) build fast: built later,
+#: they only moved that time from the compile to the first accept, inside the masks' time
+#: (docs/engine.md). A schema links one to three (its JSON values, its formats).
+DEFER_MAX_PARTS = 8
 
 
 def _first(compiled: Any) -> Tuple[np.ndarray, bool]:

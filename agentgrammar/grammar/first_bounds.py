@@ -115,13 +115,14 @@ def _near_rules(rules: Dict[str, Rule], root: str, horizon: int) -> Tuple[Set[st
 class _Witness:
     """One string of each rule's language, found by following, in every choice, the first
     alternative that yields one (those with no reference first): the empty object, the empty
-    string, ``0``. None where the walk meets a node it does not follow (a key trie, a counted
-    text, a dispatch, an embedded grammar) or goes too deep."""
+    string, ``0``, a key's closing quote, an embedded grammar's own. None where the walk meets
+    a node it does not follow (a counted text, a dispatch) or goes too deep."""
 
     def __init__(self, rules: Dict[str, Rule]) -> None:
         self.rules = rules
         self.found: Dict[str, Optional[bytes]] = {}
         self.open: Set[str] = set()
+        self.parts: Dict[int, Optional[bytes]] = {}  # by the embedded grammar's identity
 
     def rule(self, name: str) -> Optional[bytes]:
         if name in self.found:
@@ -163,6 +164,14 @@ class _Witness:
                 return b""
             w = self.expr(e.item)  # type: ignore[union-attr]
             return None if w is None else w * e.min  # type: ignore[union-attr]
+        if t is KeyTrie:  # the key left empty: its closing quote (no name is empty)
+            return b'"'
+        if t is Embed:  # an embedded grammar (the converter's JSON values): its own root's
+            part = e.grammar  # type: ignore[union-attr]
+            key = id(part)
+            if key not in self.parts:
+                self.parts[key] = _Witness({r.name: r for r in part.rules}).rule(part.root)
+            return self.parts[key]
         if t is CharClass:
             seqs = class_to_sequences(e.ranges, e.negated)  # type: ignore[union-attr]
             return bytes(lo for lo, _ in seqs[0]) if seqs else None

@@ -33,6 +33,16 @@ ITEM = {
     },
     "required": ["name"],
 }
+# Definitions a late member reaches: most of each schema's rules, far from its start, so that
+# the two bounds are a small share of it (DEFER_MAX_SHARE).
+FAR = {
+    f"group_{k}": {
+        "type": "object",
+        "properties": {f"field_{k}_{j}": {"$ref": "#/$defs/item"} for j in range(6)},
+        "additionalProperties": False,
+    }
+    for k in range(8)
+}
 SCHEMAS: List[Any] = [
     {
         "type": "object",
@@ -41,17 +51,33 @@ SCHEMAS: List[Any] = [
             "metadata": {"$ref": "#/$defs/item"},
             "spec": {"type": "array", "items": {"$ref": "#/$defs/item"}},
             "count": {"type": "number"},
+            "zz_details": {"type": "object", "properties": FAR},
         },
         "$defs": {"item": ITEM},
     },
     {
         "type": "object",
-        "properties": {"first_member": {"$ref": "#/$defs/item"}, "second_member": {"type": "boolean"}},
+        "properties": {
+            "first_member": {"$ref": "#/$defs/item"},
+            "second_member": {"type": "boolean"},
+            "zz_details": {"type": "object", "properties": FAR},
+        },
         "required": ["first_member"],
         "$defs": {"item": ITEM},
         "additionalProperties": False,
     },
-    {"type": "array", "items": {"type": "object", "properties": {"left": ITEM, "right": {"type": "string"}}}},
+    {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "left": ITEM,
+                "right": {"type": "string"},
+                "zz_details": {"type": "object", "properties": FAR},
+            },
+        },
+        "$defs": {"item": ITEM},
+    },
 ]
 
 
@@ -181,6 +207,27 @@ def test_only_large_grammars_are_deferred() -> None:
     assert _state(Compiler(VOCAB, defer_min_words=None).compile(grammar)._handle) == 0
     small = Grammar.from_ebnf('root ::= "a" b\nb ::= "b"+')  # nothing to leave out: no bounds
     assert _state(Compiler(VOCAB, defer_min_words=1).compile(small)._handle) == 0
+
+
+def test_a_request_over_many_tools_is_compiled_at_once() -> None:
+    # its tools are prebuilt parts: nine of them is past DEFER_MAX_PARTS
+    from agentgrammar import ToolRegistry, formats
+    from agentgrammar.engine.deferred import DEFER_MAX_PARTS
+
+    def params(k: int) -> Any:  # each its own argument grammar: a part each
+        return {**ITEM, "properties": {**ITEM["properties"], f"extra_{k}": {"type": "boolean"}}}
+
+    tools = [
+        {"type": "function", "function": {"name": f"tool_{k}", "description": "", "parameters": params(k)}}
+        for k in range(DEFER_MAX_PARTS + 1)
+    ]
+    registry = ToolRegistry.from_openai(tools)
+    grammar = formats.get("qwen3").grammar(registry.select([t["function"]["name"] for t in tools]))
+    assert len(grammar.parts) > DEFER_MAX_PARTS
+    compiled = Compiler(VOCAB, background=False, defer_min_words=1).compile(grammar)
+    assert _state(compiled._handle) == 0
+    few = formats.get("qwen3").grammar(registry.select(["tool_0", "tool_1"]))
+    assert _state(Compiler(VOCAB, background=False, defer_min_words=1).compile(few)._handle) in (0, 1)
 
 
 def test_the_background_classifies_the_whole_once_built() -> None:

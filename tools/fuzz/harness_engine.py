@@ -53,6 +53,26 @@ _THREAD_GRAMMARS: List[Tuple[str, Any]] = [
             "required": ["a"],
         },
     ),
+    (  # deferred when the input asks (``defer``): its first mask is bounded by two small grammars
+        "schema",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "integer"},
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                },
+            },
+            "required": ["name"],
+        },
+    ),
     ("ebnf", 'root ::= "{" pair ("," pair)* "}"\npair ::= "\\"" [a-z]+ "\\":" [0-9]+'),
     ("ebnf", 'root ::= ("ab" | "a" "c")* "d" [^<]*'),
     ("ebnf", 'root ::= x\nx ::= "a" | "a" "a" | x x'),
@@ -112,6 +132,7 @@ def gen_threads(rng: random.Random) -> Dict[str, Any]:
         "mask_budget": rng.choice([None, None, 0.05, 1.0]),
         "accept_budget": rng.choice([None, None, 0.05, 1.0]),
         "pool_threads": rng.choice([1, 2, 4]),
+        "defer": rng.random() < 0.5,  # the matchers' first steps build the whole at once
         "ops": [_thread_ops(rng, len(tokens) + 2) for _ in range(n_threads)],
     }
 
@@ -163,7 +184,8 @@ def run_threads(inp: Dict[str, Any]) -> None:
     from agentgrammar import AgentGrammarError, BatchMatcher, Compiler, Matcher, Vocabulary
 
     vocab = Vocabulary(inp["tokens"], stop_token_ids=[len(inp["tokens"]) - 1])
-    compiled = Compiler(vocab, reuse_grammars=False).compile(_grammar(inp["grammar"]))
+    defer = 1 if inp.get("defer") else None
+    compiled = Compiler(vocab, reuse_grammars=False, defer_min_words=defer).compile(_grammar(inp["grammar"]))
     budgets = {"mask_time_budget_s": inp["mask_budget"], "accept_time_budget_s": inp["accept_budget"]}
     matchers = [Matcher(compiled, **budgets) for _ in range(2 if inp["two_matchers"] else 1)]
     pool = BatchMatcher(max_threads=inp["pool_threads"])

@@ -34,7 +34,8 @@ def run_matcher(inp: Dict[str, Any]) -> None:
         vocab = Vocabulary(
             inp["tokens"], stop_token_ids=inp["stop"], vocab_size=len(inp["tokens"]) + inp["vocab_extra"]
         )
-        compiled = Compiler(vocab, reuse_grammars=False).compile(grammar)
+        compiler = Compiler(vocab, reuse_grammars=False, defer_min_words=1 if inp.get("defer") else None)
+        compiled = compiler.compile(grammar)
         matcher = Matcher(
             compiled,
             stop_token_ids=inp["matcher_stop"],
