@@ -377,14 +377,16 @@ class Compiler:
         # bounds that keep much of the grammar would build that much twice, then again whole
         if bounds is None or len(bounds[1].to_bytes()) * DEFER_MAX_SHARE > len(grammar.to_bytes()):
             return None
+        # anything wrong with the bounds (a witness that spells a token marker, a mask past a
+        # limit) leaves the whole to be compiled at once, which reports its own errors
         try:
             under, over = (self._build(g) for g in bounds)
-        except GrammarError:  # e.g. a witness that spells a token marker: the whole decides
-            return None
-        if under._one_token_sets or over._one_token_sets or not first_masks_agree(under, over):
-            return None
-        parts = self._parts_of(grammar.parts)
-        if not defer(under, grammar, parts, background_pool() if self.background else None):
+            if under._one_token_sets or over._one_token_sets or not first_masks_agree(under, over):
+                return None
+            parts = self._parts_of(grammar.parts)
+            if not defer(under, grammar, parts, background_pool() if self.background else None):
+                return None
+        except GrammarError:
             return None
         return CompiledGrammar(grammar, self._vocab, under._handle, under._grammar_handle, parts)
 

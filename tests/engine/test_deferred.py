@@ -17,7 +17,7 @@ from typing import Any, List
 import numpy as np
 import pytest
 
-from agentgrammar import BatchMatcher, Compiler, Grammar, Matcher, Vocabulary
+from agentgrammar import BatchMatcher, Compiler, Grammar, GrammarError, Matcher, Vocabulary
 from agentgrammar.engine._native import ffi, lib, new_error
 from agentgrammar.engine.bitmask import allocate_token_bitmask
 from tests.engine.test_threads import WORDS, make_vocab
@@ -346,3 +346,15 @@ def test_real_vocabulary_masks_match_the_whole_along_valid_instances(name: str) 
         if tested == 2:
             break
     assert tested
+
+
+def test_a_failure_with_the_bounds_leaves_the_whole_compiled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentgrammar.engine.compiler as compiler_module
+
+    def fails(*_: Any) -> bool:
+        raise GrammarError("a mask past a limit")
+
+    monkeypatch.setattr(compiler_module, "first_masks_agree", fails)
+    compiled = _compiled(SCHEMAS[0], deferred=True)
+    assert _state(compiled._handle) == 0
+    assert np.array_equal(_mask(Matcher(compiled)), _mask(Matcher(_compiled(SCHEMAS[0], deferred=False))))
