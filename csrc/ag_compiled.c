@@ -190,26 +190,21 @@ size_t ag_compiled_memory_bytes(const ag_compiled *c) {
   return n + (size_t)v->n_sorted * (2 * sizeof(int32_t) + sizeof(uint16_t));
 }
 
+/* Adds compiled grammar c's stats, its parts' included, to *out. */
+static void ag_compiled_add_stats(const ag_compiled *c, ag_cache_stats *out) {
+  ag_cache_stats own;
+  ag_compiled_cache_stats(c, &own);
+  out->walked += own.walked;
+  out->derived += own.derived;
+  out->shared += own.shared;
+  out->plain += own.plain;
+  out->classed += own.classed;
+}
+
 void ag_compiled_cache_stats(const ag_compiled *c, ag_cache_stats *out) {
   memset(out, 0, sizeof *out);
   ag_mask_cache_add_stats(c->cache, out);
-  for (int32_t k = 0; c->parts && k < c->grammar->n_parts; k++) {
-    ag_cache_stats part;
-    ag_compiled_cache_stats(c->parts[k], &part);
-    out->walked += part.walked;
-    out->derived += part.derived;
-    out->shared += part.shared;
-    out->plain += part.plain;
-    out->classed += part.classed;
-  }
+  for (int32_t k = 0; c->parts && k < c->grammar->n_parts; k++) ag_compiled_add_stats(c->parts[k], out);
   const ag_compiled *full = c->deferred ? ag_deferred_ready(c->deferred) : NULL;
-  if (full) { /* the grammar the first masks stood for: its matchers' work since */
-    ag_cache_stats whole;
-    ag_compiled_cache_stats(full, &whole);
-    out->walked += whole.walked;
-    out->derived += whole.derived;
-    out->shared += whole.shared;
-    out->plain += whole.plain;
-    out->classed += whole.classed;
-  }
+  if (full) ag_compiled_add_stats(full, out); /* the grammar the first masks stood for */
 }
