@@ -111,6 +111,53 @@ def test_trim_drops_the_oldest_entries_first() -> None:
     assert len(cache) == 0 and memo.memo_size_bytes() == 0
 
 
+def test_a_trim_far_under_its_limit_reuses_the_last_look_for_a_few_calls() -> None:
+    from agentgrammar.grammar.memo.sizes import _MEASURE_BATCH, _QUICK_TRIMS
+
+    memo.clear_memos()
+    looks: List[int] = []
+    kept = {"a": 1}
+
+    def size() -> int:  # read by every full look at the caches
+        looks.append(1)
+        return 100 * len(kept)
+
+    memo.register_cache(
+        "test quick trims",
+        size=size,
+        shrink=lambda f: kept.clear(),
+        clear=lambda: None,
+        length=lambda: len(kept),
+    )
+    try:
+        looks.clear()
+        # emptied: the estimate is 0, far under, and served for a few trims without a look
+        assert [memo.trim_memos(10**12) for _ in range(_QUICK_TRIMS)] == [0] * _QUICK_TRIMS
+        assert not looks
+        first = memo.trim_memos(10**12)  # then a full look
+        assert looks and first >= 100
+        looks.clear()
+        kept.update({str(i): i for i in range(50)})  # grows unseen by the quick answers
+        answers = [memo.trim_memos(10**12) for _ in range(_QUICK_TRIMS)]
+        assert answers == [first] * _QUICK_TRIMS and not looks
+        assert memo.trim_memos(10**12) >= 5_100 and looks
+        looks.clear()
+        cache: memo.IdentityMemo[Any] = memo.IdentityMemo("test quick entries", limit=1000)
+        for _ in range(_MEASURE_BATCH):
+            cache.put(object(), "x")
+        memo.trim_memos(10**12)  # many new entries: a full look at once
+        assert looks
+        looks.clear()
+        estimate = memo.trim_memos(10**12)
+        memo.trim_memos(estimate * 4)  # a limit near the estimate: a full look at once
+        assert looks
+        kept.update({str(i): i for i in range(10_000)})
+        assert memo.trim_memos(estimate * 4) < estimate * 4 and not kept  # and the trim
+    finally:
+        memo.unregister_cache("test quick trims")
+        memo.clear_memos()
+
+
 def test_bounded_cache_is_least_recently_used_first_out() -> None:
     cache: memo.BoundedCache[int] = memo.BoundedCache("test lru", limit=100)
     for i in range(10):

@@ -51,6 +51,8 @@ from .sizes import (
     _LOCK,
     _MEASURE_BATCH,
     _MEASURE_SAMPLE,
+    _NEW_ENTRIES,
+    _QUICK_TRIMS,
     _SPARSE_BELOW,
     _SPARSE_SAMPLE,
     GRAMMAR_BYTES_PER_WORD,
@@ -143,30 +145,48 @@ def memo_bytes() -> Dict[str, int]:
         return out
 
 
+# The estimate of the last full look, and the trims answered with it since (``trim_memos``).
+_LAST_LOOK = [0, 0]
+
+
 def trim_memos(limit_bytes: int) -> int:
     """Drop the oldest entries of every cache, the same share of each, until the estimate is
     within ``limit_bytes`` (down to three quarters of it, so that trims are rare); returns the
     estimate. A grammar that something else still holds (a compiled grammar, the caller) stays
-    counted: it is still in memory.
+    counted: it is still in memory. While the last estimate was far under the limit (under
+    ``1 / _SPARSE_BELOW`` of it) and fewer than ``_MEASURE_BATCH`` entries are new, up to
+    ``_QUICK_TRIMS`` calls in a row answer with it without a look at the caches.
 
     Example:
         >>> trim_memos(10**12) >= 0
         True
     """
     with _LOCK:
-        total = _total(_measure(limit=limit_bytes))
-        if total > limit_bytes:  # over: walk every entry before dropping anything
-            total = _total(_measure(force=True))
-        for _ in range(4):
-            if total <= limit_bytes:
-                break
-            target = limit_bytes * 3 // 4
-            fraction = min(1.0, (total - target) / max(total, 1))
-            for a in _accounts():
-                if len(a):
-                    a.shrink(fraction)
-            total = _total()
+        last, quick = _LAST_LOOK
+        if quick < _QUICK_TRIMS and last < limit_bytes // _SPARSE_BELOW and _NEW_ENTRIES[0] < _MEASURE_BATCH:
+            _LAST_LOOK[1] = quick + 1
+            return last
+        total = _trim(limit_bytes)
+        _LAST_LOOK[:] = [total, 0]
+        _NEW_ENTRIES[0] = 0
         return total
+
+
+def _trim(limit_bytes: int) -> int:
+    """``trim_memos`` after a full look at every cache (under the lock)."""
+    total = _total(_measure(limit=limit_bytes))
+    if total > limit_bytes:  # over: walk every entry before dropping anything
+        total = _total(_measure(force=True))
+    for _ in range(4):
+        if total <= limit_bytes:
+            break
+        target = limit_bytes * 3 // 4
+        fraction = min(1.0, (total - target) / max(total, 1))
+        for a in _accounts():
+            if len(a):
+                a.shrink(fraction)
+        total = _total()
+    return total
 
 
 def clear_memos() -> None:
@@ -176,6 +196,8 @@ def clear_memos() -> None:
         for a in _accounts():
             a.cache_clear()
         _ledger_clear()
+        _NEW_ENTRIES[0] = 0
+        _LAST_LOOK[:] = [0, 0]
 
 
 def memo_entries() -> Dict[str, int]:

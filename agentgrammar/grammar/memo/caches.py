@@ -13,7 +13,18 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Generic, Hashable, List, Optional, Sequence, Set, Tuple, TypeVar
 
-from .sizes import _AVERAGE, _HELD, _LEDGER_BYTES, _LOCK, _acquire, _hold, _release, _unhold, approx_bytes
+from .sizes import (
+    _AVERAGE,
+    _HELD,
+    _LEDGER_BYTES,
+    _LOCK,
+    _NEW_ENTRIES,
+    _acquire,
+    _hold,
+    _release,
+    _unhold,
+    approx_bytes,
+)
 
 __all__ = ["BoundedCache", "IdentityMemo"]
 
@@ -84,6 +95,7 @@ class _EntryCache(_Account, Generic[V]):
         _hold(obj)
         _hold(value)
         self._fresh.append(key)
+        _NEW_ENTRIES[0] += 1
 
     def _forget(self, key: Any) -> None:
         """Stop counting the entry of ``key`` (its bytes and grammars)."""

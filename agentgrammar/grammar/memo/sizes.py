@@ -38,6 +38,13 @@ _MEASURE_SAMPLE = 16
 _SPARSE_SAMPLE = 64
 _SPARSE_BELOW = 8
 _AVERAGE = [4096, 1]  # bytes measured, entries measured (a prior of one 4 KiB entry)
+# Entries stored since the last full look of ``trim_memos`` (a count: a thread's increment
+# may be lost, which only delays a full look). While few are new and that look's estimate was
+# far under the limit, up to ``_QUICK_TRIMS`` trims in a row answer with that estimate rather
+# than ask each of some thirty caches again on every compile; what the caches seen only
+# through their size (the ``lru_cache`` functions) add meanwhile is counted at the next look.
+_NEW_ENTRIES = [0]
+_QUICK_TRIMS = 8
 
 
 def _hold(obj: Any) -> None:
