@@ -7,7 +7,8 @@
  * the whole (agentgrammar.h, ag_compiled_defer, says how it knows) and defers
  * the whole to here: the IR words are copied, the parts retained, and the
  * whole is built the first time a matcher needs more than its first mask
- * (ag_matcher.c, ag_matcher_settle), under a lock, once for every matcher.
+ * (ag_matcher.c, ag_matcher_settle), under a lock, once for every matcher; with
+ * a pool, a worker starts building it at once (ag_deferred_post).
  */
 #include "ag_deferred.h"
 #include "ag_ir.h"
@@ -71,7 +72,12 @@ static ag_status ag_deferred_build(ag_deferred *d, ag_vocab *vocab, ag_compiled 
                     : ag_compiled_new(g, vocab, &c, err);
   ag_grammar_free(g); /* the compiled grammar holds it */
   if (!st) st = ag_compiled_prepare_triggers(c, err);
-  if (!st && d->pool) st = ag_compiled_classify_background(c, d->pool, d->bg_states, d->bg_seconds, err);
+  /* Classifying ahead only saves masks time: a pool freed since the grammar was
+   * deferred (or short of memory) leaves the whole to its matchers' masks. */
+  if (!st && d->pool) {
+    ag_error ignored;
+    (void)ag_compiled_classify_background(c, d->pool, d->bg_states, d->bg_seconds, &ignored);
+  }
   if (st) {
     ag_compiled_free(c);
     return st;
@@ -99,6 +105,46 @@ ag_status ag_deferred_get(ag_deferred *d, ag_vocab *vocab, ag_compiled **out, ag
   pthread_mutex_unlock(&d->lock);
   *out = st ? NULL : c;
   return st;
+}
+
+/*
+ * The whole built on a worker as soon as the grammar is deferred, while the
+ * caller fills the first mask and the model runs its first forward pass: a
+ * matcher's first step then finds it built, or waits for the rest of the build
+ * rather than doing all of it. The task holds the grammar, and builds nothing
+ * once it is its last holder.
+ */
+typedef struct ag_deferred_task {
+  ag_pool_task task; /* first: the pool's view of it */
+  ag_compiled *first; /* retained */
+} ag_deferred_task;
+
+static void ag_deferred_task_end(ag_pool_task *task) {
+  ag_deferred_task *t = (ag_deferred_task *)task;
+  ag_compiled_free(t->first);
+  free(t);
+}
+
+static bool ag_deferred_task_run(ag_pool_task *task, ag_pool *pool) {
+  ag_deferred_task *t = (ag_deferred_task *)task;
+  ag_pool_gate(pool);
+  if (atomic_load(&t->first->refs) > 1) {
+    ag_compiled *whole;
+    (void)ag_deferred_get(t->first->deferred, t->first->vocab, &whole, NULL); /* an error is kept for the matchers */
+  }
+  ag_deferred_task_end(task);
+  return false;
+}
+
+/* Queues the build of first's whole on pool; nothing when the pool takes no task. */
+static void ag_deferred_post(ag_compiled *first, ag_pool *pool) {
+  ag_deferred_task *t = calloc(1, sizeof *t);
+  if (!t) return; /* the first step builds it */
+  t->task.run = ag_deferred_task_run;
+  t->task.drop = ag_deferred_task_end;
+  ag_compiled_retain(first);
+  t->first = first;
+  if (!ag_pool_post(pool, &t->task)) ag_deferred_task_end(&t->task);
 }
 
 static ag_status ag_deferred_new(const int32_t *words, size_t n_words, ag_grammar *const *part_grammars,
@@ -168,6 +214,7 @@ ag_status ag_compiled_defer(ag_compiled *first, const int32_t *words, size_t n_w
   }
   first->deferred = d;
   *deferred = 1;
+  if (pool) ag_deferred_post(first, pool);
   return AG_OK;
 }
 

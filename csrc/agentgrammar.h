@@ -299,8 +299,10 @@ ag_status ag_compiled_classify_background(ag_compiled *compiled, ag_pool *pool, 
  * a first token can reach, the others replaced by nothing, checks that with
  * them replaced by any bytes instead the first mask and can-end are the same
  * (the whole's language lies between the two), and else compiles the whole.
- * With `pool` (may be NULL), the whole is classified in the background once
- * built, as ag_compiled_classify_background does. The words are checked and
+ * With `pool` (may be NULL), a worker of the pool starts building the whole at
+ * once (a first step then waits for the rest of its build, if any), and the
+ * whole is classified in the background once built, as
+ * ag_compiled_classify_background does. The words are checked and
  * copied, the parts retained; *deferred = 1. A grammar whose words hold byte
  * 0xFF (token markers, which compiling checks against the vocabulary) is not
  * deferred: *deferred = 0, and `first` is left as it was.

@@ -7,10 +7,11 @@ first masks (``grammar.first_bounds``: the rules near the start kept, each other
 replaced by one string of its language, then by any bytes). When their first masks and their
 can-end agree, so do the large grammar's; the compiled grammar then is the smaller bound, which
 stands for the large one (``ag_compiled_defer``): matchers fill their first masks with it, and
-the first accept, rollback or jump-forward of any of them builds the large grammar, once, and
-moves them to its start. The build leaves the path to the first mask for the first accept: in
-``generate()``, after the first token, beside the model's forward pass when masks are filled
-early (``hf/early_masks.py``).
+the first accept, rollback or jump-forward of any of them moves them to the large grammar's
+start. With the compiler's background pool (``background=True``, the default), a worker starts
+building the large grammar as soon as it is deferred, while the first mask is filled and the
+model runs its first forward pass: the first accept finds it built, or waits for the rest of
+that build. Without the pool the first accept builds it, once for every matcher.
 
 Example:
     >>> from agentgrammar import Compiler, Grammar, Matcher, Vocabulary
@@ -78,8 +79,9 @@ def first_masks_agree(under: Any, over: Any) -> bool:
 
 def defer(first: Any, grammar: Grammar, parts: Sequence[Any], pool: Optional[Any]) -> bool:
     """Makes compiled grammar ``first`` (no matcher yet) stand for ``grammar``, linked to its
-    compiled ``parts``, built when a matcher first needs it (classified on ``pool`` then, unless
-    None). False, and ``first`` left alone, when ``grammar`` holds token markers."""
+    compiled ``parts``: built at once by a worker of ``pool`` and classified there once built,
+    or without a pool (None) when a matcher first needs it. False, and ``first`` left alone,
+    when ``grammar`` holds token markers."""
     words = grammar.to_bytes()
     out = ffi.new("int *")
     err = new_error()

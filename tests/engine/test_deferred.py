@@ -8,6 +8,7 @@ driver of ``test_threads.py`` walks deferred grammars from several threads too.)
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import threading
@@ -19,7 +20,10 @@ import pytest
 
 from agentgrammar import BatchMatcher, Compiler, Grammar, GrammarError, Matcher, Vocabulary
 from agentgrammar.engine._native import ffi, lib, new_error
+from agentgrammar.engine.background import classify_in_background
 from agentgrammar.engine.bitmask import allocate_token_bitmask
+from agentgrammar.engine.deferred import defer
+from tests.engine.test_background import _own_bytes, _pool, _until
 from tests.engine.test_threads import WORDS, make_vocab
 
 VOCAB = make_vocab()
@@ -244,6 +248,92 @@ def test_the_background_classifies_the_whole_once_built() -> None:
     after = deferred.cache_stats
     assert after.walked + after.derived + after.shared > before.walked + before.derived + before.shared
     assert deferred.memory_size_bytes > 0
+
+
+def _deferred_to_itself(compiler: Compiler, schema: Any, pool: Any) -> Any:
+    """``schema``'s grammar compiled at once, then deferred to itself on ``pool``."""
+    grammar = Grammar.from_json_schema(schema)
+    compiled = compiler.compile(grammar)
+    assert defer(compiled, grammar, compiled._parts, pool)
+    return compiled
+
+
+def test_a_worker_builds_the_whole_before_any_step() -> None:
+    pool = _pool()
+    compiler = Compiler(VOCAB, background=False, reuse_grammars=False, defer_min_words=None)
+    lib.ag_pool_testing_hold(pool, 1)
+    try:
+        compiled = _deferred_to_itself(compiler, SCHEMAS[0], pool)
+        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        assert _state(compiled._handle) == 1
+        first = _mask(Matcher(compiled))  # the first mask does not wait for the worker
+    finally:
+        lib.ag_pool_testing_hold(pool, 0)
+    _until(lambda: _state(compiled._handle) == 2, "the worker to build the whole")
+    eager = _compiled(SCHEMAS[0], deferred=False)
+    m, e = Matcher(compiled), Matcher(eager)
+    assert np.array_equal(first, _mask(e))
+    assert m.accept_string('{"apiVersion": "v1"') and e.accept_string('{"apiVersion": "v1"')
+    assert np.array_equal(_mask(m), _mask(e))
+
+
+def test_a_step_during_the_workers_build_waits_for_it() -> None:
+    pool = _pool()
+    for _ in range(5):  # the worker's build and the first steps of two threads, in any order
+        compiler = Compiler(VOCAB, background=False, reuse_grammars=False, defer_min_words=None)
+        compiled = _deferred_to_itself(compiler, SCHEMAS[1], pool)
+        matchers = [Matcher(compiled) for _ in range(2)]
+        for m in matchers:
+            _mask(m)
+        threads = [threading.Thread(target=m.accept_string, args=("{",)) for m in matchers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert _state(compiled._handle) == 2
+        eager = Matcher(_compiled(SCHEMAS[1], deferred=False))
+        assert eager.accept_string("{")
+        assert all(m.num_accepted_steps == 1 and np.array_equal(_mask(m), _mask(eager)) for m in matchers)
+
+
+def test_a_pool_freed_before_the_build_leaves_the_whole_unclassified() -> None:
+    pool = _pool()
+    compiler = Compiler(VOCAB, background=False, reuse_grammars=False, defer_min_words=None)
+    lib.ag_pool_testing_hold(pool, 1)
+    busy = compiler.compile(Grammar.from_json_schema(SCHEMAS[0]))
+    classify_in_background(busy._handle, pool=pool)  # the worker held in a slice of this
+    _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+    compiled = _deferred_to_itself(compiler, SCHEMAS[1], pool)  # its build queued behind
+    ffi.release(pool)  # lets the worker go, joins it, drops the queued build
+    assert _state(compiled._handle) == 1
+    m = Matcher(compiled)
+    _mask(m)
+    assert m.accept_string("{")  # built here, with no pool left to classify it
+    assert _state(compiled._handle) == 2
+    eager = Matcher(_compiled(SCHEMAS[1], deferred=False))
+    assert eager.accept_string("{") and np.array_equal(_mask(m), _mask(eager))
+
+
+def test_a_grammar_freed_before_the_worker_builds_it_is_freed_by_the_worker() -> None:
+    pool = _pool()
+    compiler = Compiler(VOCAB, background=False, reuse_grammars=False, defer_min_words=None)
+    lib.ag_pool_testing_hold(pool, 1)
+    try:
+        compiled = _deferred_to_itself(compiler, SCHEMAS[0], pool)
+        compiler.clear_cache()
+        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        del compiled
+        gc.collect()
+        assert _own_bytes(compiler) > 0  # the worker's task still holds it
+    finally:
+        lib.ag_pool_testing_hold(pool, 0)
+    _until(lambda: _own_bytes(compiler) == 0, "the worker to free the grammar")
+
+
+def test_the_compilers_pool_builds_a_large_grammar_after_its_first_mask() -> None:
+    compiled = Compiler(VOCAB, defer_min_words=1).compile(Grammar.from_json_schema(SCHEMAS[2]))
+    assert _state(compiled._handle) in (1, 2)  # deferred; maybe built already
+    _until(lambda: _state(compiled._handle) == 2, "the background build")
 
 
 def test_defer_refuses_bad_arguments() -> None:
