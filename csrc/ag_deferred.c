@@ -128,9 +128,9 @@ static void ag_deferred_task_end(ag_pool_task *task) {
 static bool ag_deferred_task_run(ag_pool_task *task, ag_pool *pool) {
   ag_deferred_task *t = (ag_deferred_task *)task;
   ag_pool_gate(pool);
-  if (atomic_load(&t->first->refs) > 1) {
+  if (atomic_load(&t->first->refs) > 1) { /* an error is kept for the matchers */
     ag_compiled *whole;
-    (void)ag_deferred_get(t->first->deferred, t->first->vocab, &whole, NULL); /* an error is kept for the matchers */
+    (void)ag_deferred_get(t->first->deferred, t->first->vocab, &whole, NULL);
   }
   ag_deferred_task_end(task);
   return false;
