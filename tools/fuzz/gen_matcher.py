@@ -146,6 +146,6 @@ def gen_matcher_input(rng: random.Random) -> Dict[str, Any]:
         "vocab_extra": rng.choice([0, 0, 0, 1, 31, 33]),
         "matcher_stop": None if rng.random() < 0.9 else rng.choice([[], [0], [-1], [len(tokens) + 3]]),
         "terminate_without_stop": rng.random() < 0.15,
-        "defer": rng.random() < 0.3,  # compiled as the bound of its first mask, built at the first step
+        "defer": rng.random() < 0.3,  # compiled as the bound of its first mask; the whole built later
         "ops": ops,
     }

@@ -132,7 +132,7 @@ def gen_threads(rng: random.Random) -> Dict[str, Any]:
         "mask_budget": rng.choice([None, None, 0.05, 1.0]),
         "accept_budget": rng.choice([None, None, 0.05, 1.0]),
         "pool_threads": rng.choice([1, 2, 4]),
-        "defer": rng.random() < 0.5,  # the matchers' first steps build the whole at once
+        "defer": rng.random() < 0.5,  # the whole built by the pool's worker or the first steps, at once
         "ops": [_thread_ops(rng, len(tokens) + 2) for _ in range(n_threads)],
     }
 
