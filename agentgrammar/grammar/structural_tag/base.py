@@ -26,6 +26,7 @@ class BuilderBase:
         self.rules: Dict[str, Expr] = {}
         self.taken: Set[str] = {"root"}
         self.counters: Dict[str, int] = {}
+        self.all_text: Set[str] = set()  # the rules of free text without excludes: any text
         # Free text never holds a token marker of the tag, as the token or as its text, but
         # where the marker ends a trigger or an end ("<｜DSML｜"): an exclude ending on the same
         # byte would kill that word (it wins, as in xgrammar's TagDispatch), so such a marker

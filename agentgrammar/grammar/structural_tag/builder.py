@@ -32,7 +32,7 @@ from typing import Any, List, Optional, Tuple
 
 from ...errors import GrammarError, StructuralTagError
 from ..grammar import Grammar
-from ..ir import EMPTY, CharClass, Embed, Expr, Literal, Repeat, Rule, TagDispatch, choice, seq
+from ..ir import EMPTY, CharClass, Embed, Expr, Literal, Repeat, Rule, RuleRef, TagDispatch, choice, seq
 from ..regex import parse_regex
 from ..token_markers import encode_text
 from . import models as st
@@ -82,7 +82,11 @@ class _Builder(TokenFormats, TagFormats):
         _check_any_text(f, path)
         if f.max_chars is not None:  # at most max_chars characters, as in xgrammar (no excludes)
             return Repeat(CharClass(_CHARS), 0, f.max_chars) if f.max_chars else EMPTY
-        return self.dispatch("any_text", TagDispatch(excludes=self.words(f.excludes)))
+        words = self.words(f.excludes)
+        text = self.dispatch("any_text", TagDispatch(excludes=words))
+        if not words:
+            self.all_text.add(text.name)
+        return text
 
     def fmt_regex(self, f: st.Regex, path: str) -> Optional[Expr]:
         try:
@@ -106,15 +110,15 @@ class _Builder(TokenFormats, TagFormats):
 
     def fmt_optional(self, f: st.OptionalFormat, path: str) -> Optional[Expr]:
         inner = self.convert(f.content, path + ".content")
-        return EMPTY if inner is None else Repeat(inner, 0, 1)
+        return EMPTY if inner is None else inner if self._is_all_text(inner) else Repeat(inner, 0, 1)
 
     def fmt_plus(self, f: st.Plus, path: str) -> Optional[Expr]:
         inner = self.convert(f.content, path + ".content")
-        return None if inner is None else Repeat(inner, 1, None)
+        return None if inner is None else inner if self._is_all_text(inner) else Repeat(inner, 1, None)
 
     def fmt_star(self, f: st.Star, path: str) -> Optional[Expr]:
         inner = self.convert(f.content, path + ".content")
-        return EMPTY if inner is None else Repeat(inner, 0, None)
+        return EMPTY if inner is None else inner if self._is_all_text(inner) else Repeat(inner, 0, None)
 
     def fmt_repeat(self, f: st.Repeat, path: str) -> Optional[Expr]:
         upper = None if f.max == -1 else f.max  # xgrammar's "no upper bound"
@@ -123,7 +127,15 @@ class _Builder(TokenFormats, TagFormats):
         inner = self.convert(f.content, path + ".content")
         if inner is None:
             return EMPTY if f.min == 0 else None
+        if self._is_all_text(inner):
+            return EMPTY if upper == 0 else inner
         return Repeat(inner, f.min, upper)
+
+    def _is_all_text(self, e: Expr) -> bool:
+        """Whether ``e`` is free text without excludes: any text, which any number of copies
+        of it spell too. A repeat of it is it, written once: counted, the copies would split
+        the text in every way, and accepting a token would grow with the text written."""
+        return type(e) is RuleRef and e.name in self.all_text
 
 
 def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
