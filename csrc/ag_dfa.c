@@ -228,7 +228,7 @@ static ag_status ag_dfa_intern(ag_builder *b, int32_t *id) {
 }
 
 static ag_status ag_seed_grow(ag_builder *b) {
-  size_t cap = b->seed_cap ? b->seed_cap * 2 : 1024; /* past the doublings small rules need */
+  size_t cap = b->seed_cap ? b->seed_cap * 2 : 64;
   ag_seed_slot *t = calloc(cap, sizeof *t);
   if (!t) return ag_builder_nomem(b);
   for (size_t k = 0; k < b->seed_cap; k++) {

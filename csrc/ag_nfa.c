@@ -94,7 +94,7 @@ static uint32_t ag_share_hash(int32_t node, int32_t to) {
 }
 
 static ag_status ag_share_grow(ag_builder *b) {
-  size_t cap = b->share_cap ? b->share_cap * 2 : 1024; /* past the doublings small rules need */
+  size_t cap = b->share_cap ? b->share_cap * 2 : 64;
   ag_share_slot *t = calloc(cap, sizeof *t);
   if (!t) return ag_builder_nomem(b);
   for (size_t k = 0; k < b->share_cap; k++) {
