@@ -12,7 +12,8 @@ import gc
 import random
 import threading
 import time
-from typing import Any, Callable, List, Tuple
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, List, Tuple
 
 import numpy as np
 import pytest
@@ -97,6 +98,22 @@ def _pool() -> Any:
     out = ffi.new("ag_pool **")
     assert lib.ag_pool_new(2, out, new_error()) == lib.AG_OK
     return ffi.gc(out[0], lib.ag_pool_free)
+
+
+@contextmanager
+def held_worker(pool: Any) -> Iterator[None]:
+    """The pool's worker held at its gate (once it takes a task) until the block ends, even
+    when the block fails: a worker left held would stall every later test on the pool."""
+    lib.ag_pool_testing_hold(pool, 1)
+    try:
+        yield
+    finally:
+        lib.ag_pool_testing_hold(pool, 0)
+
+
+def at_gate(pool: Any) -> None:
+    """Wait until the held worker has taken a task and stopped at its gate."""
+    _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
 
 
 _POOL = _pool()
@@ -186,11 +203,10 @@ def test_masks_never_wait_for_the_worker() -> None:
     masks still come, each state classified by the mask that needs it."""
     pool = _pool()
     make, prefixes = GRAMMARS[0]
-    lib.ag_pool_testing_hold(pool, 1)
-    try:
+    with held_worker(pool):
         compiled = Compiler(VOCAB, background=False).compile(make())
         classify_in_background(compiled._handle, pool=pool)
-        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        at_gate(pool)
         assert _phase(compiled) == (2, 0)
         got: List[List[bytes]] = []
         walker = threading.Thread(
@@ -200,8 +216,6 @@ def test_masks_never_wait_for_the_worker() -> None:
         walker.join(120)
         assert not walker.is_alive(), "a mask waited for the held worker"
         assert _phase(compiled) == (2, 0)  # still held: every mask came without it
-    finally:
-        lib.ag_pool_testing_hold(pool, 0)
     assert got[0] == _walk(Compiler(VOCAB, background=False).compile(make()), prefixes[0], 7, steps=60)
     _until(lambda: _phase(compiled)[0] == 3, "the background work")
 
@@ -214,30 +228,26 @@ def _own_bytes(compiler: Compiler) -> int:
 def test_a_grammar_freed_while_its_worker_runs_is_freed_by_the_worker() -> None:
     pool = _pool()
     compiler = Compiler(VOCAB, reuse_grammars=False, background=False)
-    lib.ag_pool_testing_hold(pool, 1)
-    try:
+    with held_worker(pool):
         compiled = compiler.compile(GRAMMARS[1][0]())
         compiler.clear_cache()  # its part (any JSON value) goes with it
         assert _walk(compiled, "", 3, steps=5)
         classify_in_background(compiled._handle, pool=pool)
-        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        at_gate(pool)
         del compiled
         gc.collect()
         time.sleep(0.01)
         assert _own_bytes(compiler) > 0  # the last reference is gone, but the slice is not over
-    finally:
-        lib.ag_pool_testing_hold(pool, 0)
     _until(lambda: _own_bytes(compiler) == 0, "the worker to free the grammar")
 
 
 def test_a_grammar_freed_with_its_work_queued_is_freed_at_once() -> None:
     pool = _pool()
     compiler = Compiler(VOCAB, reuse_grammars=False, background=False)
-    lib.ag_pool_testing_hold(pool, 1)
-    try:
+    with held_worker(pool):
         running = compiler.compile(GRAMMARS[2][0]())
         classify_in_background(running._handle, pool=pool)
-        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        at_gate(pool)
         held = _own_bytes(compiler)
         queued = compiler.compile(GRAMMARS[1][0]())
         compiler.clear_cache()
@@ -246,8 +256,6 @@ def test_a_grammar_freed_with_its_work_queued_is_freed_at_once() -> None:
         del queued
         gc.collect()
         assert _own_bytes(compiler) == held  # freed now; the pool frees its task when it meets it
-    finally:
-        lib.ag_pool_testing_hold(pool, 0)
     _until(lambda: _phase(running)[0] == 3, "the background work")
     assert _walk(running, "", 1) == _walk(Compiler(VOCAB, background=False).compile(GRAMMARS[2][0]()), "", 1)
 
@@ -259,7 +267,7 @@ def test_a_pool_freed_with_work_queued_drops_it_and_the_grammars_live_on() -> No
     grammars = [compiler.compile(GRAMMARS[k][0]()) for k in (1, 2, 3)]
     for compiled in grammars:
         classify_in_background(compiled._handle, pool=pool)
-    _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+    at_gate(pool)
     ffi.release(pool)  # lets the held worker go, joins it, drops the queued work
     assert [_phase(c)[0] for c in grammars].count(3) == len(grammars)
     for compiled, k in zip(grammars, (1, 2, 3)):
@@ -304,15 +312,12 @@ def _enter_then_walk_arguments(enter_first: bool) -> int:
     largest = max(int(lib.ag_grammar_num_states(p._grammar_handle)) for p in compiled._parts)
     pool = _pool()
     matcher = Matcher(compiled)
-    lib.ag_pool_testing_hold(pool, 1)
-    try:
+    with held_worker(pool):
         classify_in_background(compiled._handle, max_states=largest + 8, max_seconds=60.0, pool=pool)
-        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        at_gate(pool)
         assert matcher.accept_string(CALL % "get_weather_7")
         if enter_first:
             matcher.allowed_token_ids()  # a mask in the tool's part: the worker goes there next
-    finally:
-        lib.ag_pool_testing_hold(pool, 0)
     _until(lambda: _phase(compiled)[0] == 3, "the background work")
     before = _stats_sum(compiled)
     for ch in '{"city": "Oslo", "days": 3':

@@ -23,7 +23,7 @@ from agentgrammar.engine._native import ffi, lib, new_error
 from agentgrammar.engine.background import classify_in_background
 from agentgrammar.engine.bitmask import allocate_token_bitmask
 from agentgrammar.engine.deferred import defer
-from tests.engine.test_background import _own_bytes, _pool, _until
+from tests.engine.test_background import _own_bytes, _pool, _until, at_gate, held_worker
 from tests.engine.test_threads import WORDS, make_vocab
 
 VOCAB = make_vocab()
@@ -261,14 +261,11 @@ def _deferred_to_itself(compiler: Compiler, schema: Any, pool: Any) -> Any:
 def test_a_worker_builds_the_whole_before_any_step() -> None:
     pool = _pool()
     compiler = Compiler(VOCAB, background=False, reuse_grammars=False, defer_min_words=None)
-    lib.ag_pool_testing_hold(pool, 1)
-    try:
+    with held_worker(pool):
         compiled = _deferred_to_itself(compiler, SCHEMAS[0], pool)
-        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        at_gate(pool)
         assert _state(compiled._handle) == 1
         first = _mask(Matcher(compiled))  # the first mask does not wait for the worker
-    finally:
-        lib.ag_pool_testing_hold(pool, 0)
     _until(lambda: _state(compiled._handle) == 2, "the worker to build the whole")
     eager = _compiled(SCHEMAS[0], deferred=False)
     m, e = Matcher(compiled), Matcher(eager)
@@ -302,7 +299,7 @@ def test_a_pool_freed_before_the_build_leaves_the_whole_unclassified() -> None:
     lib.ag_pool_testing_hold(pool, 1)
     busy = compiler.compile(Grammar.from_json_schema(SCHEMAS[0]))
     classify_in_background(busy._handle, pool=pool)  # the worker held in a slice of this
-    _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+    at_gate(pool)
     compiled = _deferred_to_itself(compiler, SCHEMAS[1], pool)  # its build queued behind
     ffi.release(pool)  # lets the worker go, joins it, drops the queued build
     assert _state(compiled._handle) == 1
@@ -317,16 +314,13 @@ def test_a_pool_freed_before_the_build_leaves_the_whole_unclassified() -> None:
 def test_a_grammar_freed_before_the_worker_builds_it_is_freed_by_the_worker() -> None:
     pool = _pool()
     compiler = Compiler(VOCAB, background=False, reuse_grammars=False, defer_min_words=None)
-    lib.ag_pool_testing_hold(pool, 1)
-    try:
+    with held_worker(pool):
         compiled = _deferred_to_itself(compiler, SCHEMAS[0], pool)
         compiler.clear_cache()
-        _until(lambda: lib.ag_pool_testing_at_gate(pool) == 1, "the worker at its gate")
+        at_gate(pool)
         del compiled
         gc.collect()
         assert _own_bytes(compiler) > 0  # the worker's task still holds it
-    finally:
-        lib.ag_pool_testing_hold(pool, 0)
     _until(lambda: _own_bytes(compiler) == 0, "the worker to free the grammar")
 
 
