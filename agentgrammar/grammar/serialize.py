@@ -162,23 +162,26 @@ class _Writer:
 
     def _copy(self, chunk: "_Chunk") -> int:
         """Append ``chunk``'s nodes, its holes filled for these rules; the index of its root."""
-        base = len(self.offsets)
-        words = chunk.words[:]
-        for p in chunk.child_pos:
-            words[p] += base
+        base, at = len(self.offsets), len(self.data)
+        placed = chunk.placed
+        if placed is None or placed[0] != base or placed[1] != at:
+            words = chunk.words[:]
+            for p in chunk.child_pos:
+                words[p] += base
+            placed = chunk.placed = (base, at, words, [o + at for o in chunk.offsets])
+        data = self.data
+        data += placed[2]
+        self.offsets += placed[3]
         symbols = chunk.symbols
         if len(symbols) == 1:  # the usual piece: a call, one embedded grammar
             is_embed, key = symbols[0]
             value = self._embed(key) if is_embed else self.rule_index[key]
             for p, _ in chunk.symbol_pos:
-                words[p] = value
+                data[at + p] = value
         elif symbols:
             values = [self._embed(key) if is_embed else self.rule_index[key] for is_embed, key in symbols]
             for p, sym in chunk.symbol_pos:
-                words[p] = values[sym]
-        at = len(self.data)
-        self.offsets += [o + at for o in chunk.offsets]
-        self.data.extend(words)
+                data[at + p] = values[sym]
         return base + chunk.root
 
     def _switch(self, e: Any, items: Sequence[pieces.PieceInfo]) -> int:
@@ -434,9 +437,13 @@ class _Chunk:
     the chunk lands) and those that hold a rule index (``symbol_pos``: (position, symbol), the
     symbol an entry of ``symbols``: (is_embed, rule name or embedded grammar)); ``root``."""
 
-    __slots__ = ("child_pos", "offsets", "root", "symbol_pos", "symbols", "words")
+    __slots__ = ("child_pos", "offsets", "placed", "root", "symbol_pos", "symbols", "words")
 
     def __init__(self, e: Expr) -> None:
+        # where the chunk was last copied (the writer's node and word counts) and its words
+        # and offsets there, holes unfilled: the same place in the next grammar (its helper
+        # rules written first, serialize) reuses them instead of moving every child again
+        self.placed: Optional[Tuple[int, int, List[int], List[int]]] = None
         names = _Symbols()
         w = _Writer(names, names.embed, class_chunks=not isinstance(e, CharClass))
         self.root = w._expr(e)  # not expr(): that would copy this very piece
@@ -517,7 +524,12 @@ def serialize(
     if use_pieces is None:
         use_pieces = embed_index is not None
     w = _Writer(rule_index, embed_index, use_pieces=use_pieces)
-    bodies = [w.rule_body(r.body) for r in rules]
+    # Last rule first: converters append their helper rules (the JSON converter's base rules,
+    # each copied from its chunk), so they land where they did in the grammar before and
+    # their copies are reused (_Chunk.placed).
+    bodies = [0] * len(rules)
+    for i in range(len(rules) - 1, -1, -1):
+        bodies[i] = w.rule_body(rules[i].body)
     offsets, data = w.offsets, w.data
     n = 6 + len(bodies) + len(offsets) + len(data)
     # int32 words in native byte order, as the C core reads them (validation bounds every number)

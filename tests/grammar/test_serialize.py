@@ -8,6 +8,8 @@ import struct
 from dataclasses import dataclass
 from typing import List, Tuple
 
+from agentgrammar import Grammar
+from agentgrammar.grammar import pieces
 from agentgrammar.grammar import serialize as ser
 from agentgrammar.grammar.ir import CharClass, Choice, Literal, Repeat, Rule, RuleRef, Seq
 from agentgrammar.grammar.serialize import serialize
@@ -33,15 +35,15 @@ def test_nodes_words_and_one_node_per_content() -> None:
         Rule("x", Repeat(CharClass(((0x61, 0x62),)), 1, None)),
     ]
     bodies, nodes = decode(serialize(rules, "root"))
-    assert nodes == [
+    assert nodes == [  # the last rule written first (serialize)
+        (ser.KIND_BYTES, 1, 0x61, 0x62),
+        (ser.KIND_REPEAT, 0, 1, -1),
         (ser.KIND_LITERAL, 2, 0x61, 0x62),
         (ser.KIND_RULEREF, 1),
-        (ser.KIND_SEQ, 2, 0, 1),
-        (ser.KIND_CHOICE, 2, 2, 2),  # the serializer keeps the choice as it is
-        (ser.KIND_BYTES, 1, 0x61, 0x62),
-        (ser.KIND_REPEAT, 4, 1, -1),
+        (ser.KIND_SEQ, 2, 2, 3),
+        (ser.KIND_CHOICE, 2, 4, 4),  # the serializer keeps the choice as it is
     ]
-    assert bodies == [3, 5]
+    assert bodies == [5, 1]
 
 
 def test_shared_object_written_once_and_children_first() -> None:
@@ -81,3 +83,36 @@ def test_subclasses_written_as_their_base() -> None:
         ]
 
     assert serialize(rules(_MySeq, _MyChoice), "root") == serialize(rules(Seq, Choice), "root")
+
+
+def _fresh_bytes(grammar: Grammar) -> bytes:
+    """``grammar``'s words serialized again with no chunk's last place remembered."""
+    for rule in grammar.normalized_rules:
+        info = pieces.info(rule.body)
+        if info is not None and info.chunk is not None:
+            info.chunk.placed = None
+    emb = grammar._embed_index() if grammar.parts else None
+    return serialize(grammar.normalized_rules, grammar.root, emb, use_pieces=False)
+
+
+def test_a_chunk_copied_where_it_was_before_reuses_its_words_and_fills_its_holes() -> None:
+    # json_string's chunk names json_any_char, whose rule index differs from grammar to grammar
+    schemas = [
+        {"type": "object", "properties": {"a": {"type": "string"}}},
+        {"type": "object", "properties": {"b": {"type": "string"}, "c": {"type": "string"}}},
+        {"type": "array", "items": {"type": "string", "minLength": 1}},  # no json_plain_escape before
+    ]
+    grammars = [Grammar.from_json_schema(s) for s in schemas]
+    names = [[r.name for r in g.normalized_rules] for g in grammars]
+    assert all(n[-3:] == ["json_string", "json_plain_escape", "json_any_char"] for n in names[:2])
+    assert names[0].index("json_any_char") != names[1].index("json_any_char")
+    grammars[0].to_bytes()
+    chunk = pieces.info(grammars[0].normalized_rules[-3].body).chunk
+    placed = chunk.placed
+    assert placed is not None
+    words = grammars[1].to_bytes()
+    assert chunk.placed is placed  # copied at the same place: its words reused
+    assert _fresh_bytes(grammars[1]) == words  # the same words, holes filled for its rules
+    assert grammars[1].accepts('{"b": "x\\u00e9", "c": ""}') and not grammars[1].accepts('{"b": 1}')
+    assert grammars[2].to_bytes() == _fresh_bytes(grammars[2])
+    assert grammars[2].accepts('["é"]') and not grammars[2].accepts('[""]')
