@@ -103,6 +103,7 @@ class _Writer:
         # identity is not reused while this writer runs; its root)
         self._copied: Dict[int, Tuple[Any, int]] = {}
         self._use_pieces = use_pieces
+        self._copied_prefix = 0  # the nodes written so far, while every one was copied from a chunk
 
     def _add(self, key: Tuple[int, ...]) -> int:
         """The index of the node of words ``key``, appended unless an equal node was written."""
@@ -168,7 +169,13 @@ class _Writer:
             words = chunk.words[:]
             for p in chunk.child_pos:
                 words[p] += base
-            placed = chunk.placed = (base, at, words, [o + at for o in chunk.offsets])
+            placed = (base, at, words, [o + at for o in chunk.offsets])
+            # kept only where every node so far was copied from a chunk (a JSON grammar's
+            # helper rules, written first): a request's tool pieces land anywhere
+            if base == self._copied_prefix:
+                chunk.placed = placed
+        if base == self._copied_prefix:
+            self._copied_prefix += len(chunk.offsets)
         data = self.data
         data += placed[2]
         self.offsets += placed[3]
@@ -440,9 +447,10 @@ class _Chunk:
     __slots__ = ("child_pos", "offsets", "placed", "root", "symbol_pos", "symbols", "words")
 
     def __init__(self, e: Expr) -> None:
-        # where the chunk was last copied (the writer's node and word counts) and its words
-        # and offsets there, holes unfilled: the same place in the next grammar (its helper
-        # rules written first, serialize) reuses them instead of moving every child again
+        # where the chunk was last copied among the first nodes of a grammar (the writer's node
+        # and word counts) and its words and offsets there, holes unfilled: the same place in
+        # the next grammar (its helper rules written first, serialize) reuses them instead of
+        # moving every child again
         self.placed: Optional[Tuple[int, int, List[int], List[int]]] = None
         names = _Symbols()
         w = _Writer(names, names.embed, class_chunks=not isinstance(e, CharClass))

@@ -116,3 +116,17 @@ def test_a_chunk_copied_where_it_was_before_reuses_its_words_and_fills_its_holes
     assert grammars[1].accepts('{"b": "x\\u00e9", "c": ""}') and not grammars[1].accepts('{"b": 1}')
     assert grammars[2].to_bytes() == _fresh_bytes(grammars[2])
     assert grammars[2].accepts('["é"]') and not grammars[2].accepts('[""]')
+
+
+def test_a_chunk_copied_after_other_nodes_keeps_no_place() -> None:
+    # a request's tool pieces land anywhere among its own nodes: nothing of them is kept
+    body = pieces.mark(Seq((Literal(b"a"), RuleRef("z"))))
+    rules = [Rule("root", Seq((RuleRef("p"), Literal(b"x")))), Rule("p", body), Rule("z", Literal(b"q"))]
+    serialize(rules, "root")
+    chunk = pieces.info(body).chunk
+    assert chunk is not None and chunk.placed is None
+    first = [rules[0], rules[2], rules[1]]  # the piece's rule last: written first
+    bodies, nodes = decode(serialize(first, "root"))
+    assert chunk.placed is not None and chunk.placed[:2] == (0, 0)
+    assert decode(serialize(first, "root")) == (bodies, nodes)
+    assert nodes[bodies[2]] == (ser.KIND_SEQ, 2, 0, 1) and nodes[1] == (ser.KIND_RULEREF, 1)
