@@ -110,15 +110,15 @@ class _Builder(TokenFormats, TagFormats):
 
     def fmt_optional(self, f: st.OptionalFormat, path: str) -> Optional[Expr]:
         inner = self.convert(f.content, path + ".content")
-        return EMPTY if inner is None else inner if self._is_all_text(inner) else Repeat(inner, 0, 1)
+        return EMPTY if inner is None else self._repeated(inner, 0, 1)
 
     def fmt_plus(self, f: st.Plus, path: str) -> Optional[Expr]:
         inner = self.convert(f.content, path + ".content")
-        return None if inner is None else inner if self._is_all_text(inner) else Repeat(inner, 1, None)
+        return None if inner is None else self._repeated(inner, 1, None)
 
     def fmt_star(self, f: st.Star, path: str) -> Optional[Expr]:
         inner = self.convert(f.content, path + ".content")
-        return EMPTY if inner is None else inner if self._is_all_text(inner) else Repeat(inner, 0, None)
+        return EMPTY if inner is None else self._repeated(inner, 0, None)
 
     def fmt_repeat(self, f: st.Repeat, path: str) -> Optional[Expr]:
         upper = None if f.max == -1 else f.max  # xgrammar's "no upper bound"
@@ -127,15 +127,15 @@ class _Builder(TokenFormats, TagFormats):
         inner = self.convert(f.content, path + ".content")
         if inner is None:
             return EMPTY if f.min == 0 else None
-        if self._is_all_text(inner):
-            return EMPTY if upper == 0 else inner
-        return Repeat(inner, f.min, upper)
+        return self._repeated(inner, f.min, upper)
 
-    def _is_all_text(self, e: Expr) -> bool:
-        """Whether ``e`` is free text without excludes: any text, which any number of copies
-        of it spell too. A repeat of it is it, written once: counted, the copies would split
-        the text in every way, and accepting a token would grow with the text written."""
-        return type(e) is RuleRef and e.name in self.all_text
+    def _repeated(self, inner: Expr, lo: int, hi: Optional[int]) -> Expr:
+        """``inner`` ``lo`` to ``hi`` times. Free text without excludes is any text, which any
+        number of its copies spells too: its repeat is it, written once (counted, the copies
+        would split the text in every way, and accepting a token would grow with the text)."""
+        if type(inner) is RuleRef and inner.name in self.all_text:
+            return EMPTY if hi == 0 else inner
+        return Repeat(inner, lo, hi)
 
 
 def structural_tag_rules(obj: Any) -> Tuple[List[Rule], str]:
