@@ -164,18 +164,19 @@ class _Writer:
     def _copy(self, chunk: "_Chunk") -> int:
         """Append ``chunk``'s nodes, its holes filled for these rules; the index of its root."""
         base, at = len(self.offsets), len(self.data)
+        # a place is kept only where every node so far was copied from a chunk (a JSON
+        # grammar's helper rules, written first): a request's tool pieces land anywhere
+        in_prefix = base == self._copied_prefix
+        if in_prefix:
+            self._copied_prefix += len(chunk.offsets)
         placed = chunk.placed
         if placed is None or placed[0] != base or placed[1] != at:
             words = chunk.words[:]
             for p in chunk.child_pos:
                 words[p] += base
             placed = (base, at, words, [o + at for o in chunk.offsets])
-            # kept only where every node so far was copied from a chunk (a JSON grammar's
-            # helper rules, written first): a request's tool pieces land anywhere
-            if base == self._copied_prefix:
+            if in_prefix:
                 chunk.placed = placed
-        if base == self._copied_prefix:
-            self._copied_prefix += len(chunk.offsets)
         data = self.data
         data += placed[2]
         self.offsets += placed[3]
