@@ -1,7 +1,7 @@
 /*
  * ag_build_cache.c - pieces of automata kept across loads: a fixed number of
  * slots under a lock, each a key's words and its immutable piece, freed with
- * the cache.
+ * the cache; and the last build's scratch memory, lent to one build at a time.
  */
 #include "ag_build_cache.h"
 #include "ag_fsm_builder.h"
@@ -20,9 +20,15 @@ typedef struct ag_piece_slot {
   ag_key_piece *piece;
 } ag_piece_slot;
 
+/* The most scratch memory kept between loads: a typical JSON Schema's build
+ * grows tens of kilobytes; a large grammar's is freed rather than held. */
+#define AG_SCRATCH_MAX_BYTES ((size_t)1 << 20)
+
 struct ag_build_cache {
-  pthread_mutex_t lock; /* guards n_slots and the slots */
+  pthread_mutex_t lock; /* guards n_slots, the slots and the scratch */
   int32_t n_slots;
+  bool has_scratch;
+  ag_builder scratch; /* the last build's scratch memory (ag_builder_move_scratch) */
   ag_piece_slot slots[AG_BUILD_CACHE_SLOTS];
 };
 
@@ -53,8 +59,26 @@ void ag_build_cache_free(ag_build_cache *c) {
     free(c->slots[k].key);
     ag_key_piece_free(c->slots[k].piece);
   }
+  ag_builder_free(&c->scratch);
   pthread_mutex_destroy(&c->lock);
   free(c);
+}
+
+void ag_build_cache_take_scratch(ag_build_cache *c, ag_builder *b) {
+  pthread_mutex_lock(&c->lock);
+  if (c->has_scratch) ag_builder_move_scratch(b, &c->scratch);
+  c->has_scratch = false;
+  pthread_mutex_unlock(&c->lock);
+}
+
+void ag_build_cache_keep_scratch(ag_build_cache *c, ag_builder *b) {
+  if (ag_builder_scratch_bytes(b) > AG_SCRATCH_MAX_BYTES) return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->has_scratch) {
+    ag_builder_move_scratch(&c->scratch, b);
+    c->has_scratch = true;
+  }
+  pthread_mutex_unlock(&c->lock);
 }
 
 /* The slot holding key, or -1; under the lock. */
@@ -90,6 +114,14 @@ void ag_build_cache_put(ag_build_cache *c, const int32_t *key, size_t n, ag_key_
     free(copy);
     ag_key_piece_free(piece);
   }
+}
+
+size_t ag_build_cache_testing_scratch_bytes(const ag_build_cache *c) {
+  ag_build_cache *m = (ag_build_cache *)c; /* the lock is not part of its value */
+  pthread_mutex_lock(&m->lock);
+  size_t n = c->has_scratch ? ag_builder_scratch_bytes(&c->scratch) : 0;
+  pthread_mutex_unlock(&m->lock);
+  return n;
 }
 
 int32_t ag_build_cache_testing_size(const ag_build_cache *c) {

@@ -1,7 +1,8 @@
 /*
  * ag_build_cache.h - pieces of automata kept across loads (ag_build_cache_new
  * in agentgrammar.h): the part of a key trie's automaton that its names do not
- * change, kept by the words that define it (ag_key_trie.c). Internal.
+ * change, kept by the words that define it (ag_key_trie.c); and the memory a
+ * build works in, lent from one load to the next (ag_fsm.c). Internal.
  */
 #ifndef AG_BUILD_CACHE_H
 #define AG_BUILD_CACHE_H
@@ -34,5 +35,16 @@ const ag_key_piece *ag_build_cache_find(ag_build_cache *cache, const int32_t *ke
 /* Keeps piece under key; takes it (freed at once when the cache is full or
  * already holds the key). Thread-safe. */
 void ag_build_cache_put(ag_build_cache *cache, const int32_t *key, size_t n, ag_key_piece *piece);
+
+struct ag_builder;
+
+/* Gives b (zeroed) the scratch memory the cache kept, if any
+ * (ag_builder_move_scratch); the cache keeps none until a build gives some
+ * back. Thread-safe. */
+void ag_build_cache_take_scratch(ag_build_cache *cache, struct ag_builder *b);
+
+/* Keeps b's scratch memory for the next build, unless the cache keeps some
+ * already or it is large (then b keeps it, to be freed). Thread-safe. */
+void ag_build_cache_keep_scratch(ag_build_cache *cache, struct ag_builder *b);
 
 #endif /* AG_BUILD_CACHE_H */

@@ -7,6 +7,7 @@
  * literals is built as a trie instead (ag_trie.h). This file decides which
  * rules are built, in what order, and hands the finished arrays to the grammar.
  */
+#include "ag_build_cache.h"
 #include "ag_fsm_builder.h"
 
 /* Minimization rounds per rule. Usually two suffice (one merging, one
@@ -31,7 +32,7 @@ ag_status ag_builder_nomem(ag_builder *b) {
 
 /* ---- driver ------------------------------------------------------------- */
 
-static void ag_builder_free(ag_builder *b) {
+void ag_builder_free(ag_builder *b) {
   free(b->inline_cost);
   free(b->node_size);
   free(b->counted);
@@ -545,21 +546,80 @@ static ag_status ag_builder_reserve(ag_builder *b) {
   return ok ? AG_OK : ag_builder_nomem(b);
 }
 
+/* The builder's scratch vectors. Each build fills what it reads (a vector
+ * starts empty, its memory unset), so one may start with the memory that the
+ * last build grew (ag_build_cache_keep_scratch): no regrowing and no zeroing
+ * of the tables on every load. */
+#define AG_SCRATCH_VECS(X)                                                                  \
+  X(hidden) X(bounds) X(touched) X(tasks) X(edges) X(csr) X(csr_begin) X(pool) X(set_begin) \
+  X(set_hash) X(seed_pool) X(mark) X(count) X(stack) X(closure) X(radix) X(active) X(prev)  \
+  X(events) X(events_tmp) X(moves) X(rep) X(watch) X(sig) X(sigs) X(order) X(post) X(rank)  \
+  X(dfs) X(new_id) X(tmp_states) X(tmp_bytes) X(tmp_rules) X(key_ways) X(key_nodes)         \
+  X(nfa_way) X(key_sets) X(key_rows) X(key_own) X(key_merge) X(key_canon) X(trie_rules)
+
+void ag_builder_move_scratch(ag_builder *to, ag_builder *from) {
+#define AG_MOVE_VEC(f)         \
+  to->f.data = from->f.data;   \
+  to->f.cap = from->f.cap;     \
+  to->f.len = 0;               \
+  from->f.data = NULL;         \
+  from->f.len = from->f.cap = 0;
+  AG_SCRATCH_VECS(AG_MOVE_VEC)
+#undef AG_MOVE_VEC
+  /* The hash tables keep their slots and generations: every slot is stale once
+   * the next rule bumps its table's generation, as between two rules. */
+  to->table = from->table;
+  to->table_cap = from->table_cap;
+  to->table_gen = from->table_gen;
+  to->seed_table = from->seed_table;
+  to->seed_cap = from->seed_cap;
+  to->seed_gen = from->seed_gen;
+  to->share = from->share;
+  to->share_cap = from->share_cap;
+  to->share_gen = from->share_gen;
+  from->table = NULL;
+  from->seed_table = NULL;
+  from->share = NULL;
+  from->table_cap = from->seed_cap = from->share_cap = 0;
+}
+
+size_t ag_builder_scratch_bytes(const ag_builder *b) {
+  size_t n = b->table_cap * sizeof *b->table + b->seed_cap * sizeof *b->seed_table +
+             b->share_cap * sizeof *b->share;
+#define AG_VEC_BYTES(f) n += b->f.cap * sizeof *b->f.data;
+  AG_SCRATCH_VECS(AG_VEC_BYTES)
+#undef AG_VEC_BYTES
+  return n;
+}
+
+/* A builder for ir, with the scratch memory the cache kept, if any. */
+static ag_status ag_builder_init(ag_builder *b, const ag_ir *ir, ag_build_cache *cache, ag_error *err) {
+  memset(b, 0, sizeof *b);
+  if (cache) ag_build_cache_take_scratch(cache, b);
+  b->ir = ir;
+  b->cache = cache;
+  b->err = err;
+  b->rule = -1;
+  if (b->table && b->table_gen > UINT32_MAX / 2) { /* its generation never wraps (no wrap check) */
+    memset(b->table, 0, b->table_cap * sizeof *b->table);
+    b->table_gen = 0;
+  }
+  if (!b->table) {
+    b->table_cap = 64;
+    b->table = calloc(b->table_cap, sizeof *b->table);
+  }
+  return b->table ? AG_OK : ag_builder_nomem(b);
+}
+
 ag_status ag_fsm_build(const ag_ir *ir, ag_grammar *g, ag_build_cache *cache, ag_error *err) {
   ag_builder b;
-  memset(&b, 0, sizeof b);
-  b.ir = ir;
-  b.cache = cache;
-  b.err = err;
-  b.rule = -1;
-  b.table_cap = 64;
-  b.table = calloc(b.table_cap, sizeof *b.table);
-  ag_status st = b.table ? AG_OK : ag_builder_nomem(&b);
+  ag_status st = ag_builder_init(&b, ir, cache, err);
   if (!st) st = ag_builder_reserve(&b);
   if (!st) st = ag_node_sizes(&b);
   if (!st) st = ag_count_large_unrolls(&b);
   if (!st) st = ag_rules_build(&b);
   if (!st) st = ag_builder_hand_over(&b, g);
+  if (!st && cache) ag_build_cache_keep_scratch(cache, &b);
   ag_builder_free(&b);
   return st;
 }

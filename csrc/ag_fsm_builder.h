@@ -194,6 +194,14 @@ typedef struct ag_builder {
 
 /* AG_ERR_NOMEM, naming the rule being built (ag_fsm.c). */
 ag_status ag_builder_nomem(ag_builder *b);
+/* Frees everything b owns (NULL fields are skipped). */
+void ag_builder_free(ag_builder *b);
+
+/* A builder's scratch memory (its working vectors and hash tables, not its
+ * output) moved to another, emptied: kept in the build cache between loads. */
+void ag_builder_move_scratch(ag_builder *to, ag_builder *from);
+/* The bytes of scratch memory b holds. */
+size_t ag_builder_scratch_bytes(const ag_builder *b);
 
 /* A hash of an int32 sequence, order-sensitive: interned seed sets (ag_dfa.c)
  * and minimization signatures (ag_minimize.c). Two elements per multiply: the

@@ -30,6 +30,8 @@ uint64_t ag_grammar_testing_shape(const ag_grammar *grammar);
 
 /* The pieces a build cache holds (ag_build_cache_new). */
 int32_t ag_build_cache_testing_size(const ag_build_cache *cache);
+/* The bytes of a build's scratch memory the cache keeps for the next (0: none). */
+size_t ag_build_cache_testing_scratch_bytes(const ag_build_cache *cache);
 
 /*
  * While hold is set, the pool's workers wait at the start of each background

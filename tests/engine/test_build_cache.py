@@ -6,6 +6,9 @@ edges up to numbering (``ag_grammar_testing_shape``), whether the load fills the
 from it. The cases vary what the copy rebuilds around the kept part (names that share prefixes,
 names that are prefixes of others, one-letter names, a trie after a longer literal, or alone),
 and a cache that is full keeps working without keeping more.
+
+The cache also lends the memory a build works in (its vectors and hash tables) from one load to
+the next: a load that starts in another grammar's memory must build what a fresh one builds.
 """
 
 from __future__ import annotations
@@ -159,6 +162,64 @@ def test_a_full_cache_keeps_loading_alike() -> None:
         assert shape(load(g, cache)) == without and shape(load(g, cache)) == without, k
     assert lib.ag_build_cache_testing_size(cache) == 16
     assert len(set(shapes)) == 20
+
+
+# Grammars of other kinds and sizes than the key tries above, so that each load starts in
+# the memory of a different one: objects, strings with bounds and patterns, numbers, arrays,
+# enums, any value (a linked part), and EBNF with counted repeats, classes and recursion.
+VARIED: List[Grammar] = [
+    *(
+        Grammar.from_json_schema(s)
+        for s in [
+            schema_of(("id", "user_id", "group_id")),
+            {"type": "string", "maxLength": 300},
+            {"type": "string", "pattern": "^[a-z]{2,5}-[0-9]+$"},
+            {"type": "number", "minimum": -5, "maximum": 1000},
+            {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 6},
+            {"enum": ["red", "green", "blue", 7, None]},
+            {"type": "object", "properties": {"x": {}}, "additionalProperties": {"type": "boolean"}},
+            {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "format": "email"},
+                    "tags": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                    "meta": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                },
+                "required": ["name"],
+            },
+        ]
+    ),
+    Grammar.from_ebnf('root ::= item ("," item){0,40}\nitem ::= [a-f0-9]{2,8} | "(" root ")"'),
+    Grammar.from_ebnf('root ::= ("ab" | "a" [^x-z] | [\u0100-\uffff])+ "!"'),
+    Grammar.from_regex(r"(foo|bar|ba[rz]){3}\d{1,4}"),
+]
+
+
+@pytest.mark.parametrize("order", ["forward", "backward"])
+def test_a_load_in_another_grammars_memory_builds_what_a_fresh_one_builds(order: str) -> None:
+    grammars = VARIED if order == "forward" else VARIED[::-1]
+    fresh = [shape(load(g, ffi.NULL)) for g in grammars]  # no cache: a fresh builder each
+    cache = new_cache()
+    for _ in range(2):  # the second pass starts each load in the memory of the one before
+        assert [shape(load(g, cache)) for g in grammars] == fresh
+
+
+def test_the_cache_lends_a_builds_memory_unless_it_is_large() -> None:
+    cache = new_cache()
+    small = Grammar.from_json_schema(schema_of(("id", "name")))
+    assert lib.ag_build_cache_testing_scratch_bytes(cache) == 0
+    expected = shape(load(small, ffi.NULL))
+    assert shape(load(small, cache)) == expected
+    kept = lib.ag_build_cache_testing_scratch_bytes(cache)
+    assert 0 < kept <= 1 << 20
+    assert shape(load(small, cache)) == expected  # lent and given back, grown no further
+    assert lib.ag_build_cache_testing_scratch_bytes(cache) == kept
+    # 2^12 subsets of positions: megabytes of sets while determinizing, freed after the load
+    large = Grammar.from_regex("[ab]*a[ab]{12}")
+    assert shape(load(large, cache)) == shape(load(large, ffi.NULL))
+    assert lib.ag_build_cache_testing_scratch_bytes(cache) == 0
+    assert shape(load(small, cache)) == expected  # fresh memory again, then kept
+    assert 0 < lib.ag_build_cache_testing_scratch_bytes(cache) <= kept  # (copies its key piece now)
 
 
 def test_threads_share_one_cache() -> None:
