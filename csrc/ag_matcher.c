@@ -113,11 +113,7 @@ ag_status ag_matcher_new(ag_compiled *compiled, const int32_t *stop_ids, int32_t
   if (!st) st = ag_parser_init(&m->parser, compiled->grammar, err);
   if (!st) {
     m->state_stamp = calloc((size_t)compiled->grammar->n_states + 1, sizeof *m->state_stamp);
-    size_t pos_words = ((size_t)compiled->vocab->n_sorted + 31) / 32 + 1;
-    m->pos_bits = calloc(pos_words, sizeof *m->pos_bits);
-    m->accepted_pos = calloc(pos_words, sizeof *m->accepted_pos);
-    if (!m->state_stamp || !m->pos_bits || !m->accepted_pos)
-      st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+    if (!m->state_stamp) st = ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
   }
   if (st) {
     ag_matcher_free(m);
@@ -547,6 +543,21 @@ done:
   return st;
 }
 
+/* Makes the position bitsets (pos_bits, accepted_pos) on first need: most
+ * matchers never walk the uncertain tokens of several states, and for a large
+ * vocabulary the two are tens of kilobytes to zero at every matcher's start. */
+static ag_status ag_pos_sets(ag_matcher *m, ag_error *err) {
+  if (m->pos_bits) return AG_OK;
+  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32 + 1;
+  m->pos_bits = calloc(pos_words, sizeof *m->pos_bits);
+  m->accepted_pos = calloc(pos_words, sizeof *m->accepted_pos);
+  if (m->pos_bits && m->accepted_pos) return AG_OK;
+  free(m->pos_bits);
+  free(m->accepted_pos);
+  m->pos_bits = m->accepted_pos = NULL;
+  return ag_fail(err, AG_ERR_NOMEM, -1, "out of memory");
+}
+
 /* Marks a state's uncertain positions in the position bitset. */
 static void ag_mark_uncertain(ag_matcher *m, const ag_state_masks *e) {
   if (e->uncertain_bits) {
@@ -707,14 +718,15 @@ static ag_status ag_bounded_mask(ag_matcher *m, uint32_t *mask, size_t words, ag
   const int32_t *ids = m->compiled->vocab->sorted_ids;
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
   memset(mask, 0, words * sizeof *mask);
+  ag_status st = ag_pos_sets(m, err);
+  if (st) return st;
   memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
   memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
   for (size_t k = 0; k < m->classes.len; k++) {
     const ag_state_masks *e = m->classes.data[k];
     ag_mark_uncertain(m, e);
     if (m->class_room.data[k] >= 0) {
-      ag_status st = ag_add_bounded(m, k, mask, words, err);
-      if (st) return st;
+      if ((st = ag_add_bounded(m, k, mask, words, err))) return st;
     } else if (e->accepted) {
       ag_or_words(mask, e->accepted, words);
       for (size_t w = 0; w < pos_words; w++) m->accepted_pos[w] |= e->accepted_pos[w];
@@ -779,6 +791,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
     return ag_walk_kept(m, &list, mask, err);
   }
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
+  if ((st = ag_pos_sets(m, err))) return st;
   memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
   memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
   for (size_t k = 0; k < m->classes.len; k++) {
