@@ -600,7 +600,10 @@ static ag_status ag_builder_init(ag_builder *b, const ag_ir *ir, ag_build_cache 
   b->cache = cache;
   b->err = err;
   b->rule = -1;
-  if (b->table && b->table_gen > UINT32_MAX / 2) { /* its generation never wraps (no wrap check) */
+  /* The DFA table's generation has no wrap check of its own (a build bumps it a
+   * few times a rule): with memory lent from build to build, it is reset, slots
+   * and all, long before it could wrap. */
+  if (b->table && b->table_gen > UINT32_MAX / 2) {
     memset(b->table, 0, b->table_cap * sizeof *b->table);
     b->table_gen = 0;
   }
