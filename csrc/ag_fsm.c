@@ -32,6 +32,17 @@ ag_status ag_builder_nomem(ag_builder *b) {
 
 /* ---- driver ------------------------------------------------------------- */
 
+/* The builder's scratch vectors. Each build fills what it reads (a vector
+ * starts empty, its memory unset), so one may start with the memory that the
+ * last build grew (ag_build_cache_keep_scratch): no regrowing and no zeroing
+ * of the tables on every load. */
+#define AG_SCRATCH_VECS(X)                                                                  \
+  X(hidden) X(bounds) X(touched) X(tasks) X(edges) X(csr) X(csr_begin) X(pool) X(set_begin) \
+  X(set_hash) X(seed_pool) X(mark) X(count) X(stack) X(closure) X(radix) X(active) X(prev)  \
+  X(events) X(events_tmp) X(moves) X(rep) X(watch) X(sig) X(sigs) X(order) X(post) X(rank)  \
+  X(dfs) X(new_id) X(tmp_states) X(tmp_bytes) X(tmp_rules) X(key_ways) X(key_nodes)         \
+  X(nfa_way) X(key_sets) X(key_rows) X(key_own) X(key_merge) X(key_canon) X(trie_rules)
+
 void ag_builder_free(ag_builder *b) {
   free(b->inline_cost);
   free(b->node_size);
@@ -39,54 +50,16 @@ void ag_builder_free(ag_builder *b) {
   free(b->loop_counted);
   free(b->node_rule);
   free(b->hub);
-  ag_vec_free(&b->touched);
-  ag_vec_free(&b->hidden);
-  ag_vec_free(&b->rule_start);
   free(b->stub);
-  ag_vec_free(&b->bounds);
-  ag_vec_free(&b->tasks);
   free(b->share);
-  ag_vec_free(&b->edges);
-  ag_vec_free(&b->csr);
-  ag_vec_free(&b->csr_begin);
-  ag_vec_free(&b->pool);
-  ag_vec_free(&b->set_begin);
-  ag_vec_free(&b->set_hash);
   free(b->table);
   free(b->seed_table);
-  ag_vec_free(&b->seed_pool);
-  ag_vec_free(&b->mark);
-  ag_vec_free(&b->count);
-  ag_vec_free(&b->stack);
-  ag_vec_free(&b->closure);
-  ag_vec_free(&b->radix);
-  ag_vec_free(&b->active);
-  ag_vec_free(&b->prev);
-  ag_vec_free(&b->events);
-  ag_vec_free(&b->events_tmp);
-  ag_vec_free(&b->moves);
-  ag_vec_free(&b->rep);
-  ag_vec_free(&b->watch);
-  ag_vec_free(&b->sig);
-  ag_vec_free(&b->sigs);
-  ag_vec_free(&b->order);
-  ag_vec_free(&b->new_id);
-  ag_vec_free(&b->post);
-  ag_vec_free(&b->rank);
-  ag_vec_free(&b->dfs);
-  ag_vec_free(&b->tmp_states);
-  ag_vec_free(&b->tmp_bytes);
-  ag_vec_free(&b->tmp_rules);
-  ag_vec_free(&b->key_ways);
-  ag_vec_free(&b->key_nodes);
-  ag_vec_free(&b->nfa_way);
-  ag_vec_free(&b->key_sets);
-  ag_vec_free(&b->key_rows);
-  ag_vec_free(&b->key_own);
-  ag_vec_free(&b->key_merge);
-  ag_vec_free(&b->key_canon);
+#define AG_FREE_VEC(f) ag_vec_free(&b->f);
+  AG_SCRATCH_VECS(AG_FREE_VEC)
+#undef AG_FREE_VEC
   ag_trie_free(&b->trie);
-  ag_vec_free(&b->trie_rules);
+  /* the output, when no grammar took it (a build that failed) */
+  ag_vec_free(&b->rule_start);
   ag_vec_free(&b->states);
   ag_vec_free(&b->state_rule);
   ag_vec_free(&b->byte_edges);
@@ -545,17 +518,6 @@ static ag_status ag_builder_reserve(ag_builder *b) {
             ag_vec_reserve(&b->rule_edges, n);
   return ok ? AG_OK : ag_builder_nomem(b);
 }
-
-/* The builder's scratch vectors. Each build fills what it reads (a vector
- * starts empty, its memory unset), so one may start with the memory that the
- * last build grew (ag_build_cache_keep_scratch): no regrowing and no zeroing
- * of the tables on every load. */
-#define AG_SCRATCH_VECS(X)                                                                  \
-  X(hidden) X(bounds) X(touched) X(tasks) X(edges) X(csr) X(csr_begin) X(pool) X(set_begin) \
-  X(set_hash) X(seed_pool) X(mark) X(count) X(stack) X(closure) X(radix) X(active) X(prev)  \
-  X(events) X(events_tmp) X(moves) X(rep) X(watch) X(sig) X(sigs) X(order) X(post) X(rank)  \
-  X(dfs) X(new_id) X(tmp_states) X(tmp_bytes) X(tmp_rules) X(key_ways) X(key_nodes)         \
-  X(nfa_way) X(key_sets) X(key_rows) X(key_own) X(key_merge) X(key_canon) X(trie_rules)
 
 void ag_builder_move_scratch(ag_builder *to, ag_builder *from) {
 #define AG_MOVE_VEC(f)         \

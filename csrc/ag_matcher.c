@@ -548,7 +548,7 @@ done:
  * vocabulary the two are tens of kilobytes to zero at every matcher's start. */
 static ag_status ag_pos_sets(ag_matcher *m, ag_error *err) {
   if (m->pos_bits) return AG_OK;
-  size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32 + 1;
+  size_t pos_words = ag_pos_words(m->compiled->vocab);
   m->pos_bits = calloc(pos_words, sizeof *m->pos_bits);
   m->accepted_pos = calloc(pos_words, sizeof *m->accepted_pos);
   if (m->pos_bits && m->accepted_pos) return AG_OK;
