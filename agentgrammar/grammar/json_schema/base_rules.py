@@ -61,11 +61,11 @@ def _to_cache(conv: Converter, name: str, body: Expr) -> None:
         _BASE_CACHE[(conv.layout.sig, name)] = (body, tuple(deps), pieces.info(body))
 
 
-#: The base rules most grammars hold, the largest first, put last in a grammar's rules: the
-#: serializer writes the last rule first, so each lands where it did in the grammar before,
-#: and its nodes are copied from there (``serialize._Chunk.placed``).
-_LAST = ("json_any_char", "json_plain_escape", "json_string")
-_LAST_RANK = {name: -i for i, name in enumerate(_LAST)}
+#: The base rules most grammars hold, put last in a grammar's rules in this order (the largest
+#: last): the serializer writes the last rule first, so each lands where it did in the grammar
+#: before, and its nodes are copied from there (``serialize._Chunk.placed``).
+_LAST = ("json_string", "json_plain_escape", "json_any_char")
+_LAST_RANK = {name: i + 1 for i, name in enumerate(_LAST)}  # 0: every other rule
 
 
 def base_rule_list(conv: Converter) -> List[Rule]:
@@ -73,7 +73,7 @@ def base_rule_list(conv: Converter) -> List[Rule]:
     from the module cache comes before the rules it references, one built here after them,
     and a grammar's words (its digest) must not depend on which (on what the process
     converted before)."""
-    names = sorted(conv.base_rules, key=lambda n: (_LAST_RANK.get(n, -len(_LAST)), n))
+    names = sorted(conv.base_rules, key=lambda n: (_LAST_RANK.get(n, 0), n))
     return [Rule(n, conv.base_rules[n]) for n in names]
 
 
