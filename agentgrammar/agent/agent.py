@@ -106,7 +106,10 @@ class Agent:
             that does not is an ``AgentError``.
 
     The vocabulary is built once per agent and one compiler serves every turn, so the grammar
-    of a tool set is compiled once and its mask cache stays warm.
+    of a tool set is compiled once and its mask cache stays warm. When made, the agent warms
+    the compiler with its format (``Compiler.warm_up``, unless the compiler was made with
+    ``background=False``): the states every turn shares are classified in the background
+    before the first turn walks them.
 
     Prompts: every turn renders the structured conversation (:mod:`~agentgrammar.agent.messages`)
     through the tokenizer's chat template; a tokenizer without one gets the plain layout
@@ -163,6 +166,8 @@ class Agent:
         self.compiler: Compiler = compiler if compiler is not None else Compiler(vocabulary)
         # The format as the grammar writes it: its markers as the model's own tokens.
         self._grammar_format = with_token_markers(self.format, markers)
+        if self.compiler.background:  # what every turn's grammar shares, classified before the first
+            self.compiler.warm_up(self._grammar_format.warm_up_grammar())
         # generate() stops on every end token, a marker that ends a turn (<|call|>) included.
         marked = vocabulary.token_markers
         for text in WELL_KNOWN_STOP_TOKENS:

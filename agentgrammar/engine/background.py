@@ -22,7 +22,14 @@ from typing import Any
 from ..errors import GrammarError
 from ._native import PerProcess, ffi, lib, new_error, raise_error
 
-__all__ = ["BACKGROUND_SECONDS", "BACKGROUND_STATES", "background_pool", "classify_in_background"]
+__all__ = [
+    "BACKGROUND_SECONDS",
+    "BACKGROUND_STATES",
+    "WARM_UP_SECONDS",
+    "WARM_UP_STATES",
+    "background_pool",
+    "classify_in_background",
+]
 
 #: The most states one compile's background work classifies: a 100-tool request has some 14k,
 #: of which the worker classifies about 4k in 10-40 ms on a 128k vocabulary (docs/benchmarks.md).
@@ -30,6 +37,10 @@ BACKGROUND_STATES = 4096
 #: The most worker time one compile's background work spends classifying: a state costs from
 #: microseconds (a literal's next byte) to milliseconds (a large schema's first visits).
 BACKGROUND_SECONDS = 0.2
+#: The most states and worker seconds of one ``Compiler.warm_up``: a format's warm-up grammar has
+#: a few hundred states, classified whole; a larger grammar is classified this far.
+WARM_UP_STATES = 16384
+WARM_UP_SECONDS = 2.0
 
 
 def _new_pool() -> Any:

@@ -31,9 +31,9 @@ from ..grammar.memo import (
 )
 from ..grammar.token_markers import markers_in_bytes
 from ._native import ffi, lib, new_error, raise_error
-from .background import background_pool, classify_in_background
+from .background import WARM_UP_SECONDS, WARM_UP_STATES, background_pool, classify_in_background
 from .build_cache import build_cache
-from .deferred import DEFER_MAX_PARTS, DEFER_MAX_SHARE, DEFER_MIN_WORDS, defer, first_masks_agree
+from .deferred import DEFER_MAX_PARTS, DEFER_MAX_SHARE, DEFER_MIN_WORDS, defer, first_mask, first_masks_agree
 from .shared_parts import loaded_shared_part
 from .token_items import one_token_sets
 from .vocabulary import Vocabulary
@@ -303,6 +303,9 @@ class Compiler:
         # IR and serialized words that a kept grammar holds count with its automata and masks
         self._kept_py: Dict[Tuple[bool, bytes], int] = {}
         self._kept_py_bytes = 0
+        # warm_up's grammars by digest: held while their background work runs (freeing one
+        # stops it), and warmed once
+        self._warm_ups: Dict[bytes, CompiledGrammar] = {}
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -365,6 +368,42 @@ class Compiler:
         if self.background and not deferred:  # last: the worker's walks would slow the compile's own work
             classify_in_background(compiled._handle)
         return compiled
+
+    @pauses_gc
+    def warm_up(self, grammar: Union[Grammar, str]) -> None:
+        """Classify the states of ``grammar`` before any request needs them: its first mask at
+        once, then every state a matcher can reach (up to ``WARM_UP_STATES`` in
+        ``WARM_UP_SECONDS``) on the background worker; returns after the first mask.
+
+        The token classes of many states are shared through the vocabulary by every grammar
+        compiled for it: a think block, free text and its call markers, the strings and numbers
+        of tool arguments. Without a warm-up, a process's first requests pay for them on
+        generated tokens (some 0.1-0.3 ms each on a 128k vocabulary); a format's
+        ``warm_up_grammar()`` holds them all, and an ``Agent`` warms its compiler with it when
+        made. The grammar is not kept for ``compile`` (its tools' parts are); the compiler
+        holds it until its work ends with the compiler, and warms the same grammar once. The worker is used whatever
+        ``background`` says (that flag is about ``compile``); masks are the same either way.
+
+        Example:
+            >>> from agentgrammar import Compiler, Vocabulary, formats
+            >>> compiler = Compiler(Vocabulary(["{", "}", "<", "a", "</s>"], stop_token_ids=[4]))
+            >>> compiler.warm_up(formats.get("qwen3").warm_up_grammar())
+        """
+        if isinstance(grammar, str):
+            grammar = Grammar.from_ebnf(grammar)
+        if not isinstance(grammar, Grammar):
+            raise TypeError(f"warm_up() takes a Grammar or EBNF text, got {type(grammar).__name__}")
+        key = grammar.digest
+        with self._lock:
+            if key in self._warm_ups:
+                return
+        compiled = self._build(grammar)
+        first_mask(compiled)  # the worker leaves the first mask's states to the caller
+        with self._lock:
+            if key in self._warm_ups:  # another thread's warm-up of it won
+                return
+            self._warm_ups[key] = compiled
+        classify_in_background(compiled._handle, WARM_UP_STATES, WARM_UP_SECONDS)
 
     def _build_deferred(self, grammar: Grammar) -> Optional["CompiledGrammar"]:
         """A large grammar compiled as the smaller bound of its first masks, standing for it

@@ -36,7 +36,14 @@ from ._native import ffi, lib, new_error, raise_error
 from .background import BACKGROUND_SECONDS, BACKGROUND_STATES
 from .bitmask import allocate_token_bitmask
 
-__all__ = ["DEFER_MAX_PARTS", "DEFER_MAX_SHARE", "DEFER_MIN_WORDS", "defer", "first_masks_agree"]
+__all__ = [
+    "DEFER_MAX_PARTS",
+    "DEFER_MAX_SHARE",
+    "DEFER_MIN_WORDS",
+    "defer",
+    "first_mask",
+    "first_masks_agree",
+]
 
 #: The serialized size (int32 words) from which ``Compiler.compile`` builds a grammar's automata
 #: after its first mask: a few times the median MaskBench schema's (about 1,200 words), below
@@ -52,7 +59,7 @@ DEFER_MAX_SHARE = 4
 DEFER_MAX_PARTS = 8
 
 
-def _first(compiled: Any) -> Tuple[np.ndarray, bool]:
+def first_mask(compiled: Any) -> Tuple[np.ndarray, bool]:
     """The first mask with no stop token, and whether the grammar may end at once (a C matcher
     of its own: the Python one wraps the compiler that calls this)."""
     out, err = ffi.new("ag_matcher **"), new_error()
@@ -72,8 +79,8 @@ def first_masks_agree(under: Any, over: Any) -> bool:
     """Whether two compiled grammars' matchers start with the same mask and may both end at
     once or both not: then they do for every set of stop tokens (a stop token is allowed
     exactly where the grammar may end)."""
-    mask_u, end_u = _first(under)
-    mask_o, end_o = _first(over)
+    mask_u, end_u = first_mask(under)
+    mask_o, end_o = first_mask(over)
     return end_u == end_o and bool(np.array_equal(mask_u, mask_o))
 
 

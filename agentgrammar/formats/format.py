@@ -101,6 +101,7 @@ from .request import request_tag
 from .tools import ToolsArg, cached_piece, resolve_choice, tool_list
 from .tools_prompt import call_template, render_tools
 from .validation import validate_format
+from .warm_up import warm_up_grammar
 
 __all__ = ["AgentFormat", "FormatParseError", "RenderError", "ToolsArg"]
 
@@ -469,6 +470,18 @@ class AgentFormat:
             reasoning_budget=reasoning_budget,
         )
         return Grammar.from_structural_tag(tag)
+
+    def warm_up_grammar(self) -> Grammar:
+        """This format's request grammar over a tool with an argument of every JSON type
+        (``formats.warm_up``): give it to ``Compiler.warm_up`` before the first request, so
+        that the states every request shares (the think block, the free text, the call
+        markers, argument strings and numbers) are classified in the background first.
+
+        Example:
+            >>> AgentFormat().warm_up_grammar().accepts('<tool_call>{"name": "warm_up", "arguments": {}}</tool_call>')
+            True
+        """
+        return warm_up_grammar(self)
 
     # ---- prompts -----------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from typing import Any, List
 
 import pytest
 
-from agentgrammar import Agent, AgentGrammarError, AgentRun, ToolError
+from agentgrammar import Agent, AgentGrammarError, AgentRun, Compiler, ToolError
 from agentgrammar.agent import (
     AgentError,
     ResponseEvent,
@@ -234,6 +234,20 @@ def test_chat_template_is_used_when_it_renders_tools(scripted, tok, registry, co
     # The call turn is kept as a structured message (this template shows only its content,
     # empty); a str result is the tool message's content as it is.
     assert "[assistant]\n[tool]18 C and sunny in Oslo\n" in model.prompts[1]
+
+
+def test_an_agent_warms_its_compiler_with_its_format(tiny_llama, tok, registry, compiler) -> None:
+    """Made, an agent warms its compiler with its format's warm-up grammar (markers as tokens),
+    once per format; a compiler made with background=False is left alone."""
+    agent = _agent(tiny_llama, tok, registry, compiler, format="qwen3")
+    key = agent._grammar_format.warm_up_grammar().digest
+    assert key in compiler._warm_ups
+    warmed = dict(compiler._warm_ups)
+    _agent(tiny_llama, tok, registry, compiler, format="qwen3")
+    assert compiler._warm_ups == warmed
+    quiet = Compiler(compiler.vocabulary, background=False)
+    _agent(tiny_llama, tok, registry, quiet, format="qwen3")
+    assert quiet._warm_ups == {}
 
 
 def test_errors(tiny_llama, tok, registry, compiler) -> None:
