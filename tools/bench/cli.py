@@ -26,7 +26,8 @@ hits all alike. Engines: ``ours`` (agentgrammar), ``xgr`` (xgrammar 0.2.x, defau
    per-tool caches cleared (as ``tools/bench/request.py`` does); xgrammar's fresh compiler keeps its
    default, empty cache (``cache_enabled=False``, as in ``request``, also drops the
    sharing of identical rules inside one grammar: about 4x slower at 100 tools); *warm*: one compiler per engine kept for the
-   whole run, every tool already compiled once (the full registry as a warm-up), a new subset;
+   whole run, every tool already compiled once (the full registry as a warm-up; ours also
+   warmed with the format, ``Compiler.warm_up``, as an ``Agent`` does when made), a new subset;
    ours is timed warm before cold, and the full registry is built again (untimed) after each
    cold request, whose clearing of our process-wide per-tool caches no serving process does,
    and the memo accounting measures what it rebuilt (untimed, as the registry's first build
