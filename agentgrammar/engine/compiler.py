@@ -375,14 +375,15 @@ class Compiler:
         once, then every state a matcher can reach (up to ``WARM_UP_STATES`` in
         ``WARM_UP_SECONDS``) on the background worker; returns after the first mask.
 
-        The token classes of many states are shared through the vocabulary by every grammar
-        compiled for it: a think block, free text and its call markers, the strings and numbers
-        of tool arguments. Without a warm-up, a process's first requests pay for them on
-        generated tokens (some 0.1-0.3 ms each on a 128k vocabulary); a format's
-        ``warm_up_grammar()`` holds them all, and an ``Agent`` warms its compiler with it when
-        made. The grammar is not kept for ``compile`` (its tools' parts are); the compiler
-        holds it until its work ends with the compiler, and warms the same grammar once. The worker is used whatever
-        ``background`` says (that flag is about ``compile``); masks are the same either way.
+        The compiler keeps the token classes of many states for every grammar it compiles,
+        under a key of their automaton: a think block, free text and its call markers, the
+        strings and numbers of tool arguments. Without a warm-up, a process's first requests
+        pay for them on generated tokens (some 0.1-0.3 ms each on a 128k vocabulary); a
+        format's ``warm_up_grammar()`` holds them all, and an ``Agent`` warms its compiler with
+        it when made. The grammar is not kept for ``compile`` (its tools' parts are); the
+        compiler holds it, so that its work runs until done or until the compiler goes, and
+        warms a grammar of the same content once. The worker is used whatever ``background``
+        says (that flag is about ``compile``); masks are the same either way.
 
         Example:
             >>> from agentgrammar import Compiler, Vocabulary, formats

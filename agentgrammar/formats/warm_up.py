@@ -2,7 +2,8 @@
 every JSON type, for ``Compiler.warm_up``.
 
 A state's token classes are worked out the first time a matcher reaches it. Many states are
-the same in every request of a format and are shared through the vocabulary: the think block,
+the same in every request of a format, and a compiler keeps their classes for every grammar it
+compiles: the think block,
 the free text around calls, a call's markers, the strings and numbers of argument values under
 the format's separators. Classified from this grammar before the first request, they are not
 paid for on that request's generated tokens.

@@ -1,7 +1,7 @@
 """``Compiler.warm_up``: a format's warm-up grammar, classified on the background worker, leaves
-the classes that every request shares in the vocabulary, so a new request's walk finds them
-instead of walking the vocabulary; its masks are the same as an unwarmed compiler's. Each
-vocabulary here is a new one: shared classes live with the vocabulary."""
+the classes that every request shares with the compiler, so a new request's walk finds them
+instead of walking the vocabulary; its masks are the same as an unwarmed compiler's (each
+compiler keeps shared classes of its own)."""
 
 from __future__ import annotations
 
@@ -76,5 +76,5 @@ def test_a_compiler_freed_while_it_warms_up_frees_its_work() -> None:
     compiler.warm_up(formats.get("glm4_5").warm_up_grammar())
     del compiler
     gc.collect()
-    # the vocabulary, and what the worker shared through it, serve the next compiler
+    # the vocabulary serves the next compiler
     assert Matcher(Compiler(vocab).compile('root ::= "<a>" [a-z]*')).allowed_token_ids()
