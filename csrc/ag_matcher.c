@@ -543,14 +543,19 @@ done:
   return st;
 }
 
-/* Makes the position bitsets (pos_bits, accepted_pos) on first need: most
- * matchers never walk the uncertain tokens of several states, and for a large
- * vocabulary the two are tens of kilobytes to zero at every matcher's start. */
-static ag_status ag_pos_sets(ag_matcher *m, ag_error *err) {
-  if (m->pos_bits) return AG_OK;
-  size_t pos_words = ag_pos_words(m->compiled->vocab);
-  m->pos_bits = calloc(pos_words, sizeof *m->pos_bits);
-  m->accepted_pos = calloc(pos_words, sizeof *m->accepted_pos);
+/* The position bitsets (pos_bits, accepted_pos), their first pos_words words
+ * cleared for a walk. Made on first need: most matchers never walk the
+ * uncertain tokens of several states, and for a large vocabulary the two are
+ * tens of kilobytes to zero at every matcher's start. */
+static ag_status ag_pos_sets_cleared(ag_matcher *m, size_t pos_words, ag_error *err) {
+  if (m->pos_bits) {
+    memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
+    memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
+    return AG_OK;
+  }
+  size_t all = ag_pos_words(m->compiled->vocab);
+  m->pos_bits = calloc(all, sizeof *m->pos_bits);
+  m->accepted_pos = calloc(all, sizeof *m->accepted_pos);
   if (m->pos_bits && m->accepted_pos) return AG_OK;
   free(m->pos_bits);
   free(m->accepted_pos);
@@ -718,10 +723,8 @@ static ag_status ag_bounded_mask(ag_matcher *m, uint32_t *mask, size_t words, ag
   const int32_t *ids = m->compiled->vocab->sorted_ids;
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
   memset(mask, 0, words * sizeof *mask);
-  ag_status st = ag_pos_sets(m, err);
+  ag_status st = ag_pos_sets_cleared(m, pos_words, err);
   if (st) return st;
-  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
-  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
   for (size_t k = 0; k < m->classes.len; k++) {
     const ag_state_masks *e = m->classes.data[k];
     ag_mark_uncertain(m, e);
@@ -791,9 +794,7 @@ static ag_status ag_cached_mask(ag_matcher *m, uint32_t *mask, size_t words, ag_
     return ag_walk_kept(m, &list, mask, err);
   }
   size_t pos_words = ((size_t)m->compiled->vocab->n_sorted + 31) / 32;
-  if ((st = ag_pos_sets(m, err))) return st;
-  memset(m->pos_bits, 0, sizeof *m->pos_bits * pos_words);
-  memset(m->accepted_pos, 0, sizeof *m->accepted_pos * pos_words);
+  if ((st = ag_pos_sets_cleared(m, pos_words, err))) return st;
   for (size_t k = 0; k < m->classes.len; k++) {
     const ag_state_masks *e = m->classes.data[k];
     if (e->accepted) {
