@@ -106,6 +106,15 @@ def _vocab_tables(vocab: Vocabulary) -> Any:
         return tables
 
 
+def _grammar_arg(grammar: Union[Grammar, str], method: str) -> Grammar:
+    """``grammar`` as ``method`` takes it: a Grammar, or EBNF text parsed."""
+    if isinstance(grammar, str):
+        return Grammar.from_ebnf(grammar)
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"{method}() takes a Grammar or EBNF text, got {type(grammar).__name__}")
+    return grammar
+
+
 def _new_vocab_handle(vocab: Vocabulary) -> Any:
     """A C vocabulary for one compiler: ``vocab``'s shared token tables, caches of its own."""
     out = ffi.new("ag_vocab **")
@@ -351,10 +360,7 @@ class Compiler:
         subset of known tools builds only its own few rules, and the token masks of a tool's
         states, once computed, serve every request that uses the tool.
         """
-        if isinstance(grammar, str):
-            grammar = Grammar.from_ebnf(grammar)
-        if not isinstance(grammar, Grammar):
-            raise TypeError(f"compile() takes a Grammar or EBNF text, got {type(grammar).__name__}")
+        grammar = _grammar_arg(grammar, "compile")
         key = grammar.digest
         found = self._lookup(False, key)
         if found is not None:
@@ -390,10 +396,7 @@ class Compiler:
             >>> compiler = Compiler(Vocabulary(["{", "}", "<", "a", "</s>"], stop_token_ids=[4]))
             >>> compiler.warm_up(formats.get("qwen3").warm_up_grammar())
         """
-        if isinstance(grammar, str):
-            grammar = Grammar.from_ebnf(grammar)
-        if not isinstance(grammar, Grammar):
-            raise TypeError(f"warm_up() takes a Grammar or EBNF text, got {type(grammar).__name__}")
+        grammar = _grammar_arg(grammar, "warm_up")
         key = grammar.digest
         with self._lock:
             if key in self._warm_ups:
