@@ -131,6 +131,12 @@ class Agentic:
     def clear_ours(self) -> None:
         clear_ours()
 
+    def warm_up_ours(self, compiler: Any) -> None:
+        """Warm ``compiler`` with the format's warm-up grammar, as an ``Agent`` does when made."""
+        from agentgrammar import formats
+
+        compiler.warm_up(formats.get("qwen3").warm_up_grammar())
+
     def build_ours(self, compiler: Any, names: Sequence[str]) -> Any:
         from agentgrammar import formats
 
@@ -168,7 +174,7 @@ def agentic_registry(setup: Setup, args: Any) -> "Agentic":
 
 
 def run_agentic(setup: Setup, args: Any) -> Dict[str, Any]:
-    from agentgrammar import Compiler, formats
+    from agentgrammar import Compiler
     from agentgrammar.grammar.memo import memo_size_bytes
 
     ag = agentic_registry(setup, args)
@@ -188,7 +194,7 @@ def run_agentic(setup: Setup, args: Any) -> Dict[str, Any]:
     # (think block, free text, argument values) classified by the background worker. xgrammar
     # eager classifies every state of each grammar in its compile.
     if args.background:
-        warm["ours"].warm_up(formats.get("qwen3").warm_up_grammar())
+        ag.warm_up_ours(warm["ours"])
     ag.build_ours(warm["ours"], everything)  # warm-up: every tool seen once by every warm compiler
     ag.build_xgr(warm["xgr"], everything)
     ag.build_xgr(warm["xgr-jit"], everything)
@@ -303,14 +309,14 @@ def _rss_mib(field: str = "VmRSS") -> float:
 def _ours_memory(args: Any) -> Dict[str, float]:
     """Ours alone: the 500-tool agentic workload on one warm compiler; peak RSS, and the
     compiler's own count of its caches (``Compiler.cache_size_bytes``) against its limit."""
-    from agentgrammar import Compiler, formats
+    from agentgrammar import Compiler
 
     setup = Setup(args.tokenizer)
     ag = Agentic(setup, args.bfcl, args.registry, args.seed)
     base = _rss_mib()
     compiler = Compiler(setup.vocab, background=args.background)
     if args.background:  # as the timed warm compiler
-        compiler.warm_up(formats.get("qwen3").warm_up_grammar())
+        ag.warm_up_ours(compiler)
     ag.build_ours(compiler, list(ag.by_name))
     size = max(args.sizes)
     for _ in range(args.requests):
