@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Sequence, Union
 
 from ..errors import BitmaskError, MatcherError
 from ._native import ffi, lib, new_error, raise_error
-from .bitmask import bitmask_row_pointer
+from .bitmask import NO_ROW, remember_row, same_row
 from .matcher import Matcher
 
 __all__ = ["BatchMatcher", "batch_fill_next_token_bitmask"]
@@ -80,6 +80,7 @@ class BatchMatcher:
             raise_error(status, err, MatcherError)
         self._pool = ffi.gc(out[0], lib.ag_pool_free)
         self._last: Optional[_BatchArrays] = None
+        self._row, self._row_vocab = NO_ROW, 0  # the bitmask filled last (bitmask.remember_row)
 
     @property
     def num_threads(self) -> int:
@@ -110,8 +111,11 @@ class BatchMatcher:
         if n == 0:
             return []
         batch = self._batch_arrays(matchers, rows)
-        base, row_words = bitmask_row_pointer(bitmask, 0, batch.vocab_size)
-        n_rows = int(bitmask.shape[0]) if len(bitmask.shape) == 2 else 1
+        row = self._row
+        if not same_row(row, bitmask, 0) or self._row_vocab != batch.vocab_size:
+            row = self._row = remember_row(bitmask, 0, batch.vocab_size)
+            self._row_vocab = batch.vocab_size
+        base, row_words, n_rows = row[2], row[3], row[4]
         for i, row in enumerate(rows):
             if not 0 <= row < n_rows:
                 raise BitmaskError(f"index {row} (matcher {i}) is out of range for {n_rows} bitmask rows")

@@ -19,7 +19,7 @@ from typing import Any, List, Optional, Sequence, Union
 from ..errors import MatcherError, TokenIdError
 from ..grammar.one_token import ONE_TOKEN_PREFIX
 from ._native import ffi, lib, new_error, raise_error
-from .bitmask import bitmask_row_pointer
+from .bitmask import NO_ROW, bitmask_row_pointer, remember_row, same_row
 from .compiler import CompiledGrammar
 from .token_budget import BudgetTracker, TokenBudget
 from .token_items import OneTokenItems
@@ -140,6 +140,7 @@ class Matcher:
         # Token budgets (``token_budget``): kept beside the C matcher, None when there are none.
         self._budget = BudgetTracker(compiled.vocabulary, token_budgets) if token_budgets else None
         self._flag = ffi.new("int *")
+        self._row = NO_ROW  # the row filled last (bitmask.remember_row)
         # "one token but a set" items (token_items.py): None when the grammar has none.
         sets = compiled._one_token_sets
         self._one_token = OneTokenItems(sets, lib, self._handle, self._flag, self._err) if sets else None
@@ -201,13 +202,16 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
         """Write the allowed next tokens into row ``index`` of ``bitmask``.
 
-        Returns True when the mask needs applying (some token is disallowed).
+        Returns True when the mask needs applying (some token is disallowed). The matcher
+        keeps a reference to the last ``bitmask`` it filled, whose checks it then skips.
         """
-        mask, words = bitmask_row_pointer(bitmask, index, self._vocab_size)
+        row = self._row
+        if not same_row(row, bitmask, index):
+            row = self._row = remember_row(bitmask, index, self._vocab_size)
         lock = self._lock
         lock.acquire()
         try:
-            status = _fill_mask(self._handle, mask, words, self._flag, self._err)
+            status = _fill_mask(self._handle, row[2], row[3], self._flag, self._err)
             if status:
                 raise_error(status, self._err, MatcherError)
             needs_apply = self._flag[0] == 0

@@ -110,6 +110,27 @@ def test_torch_bitmask_and_default_pool() -> None:
     assert bitmask[:, 0].tolist() == [0b001, 0b001, 0b110]
 
 
+def test_a_bitmask_filled_again_is_checked_when_it_or_the_vocabulary_changed() -> None:
+    # The pool keeps the last bitmask's pointer (bitmask.remember_row), for one vocabulary size.
+    torch = pytest.importorskip("torch")
+    vocab = Vocabulary(["a", "b", "</s>"], stop_token_ids=[2])
+    compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "a" "b"'))
+    ms = [Matcher(compiled) for _ in range(2)]
+    pool = BatchMatcher(max_threads=2)
+    bitmask = allocate_token_bitmask(2, vocab.vocab_size, backend="torch")
+    pool.fill_next_token_bitmask(ms, bitmask)
+    old = bitmask.view(-1)  # keeps the first storage alive
+    bitmask.set_(torch.zeros((2, 1), dtype=torch.int32))  # the same tensor on other memory
+    old.fill_(7)
+    assert ms[1].accept_token(0)
+    pool.fill_next_token_bitmask(ms, bitmask)
+    assert bitmask[:, 0].tolist() == [0b001, 0b010] and old.tolist() == [7, 7]
+    wide = [f"t{i}" for i in range(40)] + ["</s>"]  # two words a row: this bitmask is too narrow
+    other = Matcher(Compiler(Vocabulary(wide, stop_token_ids=[40])).compile('root ::= "t1"'))
+    with pytest.raises(BitmaskError, match="shape"):
+        pool.fill_next_token_bitmask([other], bitmask)
+
+
 def test_bad_batches_raise_typed_errors() -> None:
     vocab = Vocabulary(["a", "b", "</s>"], stop_token_ids=[2])
     compiled = Compiler(vocab).compile(Grammar.from_ebnf('root ::= "a"'))

@@ -461,6 +461,46 @@ def test_bitmask_torch_errors_and_rows():
         matcher.fill_next_token_bitmask(torch.zeros((4, 4), dtype=torch.int32)[:, ::2])
 
 
+def test_a_bitmask_filled_again_is_filled_like_a_new_one():
+    # The matcher keeps the last row's pointer (bitmask.remember_row): a new row, a new array
+    # and a wrong array after a right one are each checked and written as on a first fill.
+    matcher, _, vocab = build('root ::= "a" "b"', ["a", "b"], vocab_size=70)  # 3 words
+    batch = np.full((2, 3), 7, dtype=np.int32)
+    matcher.fill_next_token_bitmask(batch, index=1)
+    assert matcher.accept_token(0)
+    matcher.fill_next_token_bitmask(batch, index=1)
+    assert batch.tolist() == [[7, 7, 7], [2, 0, 0]]
+    matcher.fill_next_token_bitmask(batch, index=0)
+    assert batch.tolist() == [[2, 0, 0], [2, 0, 0]]
+    other = np.zeros((1, 3), dtype=np.int32)
+    other.resize((1, 3))  # nothing refers to it yet
+    matcher.fill_next_token_bitmask(other)
+    assert other.tolist() == [[2, 0, 0]]
+    with pytest.raises(ValueError, match="resize"):  # the matcher refers to it: its memory stays
+        other.resize((1, 1))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(np.zeros((1, 3), dtype=np.int64))
+    with pytest.raises(BitmaskError):
+        matcher.fill_next_token_bitmask(batch, index=2)
+
+
+def test_a_torch_bitmask_whose_memory_changed_is_checked_again():
+    torch = pytest.importorskip("torch")
+    matcher, _, vocab = build('root ::= "a" "b"', ["a", "b"], vocab_size=70)
+    mask = allocate_token_bitmask(1, 70, backend="torch")
+    matcher.fill_next_token_bitmask(mask)
+    assert mask.tolist() == [[1, 0, 0]]
+    old = mask.view(-1)  # keeps the first storage alive
+    mask.set_(torch.full((1, 3), 9, dtype=torch.int32))  # the same tensor on other memory
+    old.fill_(5)
+    assert matcher.accept_token(0)
+    matcher.fill_next_token_bitmask(mask)
+    assert mask.tolist() == [[2, 0, 0]] and old.tolist() == [5, 5, 5]
+    mask.data = mask.view(torch.float32)  # the same memory and shape, another dtype
+    with pytest.raises(BitmaskError, match="int32"):
+        matcher.fill_next_token_bitmask(mask)
+
+
 def test_allocate_token_bitmask():
     bm = allocate_token_bitmask(3, 65, backend="numpy")
     assert isinstance(bm, np.ndarray) and bm.dtype == np.int32 and bm.shape == (3, 3)
