@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from ..errors import BitmaskError, MatcherError
 from ._native import ffi, lib, new_error, raise_error
-from .bitmask import NO_ROW, remember_row, same_row
+from .bitmask import NO_ROW, Row, remember_row, same_row
 from .matcher import Matcher
 
 __all__ = ["BatchMatcher", "batch_fill_next_token_bitmask"]
@@ -80,7 +80,8 @@ class BatchMatcher:
             raise_error(status, err, MatcherError)
         self._pool = ffi.gc(out[0], lib.ag_pool_free)
         self._last: Optional[_BatchArrays] = None
-        self._row, self._row_vocab = NO_ROW, 0  # the bitmask filled last (bitmask.remember_row)
+        # the bitmask filled last (bitmask.remember_row), with the vocabulary size it was checked for
+        self._kept: Tuple[int, Row] = (0, NO_ROW)
 
     @property
     def num_threads(self) -> int:
@@ -111,11 +112,11 @@ class BatchMatcher:
         if n == 0:
             return []
         batch = self._batch_arrays(matchers, rows)
-        row = self._row
-        if not same_row(row, bitmask, 0) or self._row_vocab != batch.vocab_size:
-            row = self._row = remember_row(bitmask, 0, batch.vocab_size)
-            self._row_vocab = batch.vocab_size
-        base, row_words, n_rows = row[2], row[3], row[4]
+        vocab_size, kept = self._kept
+        if vocab_size != batch.vocab_size or not same_row(kept, bitmask, 0):
+            kept = remember_row(bitmask, 0, batch.vocab_size)
+            self._kept = (batch.vocab_size, kept)
+        base, row_words, n_rows = kept[2], kept[3], kept[4]
         for i, row in enumerate(rows):
             if not 0 <= row < n_rows:
                 raise BitmaskError(f"index {row} (matcher {i}) is out of range for {n_rows} bitmask rows")
