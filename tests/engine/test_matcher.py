@@ -9,6 +9,7 @@ UTF-8 (tokens that split a character), and apply_token_bitmask_inplace on NumPy 
 from __future__ import annotations
 
 import os
+import random
 import sys
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -482,6 +483,42 @@ def test_a_bitmask_filled_again_is_filled_like_a_new_one():
         matcher.fill_next_token_bitmask(np.zeros((1, 3), dtype=np.int64))
     with pytest.raises(BitmaskError):
         matcher.fill_next_token_bitmask(batch, index=2)
+
+
+def test_fills_into_bitmasks_and_rows_taken_in_turn_match_fresh_fills():
+    # Random walks where each fill picks one of a few bitmasks (NumPy and torch, 1-D and
+    # batches) and a row: the row written equals a fill into a new array, the others keep
+    # what they held, whatever row the matcher kept from the fill before.
+    torch = pytest.importorskip("torch")
+    tokens = ["{", "}", "a", "b", ":", ",", "ab", "b:", "</s>"]
+    ebnf = 'root ::= "{" (pair ("," pair)*)? "}"\npair ::= [ab]+ ":" [ab]'
+    rng = random.Random(7)
+    for _ in range(20):
+        matcher, _, vocab = build(ebnf, tokens, stops=[8], vocab_size=70)
+        pool = [
+            np.zeros(3, dtype=np.int32),
+            np.zeros((4, 3), dtype=np.int32),
+            torch.zeros((2, 3), dtype=torch.int32),
+            torch.zeros(3, dtype=torch.int32),
+        ]
+        for _ in range(12):
+            bitmask = rng.choice(pool)
+            rows = 1 if bitmask.ndim == 1 else bitmask.shape[0]
+            index = rng.randrange(rows)
+            view = (bitmask if isinstance(bitmask, np.ndarray) else bitmask.numpy()).reshape(rows, 3)
+            before = view.copy()
+            matcher.fill_next_token_bitmask(bitmask, index)
+            after = view
+            want = np.zeros(3, dtype=np.int32)  # the uncached path, which keeps no row
+            matcher._fill_next_token_bitmask_direct(want)
+            assert after[index].tolist() == want.tolist()
+            assert np.delete(after, index, axis=0).tolist() == np.delete(before, index, axis=0).tolist()
+            allowed = np.flatnonzero(
+                np.unpackbits(want.view(np.uint8), bitorder="little")[: vocab.vocab_size]
+            )
+            if not allowed.size or matcher.is_terminated():
+                break
+            assert matcher.accept_token(int(rng.choice(allowed)))
 
 
 def test_a_torch_bitmask_whose_memory_changed_is_checked_again():
