@@ -104,6 +104,9 @@ class BatchMatcher:
         If a matcher's fill fails (a :class:`~agentgrammar.errors.MaskTimeoutError` past its
         time budget, say), the other rows are still filled, and the first failure is raised
         with the matcher's index in its message.
+
+        The pool keeps a reference to the last ``bitmask`` it filled, and checks it again only
+        when another one comes.
         """
         n = len(matchers)
         rows = list(range(n)) if indices is None else [int(i) for i in indices]

@@ -202,8 +202,9 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> bool:
         """Write the allowed next tokens into row ``index`` of ``bitmask``.
 
-        Returns True when the mask needs applying (some token is disallowed). The matcher
-        keeps a reference to the last ``bitmask`` it filled, whose checks it then skips.
+        Returns True when the mask needs applying (some token is disallowed). A decoding loop
+        passes the same bitmask at every step: the matcher keeps a reference to the last
+        bitmask and row it filled, and checks them again only when another one comes.
         """
         row = self._row
         if not same_row(row, bitmask, index):
