@@ -36,7 +36,7 @@ __all__ = [
 #: index, its pointer and width in words, the bitmask's rows, and for a torch tensor
 #: ``tensor_key`` (None for a NumPy array).
 Row = Tuple[Any, int, Any, int, int, Optional[Tuple[Any, ...]]]
-NO_ROW: Row = (None, -1, ffi.NULL, 0, 0, None)
+NO_ROW: Row = (object(), -1, ffi.NULL, 0, 0, None)  # no bitmask a caller passes is this object
 
 
 def bitmask_words(vocab_size: int) -> int:

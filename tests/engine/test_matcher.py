@@ -483,6 +483,9 @@ def test_a_bitmask_filled_again_is_filled_like_a_new_one():
         matcher.fill_next_token_bitmask(np.zeros((1, 3), dtype=np.int64))
     with pytest.raises(BitmaskError):
         matcher.fill_next_token_bitmask(batch, index=2)
+    fresh = Matcher(matcher.compiled_grammar)  # no row kept yet: nothing stands for one
+    with pytest.raises(BitmaskError, match="NoneType"):
+        fresh.fill_next_token_bitmask(None, -1)  # type: ignore[arg-type]
 
 
 def test_fills_into_bitmasks_and_rows_taken_in_turn_match_fresh_fills():
