@@ -98,9 +98,10 @@ def _row_words(shape: Tuple[int, ...], index: int, vocab_size: int) -> int:
 def bitmask_row_pointer(bitmask: Any, index: int, vocab_size: int) -> Tuple[Any, int]:
     """A ``uint32_t *`` to row ``index`` of a CPU bitmask, and the row's number of words.
 
-    Raises BitmaskError for a wrong dtype, shape, device or layout. This runs before every
-    mask fill, so the checks are the cheap ones (no ``str(dtype)``, no ``ndarray.ctypes``,
-    which cost microseconds): a fill of a cached mask takes about two.
+    Raises BitmaskError for a wrong dtype, shape, device or layout. This runs whenever a
+    matcher meets a bitmask or row it did not fill last (``remember_row``), so the checks are
+    the cheap ones (no ``str(dtype)``, no ``ndarray.ctypes``, which cost microseconds): a fill
+    of a cached mask takes about two.
     """
     if isinstance(bitmask, np.ndarray):
         if bitmask.dtype != _INT32:
