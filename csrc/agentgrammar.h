@@ -135,6 +135,19 @@ int32_t ag_grammar_num_states(const ag_grammar *grammar);
  * UTF-8 text holds it, so a grammar without it writes neither. */
 int32_t ag_grammar_holds_ff(const ag_grammar *grammar);
 
+/*
+ * What a grammar buffer's rules reach and derive, read from its words without
+ * loading it (`n_external` as for ag_grammar_link: the rules its parts add).
+ * Sets *flags to AG_IR_ALL_REACHABLE when every rule is reachable from the
+ * root, and AG_IR_ROOT_FINISHES when the root surely derives some finite
+ * string (unset where that is not certain: a DISPATCH or SWITCH on the way, a
+ * fixed point that does not settle in a few dozen passes). AG_ERR_INVALID when
+ * the buffer is malformed, as ag_grammar_load reports it.
+ */
+enum { AG_IR_ALL_REACHABLE = 1, AG_IR_ROOT_FINISHES = 2 };
+ag_status ag_ir_survey(const int32_t *words, size_t n_words, int32_t n_external, int32_t *flags,
+                       ag_error *err);
+
 /* ---- compiled grammar ------------------------------------------------- */
 
 typedef struct ag_compiled ag_compiled;

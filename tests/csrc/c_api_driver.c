@@ -642,6 +642,57 @@ static void test_build_cache(void) {
   ag_build_cache_free(cache);
 }
 
+/* root ::= "x" r1, r1 ::= r1 "a" (never finishes), r2 ::= "b" (unreachable) */
+static const int32_t SURVEY_GRAMMAR[] = {
+    0x52494741, 1, 3, 0, 5, 16, /* header */
+    3, 4, 1,                    /* bodies: rule 0 = node 3, rule 1 = node 4, rule 2 = node 1 */
+    0, 3, 6, 8, 12,             /* node offsets */
+    1, 1, 'x',                  /* node 0: LITERAL "x" */
+    1, 1, 'a',                  /* node 1: LITERAL "a" (also rule 2's body) */
+    5, 1,                       /* node 2: RULEREF rule 1 */
+    3, 2, 0, 2,                 /* node 3: SEQ "x" r1 */
+    3, 2, 2, 1,                 /* node 4: SEQ r1 "a" */
+};
+
+static int32_t survey_flags(const int32_t *gram, size_t n, int32_t n_external) {
+  int32_t flags = -1;
+  ag_error err;
+  CHECK(ag_ir_survey(gram, n, n_external, &flags, &err) == AG_OK);
+  return flags;
+}
+
+static void test_survey(void) {
+  ag_error err;
+  int32_t flags = -1;
+  size_t n = sizeof SURVEY_GRAMMAR / sizeof SURVEY_GRAMMAR[0];
+  CHECK(survey_flags(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], 0) ==
+        (AG_IR_ALL_REACHABLE | AG_IR_ROOT_FINISHES));
+  CHECK(survey_flags(SURVEY_GRAMMAR, n, 0) == 0);
+  /* a linked part's rule derives some string; its index needs n_external */
+  CHECK(survey_flags(LINKED_GRAMMAR, sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0], 1) ==
+        (AG_IR_ALL_REACHABLE | AG_IR_ROOT_FINISHES));
+  CHECK(ag_ir_survey(LINKED_GRAMMAR, sizeof LINKED_GRAMMAR / sizeof LINKED_GRAMMAR[0], 0, &flags,
+                     &err) == AG_ERR_INVALID);
+  /* a dispatch is left to the slower check: not said to finish */
+  CHECK(survey_flags(DISPATCH_GRAMMAR, sizeof DISPATCH_GRAMMAR / sizeof DISPATCH_GRAMMAR[0], 0) ==
+        AG_IR_ALL_REACHABLE);
+  CHECK(survey_flags(KEYTRIE_GRAMMAR, sizeof KEYTRIE_GRAMMAR / sizeof KEYTRIE_GRAMMAR[0], 0) ==
+        (AG_IR_ALL_REACHABLE | AG_IR_ROOT_FINISHES));
+  CHECK(ag_ir_survey(GRAMMAR, sizeof GRAMMAR / sizeof GRAMMAR[0], 0, NULL, &err) == AG_ERR_INVALID);
+  CHECK(ag_ir_survey(NULL, 4, 0, &flags, &err) == AG_ERR_INVALID && flags == 0);
+  /* every corruption is refused or surveyed without a bad read (the sanitizers watch) */
+  int32_t broken[sizeof SURVEY_GRAMMAR / sizeof SURVEY_GRAMMAR[0]];
+  const int32_t values[] = {-3, -2, -1, 0, 1, 2, 5, 7, 1000000, INT32_MIN, INT32_MAX};
+  for (size_t i = 0; i < n; i++) {
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+      memcpy(broken, SURVEY_GRAMMAR, sizeof broken);
+      broken[i] = values[k];
+      ag_status st = ag_ir_survey(broken, n, 0, &flags, &err);
+      CHECK(st == AG_OK || flags == 0);
+    }
+  }
+}
+
 int main(void) {
   ag_vocab *v = make_vocab();
   ag_grammar *g = NULL;
@@ -663,6 +714,7 @@ int main(void) {
   test_batch(c);
   test_shared_tables();
   test_build_cache();
+  test_survey();
   CHECK(ag_vocab_cache_bytes(v) > ag_vocab_shared_cache_bytes(v)); /* c is alive */
   ag_compiled_free(c);
   /* Every grammar freed: what is left counted is the shared cache alone. */
