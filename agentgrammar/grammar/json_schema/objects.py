@@ -363,12 +363,14 @@ def additional_members(
         # one byte automaton whose states take every plain token at once
         # (csrc/ag_plain_tokens.h)
         any_char = base(conv, "json_any_char")
-        escape = base(conv, "json_plain_escape")
         # the usual names (all plain: one match of them joined, each non-empty)
         if names and all(names) and PLAIN_NAME.fullmatch("".join(names)):
+            escape = base(conv, "json_plain_escape")
             body = seq([_DQ, KeyTrie(names, _KEY_TAIL, escape, any_char, _RAW_RANGES)])
-        else:
-            body = _key_not_in(names, _KEY_TAIL, escape, any_char)
+        elif names:
+            body = _key_not_in(names, _KEY_TAIL, base(conv, "json_plain_escape"), any_char)
+        else:  # any key: no character is excluded, so no escape rule is needed
+            body = _key_not_in(names, _KEY_TAIL, any_char, any_char)
         key = RuleRef(conv.fresh(f"{hint}_other_key"))
         conv.rules[key.name] = body
         conv.key_rules[names] = key
