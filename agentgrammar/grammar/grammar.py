@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from .._gc_pause import pauses_gc
 from ..errors import GrammarError, SchemaError
 from .builtin import json_rules
+from .checked_words import converted_words
 from .ebnf import parse_ebnf
 from .ir import (
     GrammarBase,
@@ -119,14 +120,20 @@ class Grammar(GrammarBase, CountedOnce):
         # nodes have the right types by construction, whose pieces are whole rule bodies (the
         # JSON converter's base rules) and which embed ``_parts`` (the converter knows them).
         rules = tuple(rules)
-        kept, changing = _validate(rules, root, check_nodes=not _converted)
+        # a converter's rules are written now and checked from the words (checked_words.py);
+        # where that cannot vouch for them, validated as any rules
+        data = converted_words(rules, root, *_part_index(_parts, len(rules))) if _converted else None
+        if data is None:
+            kept, changing = _validate(rules, root, check_nodes=not _converted)
+        else:
+            kept, changing = rules, frozenset()
         if _parts and len(kept) < len(rules):  # an embed may have been in a dropped rule
             names = {r.name for r in kept}
             if embedded_grammars([r for r in rules if r.name not in names]):  # most drop none
                 _parts = tuple(embedded_grammars(kept))
         object.__setattr__(self, "rules", kept)
         object.__setattr__(self, "root", root)
-        object.__setattr__(self, "_bytes", None)
+        object.__setattr__(self, "_bytes", data)
         object.__setattr__(self, "_normalized", None if changing is None or changing else kept)
         object.__setattr__(self, "_changing", changing)  # for normalize_rules, until it ran
         object.__setattr__(self, "_parts", _parts if _converted else None)
@@ -350,13 +357,7 @@ class Grammar(GrammarBase, CountedOnce):
 
     def _embed_index(self) -> Any:
         """Rule index of each part's root past this grammar's own rules, for ``serialize``."""
-        base = len(self.normalized_rules)
-        index: Dict[int, int] = {}
-        for part in self.parts:  # a request's hundreds of parts: their sizes read in place
-            n_rules, root = part._link if part._link is not None else part._link_sizes()
-            index[id(part)] = base + root
-            base += n_rules
-        return lambda g: index[id(g)]
+        return _part_index(self.parts, len(self.normalized_rules))[0]
 
     def to_bytes(self) -> bytes:
         """The serialized form the C core loads (computed once, then cached).
@@ -402,7 +403,7 @@ class Grammar(GrammarBase, CountedOnce):
         it is serialized.
 
         Example:
-            >>> g = Grammar.from_regex("[a-z]+")
+            >>> g = Grammar.from_rules([Rule("root", Literal(b"a"))])
             >>> g.counted_bytes() == 2048 * len(g.rules)  # not serialized yet
             True
             >>> words = g.to_bytes()
@@ -461,6 +462,18 @@ class Grammar(GrammarBase, CountedOnce):
 
 
 _JSON_CACHE: Dict[bool, Grammar] = {}
+
+
+def _part_index(parts: Sequence[Grammar], base: int) -> Tuple[Callable[[Any], int], int]:
+    """The rule index of each part's root when its rules follow ``base`` rules and the parts
+    before it (by the part), and the rules the parts add."""
+    index: Dict[int, int] = {}
+    start = base
+    for part in parts:  # a request's hundreds of parts: their sizes read in place
+        n_rules, root = part._link if part._link is not None else part._link_sizes()
+        index[id(part)] = base + root
+        base += n_rules
+    return (lambda g: index[id(g)]), base - start
 
 
 def content_digests(grammars: Sequence[Grammar]) -> List[bytes]:

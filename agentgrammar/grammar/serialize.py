@@ -55,6 +55,7 @@ from .ir import (
     Seq,
     TagDispatch,
 )
+from .normalize import SINGLE_EDGE_TYPES, is_single_edge, piece_unchanged
 from .utf8 import class_to_sequences, complement_ranges, normalize_ranges
 
 MAGIC = 0x52494741  # "AGIR"
@@ -77,6 +78,17 @@ DISPATCH_STOP = -1
 DISPATCH_EXCLUDE = -2
 
 
+class _CopiedItem(Exception):
+    """Raised by a writer that stops at a counted repeat of an item of more than one edge."""
+
+
+def _check_copied(item: Expr) -> None:
+    """Stop at an item that a counted repeat copies, unless it is one edge: normalization
+    makes it a rule of its own."""
+    if type(item) not in SINGLE_EDGE_TYPES and not is_single_edge(item):
+        raise _CopiedItem
+
+
 class _Writer:
     def __init__(
         self,
@@ -85,6 +97,7 @@ class _Writer:
         *,
         class_chunks: bool = True,
         use_pieces: bool = True,
+        stop_at_copied: bool = False,
     ) -> None:
         self.rule_index = rule_index
         self.embed_index = embed_index
@@ -104,6 +117,10 @@ class _Writer:
         self._copied: Dict[int, Tuple[Any, int]] = {}
         self._use_pieces = use_pieces
         self._copied_prefix = 0  # the nodes written so far, while every one was copied from a chunk
+        # stop (_CopiedItem) at a counted repeat that copies an item of more than one edge, or
+        # a piece written whole that holds one: normalize_rules would change the rule. Told
+        # where pieces are not looked up inside rule bodies, whose walk meets every other node
+        self._stop_at_copied = stop_at_copied
 
     def _add(self, key: Tuple[int, ...]) -> int:
         """The index of the node of words ``key``, appended unless an equal node was written."""
@@ -147,6 +164,8 @@ class _Writer:
         if not self._use_pieces and (type(e) is Seq or type(e) is Choice):
             piece = pieces.info(e)
             if piece is not None:
+                if self._stop_at_copied and not piece_unchanged(piece, e):
+                    raise _CopiedItem
                 found = self._by_id[id(e)] = self._from_piece(e, piece)
                 return found
         found = self._by_id.get(id(e))  # expr, inlined
@@ -247,6 +266,8 @@ class _Writer:
                         done = self._copied.get(id(split))
                         found = by_id[id(x)] = done[1] if done is not None else self._split_class(split)
                     elif t is Repeat:  # _write and _repeat, inlined
+                        if self._stop_at_copied and (x.min > 1 or (x.max is not None and x.max > 1)):  # type: ignore[union-attr]
+                            _check_copied(x.item)  # type: ignore[union-attr]
                         found = by_id.get(id(x.item))  # type: ignore[union-attr]
                         if found is None:
                             found = self._write(x.item)  # type: ignore[union-attr]
@@ -268,6 +289,8 @@ class _Writer:
 
     def _repeat(self, e: Repeat) -> int:
         item = e.item
+        if self._stop_at_copied and (e.min > 1 or (e.max is not None and e.max > 1)):
+            _check_copied(item)
         child = self._by_id.get(id(item))
         if child is None:
             child = self._write(item)
@@ -532,7 +555,30 @@ def serialize(
     # Pieces come with the parts of structural tags: a grammar without parts looks none up.
     if use_pieces is None:
         use_pieces = embed_index is not None
-    w = _Writer(rule_index, embed_index, use_pieces=use_pieces)
+    return _write_rules(_Writer(rule_index, embed_index, use_pieces=use_pieces), rules, root)
+
+
+def serialize_converted(
+    rules: Sequence[Rule], root: str, embed_index: Optional[Callable[[Any], int]] = None
+) -> Optional[bytes]:
+    """``serialize`` of a converter's rules as ``Grammar.to_bytes`` writes them (pieces not
+    looked up inside rule bodies) when ``normalize_rules`` would leave every rule as it is;
+    None, as soon as it is known, when it would not or when two rules have one name. Raises
+    KeyError for a reference to an undefined rule (or the root's), as ``serialize``."""
+    rule_index = {r.name: i for i, r in enumerate(rules)}
+    if len(rule_index) != len(rules):
+        return None
+    try:
+        return _write_rules(
+            _Writer(rule_index, embed_index, use_pieces=False, stop_at_copied=True), rules, root
+        )
+    except _CopiedItem:
+        return None
+
+
+def _write_rules(w: _Writer, rules: Sequence[Rule], root: str) -> bytes:
+    """The words of ``rules`` written by ``w``, with the header, packed."""
+    rule_index = w.rule_index
     # Last rule first: converters append their helper rules (the JSON converter's base rules,
     # each copied from its chunk), so they land where they did in the grammar before and
     # their copies are reused (_Chunk.placed).

@@ -130,3 +130,32 @@ def test_a_chunk_copied_after_other_nodes_keeps_no_place() -> None:
     assert chunk.placed is not None and chunk.placed[:2] == (0, 0)
     assert decode(serialize(first, "root")) == (bodies, nodes)
     assert nodes[bodies[2]] == (ser.KIND_SEQ, 2, 0, 1) and nodes[1] == (ser.KIND_RULEREF, 1)
+
+
+def test_serialize_converted_writes_as_serialize_without_pieces() -> None:
+    shared = Seq((Literal(b"a"), Literal(b"b")))
+    rules = [
+        Rule("root", Seq((shared, RuleRef("r"), Repeat(CharClass(((48, 57),)), 2, 4)))),
+        Rule("r", Choice((shared, Literal(b"c")))),
+    ]
+    assert ser.serialize_converted(rules, "root") == serialize(rules, "root", use_pieces=False)
+
+
+def test_serialize_converted_stops_where_normalization_would_change_a_rule() -> None:
+    # a counted repeat that copies a sequence, as the item or inside a rule body
+    assert (
+        ser.serialize_converted([Rule("root", Repeat(Seq((Literal(b"a"), Literal(b"b"))), 0, 2))], "root")
+        is None
+    )
+    inner = Seq((Literal(b"x"), Repeat(Choice((Literal(b"a"), Literal(b"bc"))), 3, 3)))
+    assert ser.serialize_converted([Rule("root", RuleRef("r")), Rule("r", inner)], "root") is None
+    # copies of one edge, or a repeat that copies nothing, need no rule
+    single = [
+        Rule("root", Seq((Repeat(RuleRef("r"), 2, 5), Repeat(Seq((Literal(b"a"), Literal(b"b"))), 0, 1)))),
+        Rule("r", Literal(b"z")),
+    ]
+    assert ser.serialize_converted(single, "root") == serialize(single, "root", use_pieces=False)
+
+
+def test_serialize_converted_refuses_a_name_given_twice() -> None:
+    assert ser.serialize_converted([Rule("root", Literal(b"a")), Rule("root", Literal(b"b"))], "root") is None
