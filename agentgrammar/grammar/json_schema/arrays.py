@@ -89,7 +89,12 @@ def array_schema(conv: Converter, schema: Dict[str, Any], path: str, depth: int,
         assert rexpr is not None
         rmin = max(lo - i, 0)
         rmax = None if limit is None else limit - i
-        return Repeat(seq([sep, rexpr]), rmin, rmax)
+        item = seq([sep, rexpr])
+        if rmin > 1 or (rmax is not None and rmax > 1):  # copied: a rule, as normalization makes it
+            name = conv.fresh(f"{hint}_repeat")
+            conv.rules[name] = item
+            item = RuleRef(name)
+        return Repeat(item, rmin, rmax)
 
     alts: List[Optional[Expr]] = []
     if lo == 0:

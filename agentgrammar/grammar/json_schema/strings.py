@@ -118,7 +118,11 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
         return conv.format_string(fmt)
     if lo == 0 and hi is None:
         return base(conv, "json_string")
-    # Code points counted exactly; large bounds are nested rather than unrolled.
+    # Code points counted exactly. A character the repeat copies is the helper rule of any
+    # character, the rule that normalization would make of it; one it does not copy stays
+    # inline, in the string's one byte automaton
+    if lo > 1 or (hi is not None and hi > 1):
+        return seq([_DQ, json_values.repeat_chars(base(conv, "json_any_char"), lo, hi), _DQ])
     return json_values.string_expr(lo, hi)
 
 
@@ -390,7 +394,10 @@ def _chain_then_loop(
             return None
         items.append(ch)
     rest_lo, rest_hi = max(lo - k, 0), None if hi is None else hi - k
-    ch = json_values.json_char_of(loop) if loop else None
+    # a character the repeat copies is a rule, as normalization would make it; one it does
+    # not copy stays inline, in the string's one byte automaton
+    copied = rest_lo > 1 or (rest_hi is not None and rest_hi > 1)
+    ch = (conv.json_char(loop) if copied else json_values.json_char_of(loop)) if loop else None
     if ch is None:  # no character after the chain can be spelled: the chain alone
         if rest_lo:
             return None
