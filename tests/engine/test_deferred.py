@@ -45,7 +45,7 @@ FAR = {
         "properties": {f"field_{k}_{j}": {"$ref": "#/$defs/item"} for j in range(6)},
         "additionalProperties": False,
     }
-    for k in range(8)
+    for k in range(10)
 }
 SCHEMAS: List[Any] = [
     {
