@@ -4,7 +4,9 @@ On the MaskBench sample of ``tools/bench.py`` (the same files, drawn with the sa
 schema is compiled cold (a fresh ``Compiler``, our caches of schemas and tools cleared, as
 the bench does) ``--repeats`` times, ours and llguidance in turn, and the fastest time to
 first mask of each is kept. Ours is split into its phases: converting and checking the
-schema (``Grammar.from_json_schema``), writing it (``Grammar.digest``), compiling it
+schema (``Grammar.from_json_schema``, which also writes the words where it checks the rules
+from them), writing it (``Grammar.digest``: the digest, and the words where they were not
+written yet), compiling it
 (``Compiler.compile``: building the automata in C, binding the vocabulary; for a large
 grammar, the two small grammars that bound its first mask instead), and the first matcher and
 mask; building all the automata is timed again on its own after the compile (the same C build
