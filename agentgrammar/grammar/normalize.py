@@ -41,6 +41,17 @@ def is_single_edge(e: Expr) -> bool:
     return isinstance(e, _SINGLE_EDGE_CLASSES)
 
 
+def copies(lo: int, hi: Optional[int]) -> bool:
+    """Whether a repeat of ``lo..hi`` (None: unbounded) may copy its item: a bound above 1.
+    Normalization makes such an item a rule of its own unless it is one edge."""
+    return lo > 1 or (hi is not None and hi > 1)
+
+
+def hoists(e: Repeat) -> bool:
+    """Whether ``normalize_rules`` makes the item of ``e`` a rule of its own."""
+    return copies(e.min, e.max) and type(e.item) not in SINGLE_EDGE_TYPES and not is_single_edge(e.item)
+
+
 def normal_already(e: Expr, use_pieces: bool = False) -> bool:
     """Whether ``normalize_rules`` leaves ``e`` as it is: no counted repeat in it copies an
     item of more than one edge. With ``use_pieces``, a piece inside ``e`` is answered for
@@ -57,8 +68,7 @@ def normal_already(e: Expr, use_pieces: bool = False) -> bool:
             if not piece_unchanged(piece, x):
                 return False
         elif isinstance(x, Repeat):
-            copies = x.min > 1 or (x.max is not None and x.max > 1)
-            if copies and not is_single_edge(x.item):
+            if hoists(x):
                 return False
             stack.append(x.item)
         elif t is CountedText:  # counted by the core whole: only what is inside may change
@@ -141,8 +151,7 @@ def normalize_rules(
             item = e.item
             if type(item) not in SINGLE_EDGE_TYPES:
                 item = walk(item, base, counter)
-            copies = e.min > 1 or (e.max is not None and e.max > 1)
-            if copies and not is_single_edge(item):
+            if copies(e.min, e.max) and not is_single_edge(item):
                 name = hoisted.get(id(item))
                 if name is None:
                     name = hoisted[id(item)] = fresh(base, counter)

@@ -55,7 +55,7 @@ from .ir import (
     Seq,
     TagDispatch,
 )
-from .normalize import SINGLE_EDGE_TYPES, is_single_edge, piece_unchanged
+from .normalize import hoists, piece_unchanged
 from .utf8 import class_to_sequences, complement_ranges, normalize_ranges
 
 MAGIC = 0x52494741  # "AGIR"
@@ -79,14 +79,7 @@ DISPATCH_EXCLUDE = -2
 
 
 class _CopiedItem(Exception):
-    """Raised by a writer that stops at a counted repeat of an item of more than one edge."""
-
-
-def _check_copied(item: Expr) -> None:
-    """Stop at an item that a counted repeat copies, unless it is one edge: normalization
-    makes it a rule of its own."""
-    if type(item) not in SINGLE_EDGE_TYPES and not is_single_edge(item):
-        raise _CopiedItem
+    """Raised by a writer that stops at a counted repeat whose item normalization makes a rule."""
 
 
 class _Writer:
@@ -266,8 +259,8 @@ class _Writer:
                         done = self._copied.get(id(split))
                         found = by_id[id(x)] = done[1] if done is not None else self._split_class(split)
                     elif t is Repeat:  # _write and _repeat, inlined
-                        if self._stop_at_copied and (x.min > 1 or (x.max is not None and x.max > 1)):  # type: ignore[union-attr]
-                            _check_copied(x.item)  # type: ignore[union-attr]
+                        if self._stop_at_copied and hoists(x):  # type: ignore[arg-type]
+                            raise _CopiedItem
                         found = by_id.get(id(x.item))  # type: ignore[union-attr]
                         if found is None:
                             found = self._write(x.item)  # type: ignore[union-attr]
@@ -289,8 +282,8 @@ class _Writer:
 
     def _repeat(self, e: Repeat) -> int:
         item = e.item
-        if self._stop_at_copied and (e.min > 1 or (e.max is not None and e.max > 1)):
-            _check_copied(item)
+        if self._stop_at_copied and hoists(e):
+            raise _CopiedItem
         child = self._by_id.get(id(item))
         if child is None:
             child = self._write(item)

@@ -17,6 +17,7 @@ from ..ir import (
     RuleRef,
     seq,
 )
+from ..normalize import copies
 from .keywords import _count, _ptr
 from .lexical import _opt, choice
 from .merge import merge
@@ -90,7 +91,7 @@ def array_schema(conv: Converter, schema: Dict[str, Any], path: str, depth: int,
         rmin = max(lo - i, 0)
         rmax = None if limit is None else limit - i
         item = seq([sep, rexpr])
-        if rmin > 1 or (rmax is not None and rmax > 1):  # copied: a rule, as normalization makes it
+        if copies(rmin, rmax):  # copied: a rule, as normalization makes it
             name = conv.fresh(f"{hint}_repeat")
             conv.rules[name] = item
             item = RuleRef(name)

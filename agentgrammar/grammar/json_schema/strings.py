@@ -22,6 +22,7 @@ from ..ir import (
     Expr,
     seq,
 )
+from ..normalize import copies
 from .base_rules import base
 from .excludes import warn_lengths_dropped
 from .formats import format_dfa, sole_format
@@ -121,7 +122,7 @@ def string_schema(conv: Converter, schema: Dict[str, Any], path: str, hint: str)
     # Code points counted exactly. A character the repeat copies is the helper rule of any
     # character, the rule that normalization would make of it; one it does not copy stays
     # inline, in the string's one byte automaton
-    if lo > 1 or (hi is not None and hi > 1):
+    if copies(lo, hi):
         return seq([_DQ, json_values.repeat_chars(base(conv, "json_any_char"), lo, hi), _DQ])
     return json_values.string_expr(lo, hi)
 
@@ -396,8 +397,8 @@ def _chain_then_loop(
     rest_lo, rest_hi = max(lo - k, 0), None if hi is None else hi - k
     # a character the repeat copies is a rule, as normalization would make it; one it does
     # not copy stays inline, in the string's one byte automaton
-    copied = rest_lo > 1 or (rest_hi is not None and rest_hi > 1)
-    ch = (conv.json_char(loop) if copied else json_values.json_char_of(loop)) if loop else None
+    char_of = conv.json_char if copies(rest_lo, rest_hi) else json_values.json_char_of
+    ch = char_of(loop) if loop else None
     if ch is None:  # no character after the chain can be spelled: the chain alone
         if rest_lo:
             return None
